@@ -1,0 +1,58 @@
+# dptaucc-bench — `make help` lists the targets.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# Offline mirror of the CLUTO matrices (byte-identical to the public URLs). Empty = use the public URLs.
+DPTAUCC_MIRROR ?= $(if $(wildcard ../shared/data/cluto/MANIFEST.tsv),$(abspath ../shared/data/cluto),)
+export DPTAUCC_MIRROR
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+
+.DEFAULT_GOAL := help
+.PHONY: help setup octave data test lint bench reproduce reproduce-quick collect figures report clean
+
+help: ## list the targets
+	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+setup: $(PY) octave ## create .venv and install the project with the [bench,test] extras (+ Octave for DPHD)
+	$(PY) -m pip install -q -e ".[bench,test]"
+
+octave: ## install GNU Octave for DPHD (apt, needs root; skipped with a warning otherwise)
+	@if command -v octave-cli >/dev/null 2>&1; then echo "octave: $$(octave-cli --version | head -n1)"; \
+	elif [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends octave >/dev/null; \
+	else echo "warning: GNU Octave not found and cannot be installed here; DPHD will be unavailable" >&2; fi
+
+data: ## fetch (or copy from $$DPTAUCC_MIRROR) every available CLUTO matrix into the cache
+	$(PY) -m datasets fetch --all
+
+test: ## run the test suite (what CI runs)
+	$(PY) -m pytest -q
+
+lint: ## ruff
+	$(PY) -m ruff check .
+
+bench: ## fit time and peak memory of every algorithm on the bundled CLUTO matrices
+	$(PY) scripts/bench_fit.py
+
+reproduce: ## every paper/supplement experiment at paper scale (resumable), then collect, figures, report
+	$(PY) -m dptaucc.bench.reproduce --scale paper --jobs $(JOBS)
+
+reproduce-quick: ## a reduced grid of every experiment in a few minutes, then collect, figures, report
+	$(PY) -m dptaucc.bench.reproduce --scale quick --jobs $(JOBS)
+
+collect: ## merge per-job records into results/<experiment>.parquet and .csv
+	$(PY) -m dptaucc.bench.collect
+
+figures: ## redraw every figure from the stored tables in results/ (no recomputation)
+	$(PY) -m dptaucc.bench.figures
+
+report: ## regenerate results/REPORT.md from the stored tables
+	$(PY) -m dptaucc.bench.report
+
+clean: ## remove caches (not the data cache, not results/)
+	rm -rf .pytest_cache .ruff_cache build dist *.egg-info

@@ -1,0 +1,1 @@
+"""Differentially private competitors of DP-τCC, behind the same estimator contract."""
