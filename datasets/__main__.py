@@ -1,0 +1,84 @@
+"""Command line: ``python -m datasets list | fetch NAME... | fetch --all`` (``make data``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from .download import DatasetError, cache_dir
+from .loader import load
+from .registry import KNOWN_DATASETS, get_entry
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m datasets", description=__doc__)
+    parser.add_argument("--cache-dir", default=None,
+                        help="data cache (default: $DPTAUCC_DATA_DIR, else the user cache)")
+    parser.add_argument("--mirror", default=None,
+                        help="directory or base URL to fetch from (default: $DPTAUCC_MIRROR)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="the known datasets, their Table 1 shape and cache state")
+    fetch = sub.add_parser("fetch", help="download, verify and parse datasets into the cache")
+    fetch.add_argument("names", nargs="*", metavar="NAME", help=f"any of {KNOWN_DATASETS}")
+    fetch.add_argument("--all", action="store_true", help="every dataset that can be fetched")
+    fetch.add_argument("--allow-unverified", action="store_true",
+                       help="also download files without a known checksum (sports)")
+    fetch.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return parser
+
+
+def _list(args) -> int:
+    root = cache_dir(args.cache_dir)
+    print(f"cache: {root}")
+    print(f"{'name':<9} {'rows':>6} {'cols':>6} {'classes':>7}  {'checksum':<9} parsed")
+    for name in KNOWN_DATASETS:
+        e = get_entry(name)
+        checked = "yes" if e.matrix.verified else "unknown"
+        parsed = "yes" if (root / "parsed" / f"{name}.npz").is_file() else "no"
+        print(f"{name:<9} {e.n_rows:>6} {e.n_cols:>6} {e.n_classes:>7}  {checked:<9} {parsed}")
+    return 0
+
+
+def _fetch(args) -> int:
+    if args.all and args.names:
+        print("error: give dataset names or --all, not both", file=sys.stderr)
+        return 2
+    names = list(KNOWN_DATASETS) if args.all else args.names
+    if not names:
+        print("error: name at least one dataset, or --all", file=sys.stderr)
+        return 2
+    failed = []
+    for name in names:
+        try:
+            get_entry(name)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        skip_unverified = args.all and not args.allow_unverified
+        if skip_unverified and not get_entry(name).matrix.verified:
+            print(f"{name}: skipped (no known checksum; fetch it with "
+                  f"'python -m datasets fetch {name} --allow-unverified')")
+            continue
+        start = time.perf_counter()
+        try:
+            ds = load(name, cache_dir=args.cache_dir, mirror=args.mirror,
+                      allow_unverified=args.allow_unverified, progress=not args.no_progress)
+        except (DatasetError, ValueError) as exc:
+            print(f"{name}: FAILED: {exc}", file=sys.stderr)
+            failed.append(name)
+            continue
+        m = ds.meta
+        print(f"{name}: {m['n_rows']} x {m['n_cols']}, nnz {m['nnz']}, "
+              f"density {m['density']:.3f}%, {m['n_classes']} classes "
+              f"({time.perf_counter() - start:.2f} s)")
+    return 1 if failed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    return _list(args) if args.command == "list" else _fetch(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,132 @@
+"""Parsers of the mirror's three formats into CSR int64 counts and integer label vectors.
+
+All vectorised (``numpy.loadtxt`` on the columns named in the header, ``scipy.sparse``
+constructors); nothing is ever densified. Every malformed input raises a ``ValueError``
+that names the file and the problem.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["parse_triplets", "parse_labels", "parse_matlab_dtm", "relabel"]
+
+_TRIPLET_COLUMNS = ("doc", "word", "cluster")
+
+
+def _read_header(path: Path) -> list[str]:
+    with open(path, encoding="utf-8", errors="strict") as fh:
+        first = fh.readline()
+    if not first.strip():
+        raise ValueError(f"{path.name}: empty file, expected a header 'doc,word,cluster'")
+    return [c.strip().strip('"') for c in first.rstrip("\r\n").split(",")]
+
+
+def parse_triplets(path: str | os.PathLike) -> sp.csr_matrix:
+    """Parse a ``doc,word,cluster`` CSV (``cluster`` is the count a_ij) into CSR int64.
+
+    Columns are found by header name, so the extra unnamed index column of tr11/tr41 is
+    skipped. The shape follows the authors' rule (spec §1.1): #distinct doc ids ×
+    #distinct word ids, cell ``[doc, word]``; ids outside that range, duplicate pairs,
+    negative or non-integer counts are errors. Stored zero counts (cstr) are dropped.
+    """
+    path = Path(path)
+    header = _read_header(path)
+    missing = [c for c in _TRIPLET_COLUMNS if c not in header]
+    if missing:
+        raise ValueError(f"{path.name}: header {header} lacks column(s) {missing}; "
+                         f"expected {', '.join(_TRIPLET_COLUMNS)}")
+    usecols = [header.index(c) for c in _TRIPLET_COLUMNS]
+    try:
+        table = np.loadtxt(path, delimiter=",", skiprows=1, usecols=usecols,
+                           dtype=np.int64, ndmin=2)
+    except ValueError as exc:
+        raise ValueError(f"{path.name}: malformed triplet file ({exc})") from exc
+    if table.shape[0] == 0:
+        raise ValueError(f"{path.name}: no triplets after the header")
+    doc, word, count = table[:, 0], table[:, 1], table[:, 2]
+    if doc.min() < 0 or word.min() < 0:
+        raise ValueError(f"{path.name}: negative doc or word id")
+    if count.min() < 0:
+        raise ValueError(f"{path.name}: negative count {count.min()}")
+    n_rows, n_cols = np.unique(doc).size, np.unique(word).size
+    if doc.max() >= n_rows or word.max() >= n_cols:
+        raise ValueError(
+            f"{path.name}: ids are not contiguous: max doc id {doc.max()} with {n_rows} distinct "
+            f"docs, max word id {word.max()} with {n_cols} distinct words (the authors' "
+            "loader indexes a #docs x #words matrix by id)"
+        )
+    key = doc * n_cols + word
+    if np.unique(key).size != key.size:
+        raise ValueError(f"{path.name}: duplicate (doc, word) pairs")
+    X = sp.csr_matrix((count, (doc, word)), shape=(n_rows, n_cols), dtype=np.int64)
+    return _canonical(X)
+
+
+def _canonical(X: sp.spmatrix) -> sp.csr_matrix:
+    """CSR int64 with explicit zeros removed and sorted indices."""
+    X = sp.csr_matrix(X, dtype=np.int64)
+    X.eliminate_zeros()
+    X.sort_indices()
+    X.has_canonical_format = True
+    return X
+
+
+def parse_labels(path: str | os.PathLike) -> np.ndarray:
+    """Parse a label file, one integer per line (row order of the matrix), as int64."""
+    path = Path(path)
+    try:
+        labels = np.loadtxt(path, dtype=np.int64, ndmin=1)
+    except ValueError as exc:
+        raise ValueError(f"{path.name}: malformed label file ({exc})") from exc
+    if labels.ndim != 1:
+        raise ValueError(f"{path.name}: expected one label per line, got shape {labels.shape}")
+    if labels.size == 0:
+        raise ValueError(f"{path.name}: empty label file")
+    return labels
+
+
+def relabel(labels: np.ndarray) -> np.ndarray:
+    """Map arbitrary integer labels to 0..k-1, keeping their sorted order (cstr: 1..4 -> 0..3)."""
+    _, inverse = np.unique(np.asarray(labels), return_inverse=True)
+    return inverse.astype(np.int64).ravel()
+
+
+def parse_matlab_dtm(path: str | os.PathLike, n_rows: int, n_cols: int
+                     ) -> tuple[sp.csr_matrix, np.ndarray]:
+    """Read ``dtm`` (documents × words counts) and ``classid`` from a MATLAB v5 file.
+
+    ``n_rows``/``n_cols`` are the registry's shape: a transposed ``dtm`` is turned around,
+    any other shape is an error. Returns the CSR int64 matrix and ``classid`` as int64.
+    """
+    from scipy.io import loadmat
+    from scipy.io.matlab import MatReadError
+
+    path = Path(path)
+    try:
+        content = loadmat(path, variable_names=("dtm", "classid"))
+    except (MatReadError, ValueError, OSError, EOFError) as exc:
+        raise ValueError(f"{path.name}: not a readable MATLAB file ({exc})") from exc
+    for var in ("dtm", "classid"):
+        if var not in content:
+            raise ValueError(f"{path.name}: variable {var!r} missing")
+    dtm = content["dtm"]
+    if not (sp.issparse(dtm) or isinstance(dtm, np.ndarray)) or dtm.ndim != 2:
+        raise ValueError(f"{path.name}: 'dtm' is not a 2-D matrix")
+    if dtm.shape == (n_cols, n_rows) and n_rows != n_cols:
+        dtm = dtm.T
+    if dtm.shape != (n_rows, n_cols):
+        raise ValueError(f"{path.name}: 'dtm' has shape {dtm.shape}, expected ({n_rows}, {n_cols})")
+    if dtm.dtype.kind not in "iub":
+        raise ValueError(f"{path.name}: 'dtm' must hold integer counts, got {dtm.dtype}")
+    X = _canonical(sp.csr_matrix(dtm))
+    if X.nnz and X.data.min() < 0:
+        raise ValueError(f"{path.name}: negative counts in 'dtm'")
+    classid = np.asarray(content["classid"]).ravel().astype(np.int64)
+    if classid.size != n_rows:
+        raise ValueError(f"{path.name}: 'classid' has {classid.size} entries for {n_rows} rows")
+    return X, classid
