@@ -1,0 +1,180 @@
+"""Composing job configs and enumerating an experiment's sweep grid without Hydra's launcher.
+
+The grid of an experiment is its ``hydra.sweeper.params`` (Hydra's own override syntax, parsed
+with Hydra's parser), optionally updated with its ``bench.quick`` block. Group keys
+(``algorithm``, ``dataset``) select config files; every other key sets a value.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+import math
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+GROUPS = ("algorithm", "dataset", "paths", "experiment")
+#: sweep keys whose order decides which jobs share a worker's cached dataset
+_ORDER = ("dataset", "dataset.n_cols", "seed", "algorithm", "mode")
+
+
+def config_dir() -> Path:
+    """The repository's ``conf/`` directory (the package is used from an editable install)."""
+    return Path(__file__).resolve().parents[2] / "conf"
+
+
+def to_plain(cfg: Any) -> Any:
+    """Resolve an OmegaConf node into plain Python (dict/list/scalars); no ListConfig leaks out."""
+    if isinstance(cfg, (DictConfig, ListConfig)):
+        return OmegaConf.to_container(cfg, resolve=True)
+    return cfg
+
+
+def list_experiments() -> list[str]:
+    return sorted(p.stem for p in (config_dir() / "experiment").glob("*.yaml"))
+
+
+def list_group(group: str) -> list[str]:
+    return sorted(p.stem for p in (config_dir() / group).glob("*.yaml"))
+
+
+class Composer:
+    """Cached Hydra compose calls (one per group selection); use as a context manager."""
+
+    def __init__(self, conf_dir: Path | None = None):
+        self.conf_dir = Path(conf_dir or config_dir())
+        self._ctx = None
+
+    def __enter__(self) -> Composer:
+        from hydra import initialize_config_dir
+
+        self._ctx = initialize_config_dir(config_dir=str(self.conf_dir), version_base="1.3")
+        self._ctx.__enter__()
+        self._cache: dict[tuple, DictConfig] = {}
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._ctx.__exit__(*exc)
+
+    def compose(self, overrides: Iterable[str] = (), hydra: bool = False) -> DictConfig:
+        from hydra import compose
+
+        key = (tuple(overrides), hydra)
+        if key not in self._cache:
+            self._cache[key] = compose(
+                config_name="config", overrides=list(overrides), return_hydra_config=hydra
+            )
+        return self._cache[key].copy()
+
+
+def parse_sweep(params: Mapping[str, str]) -> dict[str, list]:
+    """Hydra sweep strings (``0.1,0.2``, ``range(10)``) -> lists of typed values."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    out: dict[str, list] = {}
+    for key, spec in params.items():
+        (ovr,) = parser.parse_overrides([f"{key}={spec}"])
+        out[key] = list(ovr.sweep_iterator()) if ovr.is_sweep_override() else [ovr.value()]
+    return out
+
+
+def experiment_grid(composer: Composer, experiment: str, scale: str = "paper",
+                    overrides: Iterable[str] = ()) -> dict[str, list]:
+    """The sweep axes of ``experiment`` at ``scale`` ("paper" or "quick")."""
+    if scale not in ("paper", "quick"):
+        raise ValueError(f"scale must be 'paper' or 'quick', got {scale!r}")
+    cfg = composer.compose([f"experiment={experiment}", *overrides], hydra=True)
+    params = dict(to_plain(cfg.hydra.sweeper.params) or {})
+    if scale == "quick":
+        params.update({k: str(v) for k, v in (to_plain(cfg.bench.quick) or {}).items()})
+    return parse_sweep(params)
+
+
+def enumerate_jobs(composer: Composer, experiment: str, scale: str = "paper",
+                   overrides: Iterable[str] = ()) -> list[dict]:
+    """Every distinct job of an experiment as a plain resolved config, in cache-friendly order.
+
+    ``overrides`` (plain Hydra overrides such as ``paths.results_dir=...``) apply to every job.
+    Jobs outside the algorithm's protocol (e.g. DPNMF at ε >= 1) are dropped, and non-private
+    algorithms collapse to one job per seed (their run_id ignores ε and mode).
+    """
+    overrides = tuple(overrides)
+    grid = experiment_grid(composer, experiment, scale, overrides)
+    keys = sorted(grid, key=lambda k: _ORDER.index(k) if k in _ORDER else len(_ORDER))
+    jobs: dict[str, dict] = {}
+    base: dict[tuple, dict] = {}
+    for values in itertools.product(*(grid[k] for k in keys)):
+        assign = dict(zip(keys, values, strict=True))
+        groups = (f"experiment={experiment}", *overrides,
+                  *(f"{k}={v}" for k, v in assign.items() if k in GROUPS))
+        if groups not in base:
+            base[groups] = to_plain(composer.compose(groups))
+        job = copy.deepcopy(base[groups])
+        for k, v in assign.items():
+            if k not in GROUPS:
+                set_dotted(job, k, v)
+        if not in_protocol(job):
+            continue
+        jobs.setdefault(run_id(job), job)
+    return list(jobs.values())
+
+
+def set_dotted(cfg: dict, key: str, value: Any) -> None:
+    """Set ``a.b.c`` in a plain nested dict; the key must already exist (typos fail loudly)."""
+    *path, last = key.split(".")
+    node = cfg
+    for part in path:
+        if not isinstance(node, dict) or part not in node:
+            raise KeyError(f"sweep key {key!r} is not in the config")
+        node = node[part]
+    if not isinstance(node, dict) or last not in node:
+        raise KeyError(f"sweep key {key!r} is not in the config")
+    node[last] = value
+
+
+def in_protocol(job: Mapping) -> bool:
+    """Does the experiment protocol run this algorithm at this ε? (DPNMF: ε < 1 only, §1.2)."""
+    cap = job["algorithm"].get("max_epsilon")
+    if cap is None or not job["algorithm"].get("private", True):
+        return True
+    return float(job["epsilon"]) < float(cap)
+
+
+def job_identity(job: Mapping) -> dict:
+    """The part of a resolved config that defines a job (paths and Hydra settings excluded).
+
+    Non-private algorithms ignore ε, δ and mode, so those are blanked: one job per seed.
+    """
+    alg = job["algorithm"]
+    private = bool(alg.get("private", True))
+    eps = float(job["epsilon"]) if private else None
+    if eps is not None and math.isinf(eps):
+        eps = "inf"
+    delta = job.get("delta")
+    return {
+        "experiment": job["bench"]["experiment"],
+        "algorithm": {k: alg.get(k) for k in ("name", "target", "params")},
+        "mode": job["mode"] if private else None,
+        "dataset": {k: v for k, v in job["dataset"].items()},
+        "epsilon": eps,
+        "delta": (float(delta) if private and alg.get("uses_delta") and delta is not None
+                  else None),
+        "seed": int(job["seed"]),
+    }
+
+
+def run_id(job: Mapping) -> str:
+    """16 hex digits of the SHA-256 of the job identity (canonical JSON)."""
+    blob = json.dumps(job_identity(job), sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def derived_seed(job: Mapping) -> int:
+    """The estimator's random_state: derived from the whole job identity (distinct per job)."""
+    return int(run_id(job)[:8], 16)

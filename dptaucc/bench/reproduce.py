@@ -1,0 +1,138 @@
+"""``python -m dptaucc.bench.reproduce``: every experiment, resumable, then collect/figures/report.
+
+The driver enumerates each experiment's grid itself (Hydra's parser, :mod:`configs`), skips
+jobs already in the store and runs the rest with joblib (loky processes, one BLAS thread per
+worker; experiments with ``bench.serial`` -- supp_runtime -- run in this process, one at a
+time). Progress: jobs done / total with an ETA (tqdm). Ctrl-C or a crash loses no finished job.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+
+from tqdm.auto import tqdm
+
+from dptaucc.bench.configs import Composer, enumerate_jobs, run_id
+from dptaucc.bench.run import run_job
+from dptaucc.bench.store import RunStore
+
+#: the paper's experiments, in the order they are run (supp_runtime last: it is serial)
+EXPERIMENTS = ("fig2_real", "fig3_iterations", "supp_h", "supp_synthetic", "supp_runtime")
+
+
+def _work(job: dict) -> tuple[str, str, float]:
+    outcome, rec = run_job(job)
+    if rec is None:
+        return outcome, "excluded", 0.0
+    return outcome, str(rec.get("status")), float(rec.get("fit_time_s") or 0.0)
+
+
+def pending_jobs(jobs: Iterable[dict]) -> list[dict]:
+    """Jobs without a stored record (or with an error record when ``bench.retry_failed``)."""
+    out, done_cache = [], {}
+    for job in jobs:
+        key = (job["paths"]["runs_dir"], job["bench"]["experiment"],
+               bool(job["bench"].get("retry_failed")))
+        if key not in done_cache:
+            done_cache[key] = RunStore(key[0], key[1]).done_ids(retry_failed=key[2])
+        if run_id(job) not in done_cache[key]:
+            out.append(job)
+    return out
+
+
+def run_jobs(jobs: Sequence[dict], n_jobs: int = 1, desc: str = "jobs",
+             work: Callable[[dict], tuple[str, str, float]] = _work) -> Counter:
+    """Run ``jobs`` (already filtered) with a progress bar; returns a Counter of statuses."""
+    counts: Counter = Counter()
+    if not jobs:
+        return counts
+    bar = tqdm(total=len(jobs), desc=desc, unit="job", dynamic_ncols=True, smoothing=0.05)
+    try:
+        if n_jobs == 1:
+            results: Iterable = (work(job) for job in jobs)
+        else:
+            from joblib import Parallel, delayed
+
+            results = Parallel(n_jobs=n_jobs, batch_size=1, return_as="generator_unordered",
+                               pre_dispatch="2*n_jobs")(delayed(work)(job) for job in jobs)
+        for _outcome, status, _t in results:
+            counts[status] += 1
+            bar.update(1)
+            bar.set_postfix(ok=counts["ok"], err=counts["error"], refresh=False)
+    finally:
+        bar.close()
+    return counts
+
+
+def reproduce(scale: str = "paper", n_jobs: int | None = None,
+              experiments: Sequence[str] = EXPERIMENTS, results_dir: str | None = None,
+              retry_failed: bool = False, dry_run: bool = False, outputs: bool = True) -> dict:
+    """Run the experiments at ``scale``; returns ``{experiment: {total, pending, statuses}}``."""
+    n_jobs = n_jobs or os.cpu_count() or 1
+    overrides = []
+    if results_dir is not None:
+        overrides.append(f"paths.results_dir={results_dir}")
+    if retry_failed:
+        overrides.append("bench.retry_failed=true")
+    summary = {}
+    with Composer() as composer:
+        plans = {exp: enumerate_jobs(composer, exp, scale, overrides) for exp in experiments}
+    total = sum(len(j) for j in plans.values())
+    todo = {exp: pending_jobs(jobs) for exp, jobs in plans.items()}
+    print(f"[reproduce] scale={scale}: {total} jobs, {sum(map(len, todo.values()))} to run "
+          f"({n_jobs} workers)", file=sys.stderr)
+    t_start = time.perf_counter()
+    for exp, jobs in plans.items():
+        pend = todo[exp]
+        serial = bool(jobs and jobs[0]["bench"].get("serial"))
+        summary[exp] = {"total": len(jobs), "pending": len(pend)}
+        print(f"[reproduce] {exp}: {len(jobs)} jobs, {len(jobs) - len(pend)} already stored"
+              + (", serial" if serial else ""), file=sys.stderr)
+        if dry_run:
+            continue
+        t0 = time.perf_counter()
+        counts = run_jobs(pend, 1 if serial else n_jobs, desc=exp)
+        summary[exp].update(statuses=dict(counts), seconds=time.perf_counter() - t0)
+    summary["_seconds"] = time.perf_counter() - t_start
+    if outputs and not dry_run:
+        _outputs(results_dir, experiments)
+    return summary
+
+
+def _outputs(results_dir: str | None, experiments: Sequence[str]) -> None:
+    from dptaucc.bench import collect, figures, report
+
+    root = results_dir or os.environ.get("DPTAUCC_RESULTS_DIR", "results")
+    collect.collect(root, experiments)
+    figures.make_figures(root)
+    report.write_report(root)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m dptaucc.bench.reproduce", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--scale", choices=("paper", "quick"), default="paper")
+    ap.add_argument("--jobs", type=int, default=None, help="worker processes (default: all cores)")
+    ap.add_argument("--experiments", default=",".join(EXPERIMENTS),
+                    help="comma-separated subset of " + ",".join(EXPERIMENTS))
+    ap.add_argument("--results-dir", default=None, help="default: $DPTAUCC_RESULTS_DIR or results")
+    ap.add_argument("--retry-failed", action="store_true", help="rerun jobs stored as errors")
+    ap.add_argument("--dry-run", action="store_true", help="only count jobs")
+    ap.add_argument("--no-outputs", action="store_true", help="skip collect/figures/report")
+    args = ap.parse_args(argv)
+    exps = [e for e in args.experiments.split(",") if e]
+    summary = reproduce(args.scale, args.jobs, exps, args.results_dir, args.retry_failed,
+                        args.dry_run, not args.no_outputs)
+    for exp in exps:
+        print(f"{exp}: {summary[exp]}")
+    print(f"total wall time: {summary['_seconds']:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

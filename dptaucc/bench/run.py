@@ -1,0 +1,258 @@
+"""One job -> one record (DESIGN §4): load the dataset, fit the estimator, evaluate, store.
+
+:func:`run` takes a composed config (DictConfig or the plain dict it resolves to), which is
+all that ``python -m dptaucc.bench`` and the reproduce driver hand it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import math
+import time
+import traceback
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
+
+from dptaucc.bench import provenance
+from dptaucc.bench.configs import derived_seed, in_protocol, job_identity, run_id, to_plain
+from dptaucc.bench.memory import PeakRSS
+from dptaucc.bench.store import RunStore
+
+#: the record columns of DESIGN §4 (plus a few extras), in table order; p_* columns follow
+COLUMNS = [
+    "run_id", "experiment", "algorithm", "mode", "dataset", "seed",
+    "epsilon", "delta", "epsilon_spent", "delta_spent", "end_to_end_dp", "non_private_steps",
+    "private", "n_rows", "n_cols", "nnz", "n_classes",
+    "nmi_rows", "ari_rows", "nmi_rows_private", "ari_rows_private", "nmi_rows_released",
+    "ari_rows_released", "row_labels_private", "nmi_cols", "ari_cols", "tau_rc", "tau_cr",
+    "k_found", "l_found", "fit_time_s", "eval_time_s", "peak_rss_mb", "status", "error",
+    "random_state", "git_sha", "versions", "started_at", "blas_threads", "ledger",
+]
+
+NAN = float("nan")
+
+
+# ---------------------------------------------------------------- datasets (cached per process)
+@lru_cache(maxsize=3)
+def _load(loader: str, name: str, seed: int, params_json: str, cache_dir: str | None,
+          mirror: str | None, allow_unverified: bool):
+    params = json.loads(params_json)
+    if loader == "cluto":
+        import datasets
+
+        return datasets.load(name, seed=seed, cache_dir=cache_dir, mirror=mirror,
+                             allow_unverified=allow_unverified, progress=False)
+    if loader == "biclusters":
+        from datasets.synthetic import make_paper_biclusters
+
+        n_cols = params.pop("n_cols")
+        return make_paper_biclusters(n_cols, seed=seed, **params)
+    raise ValueError(f"unknown dataset loader {loader!r} (expected 'cluto' or 'biclusters')")
+
+
+def load_dataset(job: Mapping):
+    """The job's Dataset, permuted by its seed; cached per process (3 most recent)."""
+    ds = job["dataset"]
+    params = dict(ds.get("params") or {})
+    if ds["loader"] == "biclusters":
+        params["n_cols"] = int(ds["n_cols"])
+    paths = job.get("paths") or {}
+    return _load(ds["loader"], ds["name"], int(job["seed"]), json.dumps(params, sort_keys=True),
+                 paths.get("data_dir"), paths.get("mirror"), bool(ds.get("allow_unverified")))
+
+
+# ---------------------------------------------------------------- estimator
+def _import(target: str):
+    module, _, attr = target.rpartition(".")
+    if not module:
+        raise ValueError(f"algorithm target must be 'package.module.Class', got {target!r}")
+    return getattr(importlib.import_module(module), attr)
+
+
+def resolve_params(params: Mapping, dataset) -> dict:
+    """Replace the sentinels ``classes`` / ``col_classes`` by the dataset's class counts."""
+    n_classes = int(dataset.meta.get("n_classes", len(np.unique(dataset.row_labels))))
+    col = dataset.col_labels
+    n_col_classes = n_classes if col is None else len(np.unique(col))
+    out = {}
+    for key, value in params.items():
+        if value == "classes":
+            value = n_classes
+        elif value == "col_classes":
+            value = n_col_classes
+        out[key] = value
+    return out
+
+
+def build_estimator(job: Mapping, dataset):
+    """Instantiate the algorithm with plain-Python arguments (no ListConfig reaches sklearn)."""
+    alg = job["algorithm"]
+    cls = _import(alg["target"])
+    kwargs = resolve_params(to_plain(alg.get("params") or {}), dataset)
+    accepted = inspect.signature(cls).parameters
+    if alg.get("private", True):
+        kwargs["epsilon"] = float(job["epsilon"])
+        kwargs["mode"] = job["mode"]
+        if alg.get("uses_delta") and job.get("delta") is not None:
+            kwargs["delta"] = float(job["delta"])
+    if "random_state" in accepted:
+        kwargs["random_state"] = derived_seed(job)
+    return cls(**kwargs)
+
+
+# ---------------------------------------------------------------- metrics
+def _scores(truth, labels) -> tuple[float, float]:
+    if truth is None or labels is None:
+        return NAN, NAN
+    labels = np.asarray(labels)
+    return (float(normalized_mutual_info_score(truth, labels)),
+            float(adjusted_rand_score(truth, labels)))
+
+
+def evaluate(est, X, dataset) -> dict:
+    """Metrics of a fitted estimator (DESIGN §4 evaluation protocol).
+
+    ``nmi_rows``: the paper's protocol, ``evaluation_row_labels(X)`` (evaluation only, reads X);
+    ``nmi_rows_private``: the released labels when they are DP outputs; ``*_released``: the
+    released labels whatever their privacy.
+    """
+    rec: dict[str, Any] = {}
+    released = np.asarray(est.row_labels_)
+    is_private = bool(getattr(est, "row_labels_private_", False))
+    paper = est.evaluation_row_labels(X) if hasattr(est, "evaluation_row_labels") else released
+    rec["nmi_rows"], rec["ari_rows"] = _scores(dataset.row_labels, paper)
+    rec["nmi_rows_released"], rec["ari_rows_released"] = _scores(dataset.row_labels, released)
+    if is_private:
+        rec["nmi_rows_private"], rec["ari_rows_private"] = (rec["nmi_rows_released"],
+                                                            rec["ari_rows_released"])
+    else:
+        rec["nmi_rows_private"], rec["ari_rows_private"] = NAN, NAN
+    rec["row_labels_private"] = is_private
+    cols = getattr(est, "column_labels_", None)
+    rec["nmi_cols"], rec["ari_cols"] = _scores(dataset.col_labels, cols)
+    rec["tau_rc"] = float(getattr(est, "tau_rc_", NAN))
+    rec["tau_cr"] = float(getattr(est, "tau_cr_", NAN))
+    k = getattr(est, "n_row_clusters_", None)
+    rec["k_found"] = int(k) if k is not None else int(len(np.unique(released)))
+    l_found = getattr(est, "n_col_clusters_", None)
+    if l_found is None and cols is not None:
+        l_found = len(np.unique(np.asarray(cols)))
+    rec["l_found"] = int(l_found) if l_found is not None else None
+    return rec
+
+
+def _privacy(est, job: Mapping) -> dict:
+    ledger = getattr(est, "privacy_ledger_", None)
+    alg = job["algorithm"]
+    rec: dict[str, Any] = {
+        "epsilon_spent": float(getattr(est, "epsilon_spent_", NAN)),
+        "delta_spent": float(getattr(est, "delta_spent_", NAN)),
+    }
+    if alg.get("private", True) and alg.get("uses_delta"):
+        claimed = job.get("delta")
+        if claimed is None:
+            claimed = getattr(est, "delta_", None)
+        if claimed is None:
+            claimed = est.get_params().get("delta")
+        rec["delta"] = NAN if claimed is None else float(claimed)
+    if ledger is not None:
+        rec["end_to_end_dp"] = bool(ledger.end_to_end_dp)
+        rec["non_private_steps"] = json.dumps(list(ledger.non_private_steps))
+        rec["ledger"] = json.dumps(ledger.to_records(), default=str)
+    else:
+        rec["end_to_end_dp"] = False
+        rec["non_private_steps"] = json.dumps(["(no ledger)"])
+    return rec
+
+
+# ---------------------------------------------------------------- one job
+def base_record(job: Mapping) -> dict:
+    ident = job_identity(job)
+    alg = job["algorithm"]
+    rec: dict[str, Any] = {c: None for c in COLUMNS}
+    rec.update({
+        "run_id": run_id(job), "experiment": ident["experiment"], "algorithm": alg["name"],
+        "mode": ident["mode"], "dataset": job["dataset"]["name"], "seed": ident["seed"],
+        "epsilon": NAN if ident["epsilon"] is None else float(ident["epsilon"]),
+        "delta": NAN if ident["delta"] is None else ident["delta"],
+        "delta_spent": NAN,
+        "private": bool(alg.get("private", True)), "random_state": derived_seed(job),
+        "git_sha": provenance.git_sha(), "versions": provenance.versions(),
+    })
+    for key, value in (alg.get("params") or {}).items():
+        rec[f"p_{key}"] = value if isinstance(value, (int, float, str, bool)) else json.dumps(value)
+    if job["dataset"]["loader"] == "biclusters":
+        rec["p_n_cols"] = int(job["dataset"]["n_cols"])
+    return rec
+
+
+def execute(job: Mapping) -> dict:
+    """Run one job and return its record; exceptions become ``status="error"`` records."""
+    rec = base_record(job)
+    rec["started_at"] = provenance.utc_now()
+    rec["blas_threads"] = provenance.blas_threads()
+    try:
+        dataset = load_dataset(job)
+        meta = dataset.meta
+        rec.update({k: meta.get(k) for k in ("n_rows", "n_cols", "nnz", "n_classes")})
+        for key, value in resolve_params(job["algorithm"].get("params") or {}, dataset).items():
+            if isinstance(value, (int, float, str, bool)):
+                rec[f"p_{key}"] = value
+        est = build_estimator(job, dataset)
+        with PeakRSS() as mem:
+            t0 = time.perf_counter()
+            est.fit(dataset.X)
+            rec["fit_time_s"] = time.perf_counter() - t0
+        rec["peak_rss_mb"] = mem.peak_mb
+        t0 = time.perf_counter()
+        rec.update(evaluate(est, dataset.X, dataset))
+        rec["eval_time_s"] = time.perf_counter() - t0
+        rec.update(_privacy(est, job))
+        rec["status"] = "ok"
+    except Exception as exc:  # a failing job is recorded; the sweep goes on
+        rec["status"] = "error"
+        tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
+        rec["error"] = (f"{type(exc).__name__}: {exc}\n" + "".join(tb[-3:]))[-4000:]
+    return rec
+
+
+def run_job(job: Mapping, *, write: bool = True, skip_done: bool = True) -> tuple[str, dict | None]:
+    """Execute one plain job config against its store.
+
+    Returns ``(outcome, record)``: ``"excluded"`` (outside the protocol, no record),
+    ``"skipped"`` (already stored; the stored record) or ``"ran"`` (the new record).
+    """
+    if not in_protocol(job):
+        return "excluded", None
+    store = RunStore(job["paths"]["runs_dir"], job["bench"]["experiment"])
+    rid = run_id(job)
+    retry = bool(job["bench"].get("retry_failed", False))
+    if skip_done and store.is_done(rid, retry_failed=retry):
+        return "skipped", store.get(rid)
+    rec = execute(job)
+    if write:
+        store.write(rec)
+    return "ran", rec
+
+
+def run(cfg: Any, *, write: bool = True, skip_done: bool = True) -> dict | None:
+    """Run the job described by a composed config; return its record (None if excluded)."""
+    return run_job(to_plain(cfg), write=write, skip_done=skip_done)[1]
+
+
+def summarize(rec: Mapping | None) -> str:
+    if rec is None:
+        return "excluded by the experiment protocol"
+    if rec.get("status") != "ok":
+        return f"{rec['run_id']} ERROR {str(rec.get('error', '')).splitlines()[0]}"
+    eps = rec.get("epsilon")
+    eps_s = "-" if eps is None or (isinstance(eps, float) and math.isnan(eps)) else f"{eps:g}"
+    return (f"{rec['run_id']} {rec['algorithm']}/{rec['mode']} {rec['dataset']} eps={eps_s} "
+            f"seed={rec['seed']}: nmi_rows={rec['nmi_rows']:.3f} "
+            f"eps_spent={rec['epsilon_spent']} fit={rec['fit_time_s']:.2f}s")

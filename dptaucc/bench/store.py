@@ -1,0 +1,85 @@
+"""The working store: one JSON record per finished job under ``<runs_dir>/<experiment>/``.
+
+Writes are atomic (temporary file in the same directory, then ``os.replace``), so a crash or
+Ctrl-C never leaves a half-written record; reruns look records up by run_id and skip them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+
+def _clean(value):
+    """JSON cannot hold NaN/inf portably: store them as null / "inf"."""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return None
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+    return value
+
+
+class RunStore:
+    """Records of one experiment directory."""
+
+    def __init__(self, runs_dir: str | os.PathLike, experiment: str):
+        if not experiment or "/" in experiment or experiment.startswith("."):
+            raise ValueError(f"invalid experiment name {experiment!r}")
+        self.dir = Path(runs_dir) / experiment
+
+    def path(self, run_id: str) -> Path:
+        return self.dir / f"{run_id}.json"
+
+    def get(self, run_id: str) -> dict | None:
+        try:
+            with open(self.path(run_id), encoding="utf-8") as fh:
+                return json.load(fh)
+        except FileNotFoundError:
+            return None
+
+    def is_done(self, run_id: str, retry_failed: bool = False) -> bool:
+        """A stored record exists (and, with ``retry_failed``, it succeeded)."""
+        if not retry_failed:
+            return self.path(run_id).exists()
+        rec = self.get(run_id)
+        return rec is not None and rec.get("status") == "ok"
+
+    def done_ids(self, retry_failed: bool = False) -> set[str]:
+        if not self.dir.exists():
+            return set()
+        if not retry_failed:
+            return {p.stem for p in self.dir.glob("*.json")}
+        return {r["run_id"] for r in self.records() if r.get("status") == "ok"}
+
+    def write(self, record: dict) -> Path:
+        """Atomically write ``record`` (must hold ``run_id``) and return its path."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        target = self.path(record["run_id"])
+        fd, tmp = tempfile.mkstemp(prefix=f".{record['run_id']}.", suffix=".tmp", dir=self.dir)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump({k: _clean(v) for k, v in record.items()}, fh, sort_keys=True)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        return target
+
+    def records(self) -> Iterator[dict]:
+        """Every stored record (temporary files of interrupted writes are ignored)."""
+        if not self.dir.exists():
+            return
+        for p in sorted(self.dir.glob("*.json")):
+            with open(p, encoding="utf-8") as fh:
+                yield json.load(fh)
+
+    def __len__(self) -> int:
+        return len(list(self.dir.glob("*.json"))) if self.dir.exists() else 0
