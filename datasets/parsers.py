@@ -8,6 +8,7 @@ that names the file and the problem.
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -42,8 +43,10 @@ def parse_triplets(path: str | os.PathLike) -> sp.csr_matrix:
                          f"expected {', '.join(_TRIPLET_COLUMNS)}")
     usecols = [header.index(c) for c in _TRIPLET_COLUMNS]
     try:
-        table = np.loadtxt(path, delimiter=",", skiprows=1, usecols=usecols,
-                           dtype=np.int64, ndmin=2)
+        with warnings.catch_warnings():  # an empty body is reported below, not as a warning
+            warnings.simplefilter("ignore", UserWarning)
+            table = np.loadtxt(path, delimiter=",", skiprows=1, usecols=usecols,
+                               dtype=np.int64, ndmin=2)
     except ValueError as exc:
         raise ValueError(f"{path.name}: malformed triplet file ({exc})") from exc
     if table.shape[0] == 0:
@@ -80,7 +83,9 @@ def parse_labels(path: str | os.PathLike) -> np.ndarray:
     """Parse a label file, one integer per line (row order of the matrix), as int64."""
     path = Path(path)
     try:
-        labels = np.loadtxt(path, dtype=np.int64, ndmin=1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            labels = np.loadtxt(path, dtype=np.int64, ndmin=1)
     except ValueError as exc:
         raise ValueError(f"{path.name}: malformed label file ({exc})") from exc
     if labels.ndim != 1:

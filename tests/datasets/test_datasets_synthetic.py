@@ -1,0 +1,83 @@
+"""The supplement's synthetic biclusters (reference-experiments §1.5)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import make_biclusters
+
+from datasets.synthetic import make_paper_biclusters
+
+
+def test_shapes_labels_and_positivity():
+    ds = make_paper_biclusters(100, seed=0)
+    assert isinstance(ds.X, sp.csr_matrix) and ds.X.dtype == np.int64
+    assert ds.X.shape == (1000, 100)
+    assert ds.X.nnz == 1000 * 100 and ds.X.data.min() >= 1  # strictly positive, dense
+    # generator seed 42 as the authors: row groups (355, 326, 319), columns (37, 33, 30)
+    assert ds.meta["class_sizes"] == [355, 326, 319]
+    assert ds.meta["col_class_sizes"] == [37, 33, 30]
+    assert tuple(np.bincount(ds.row_labels)) == (355, 326, 319)
+    assert tuple(np.bincount(ds.col_labels)) == (37, 33, 30)
+    assert ds.meta["fill_value"] in (1, 2, 3, 4) and ds.meta["seed"] == 0
+    assert 0.40 < ds.meta["fraction_below_one"] < 0.48  # spec: about 44% of cells < 1
+    small = make_paper_biclusters(10, seed=0)
+    assert small.meta["col_class_sizes"] == [5, 3, 2]
+
+
+def test_construction_is_the_authors():
+    ds = make_paper_biclusters(60, seed=5)
+    dense, rows, cols = make_biclusters((1000, 60), 3, noise=3, minval=1, maxval=10,
+                                        shuffle=True, random_state=42)
+    expected = np.trunc(dense)
+    expected[expected < 0] = 0
+    expected[expected == 0] = ds.meta["fill_value"]
+    assert np.array_equal(ds.X.toarray(), expected.astype(np.int64))
+    assert np.array_equal(ds.row_labels, rows.argmax(axis=0))
+    assert np.array_equal(ds.col_labels, cols.argmax(axis=0))
+    # the diagonal blocks carry the signal: each row's mean is highest on its own column group
+    block_means = np.array([[ds.X[ds.row_labels == r][:, ds.col_labels == c].mean()
+                             for c in range(3)] for r in range(3)])
+    assert np.array_equal(block_means.argmax(axis=1), [0, 1, 2])
+
+
+def test_same_seed_same_matrix_and_fill_varies_with_seed():
+    a, b = make_paper_biclusters(30, seed=11), make_paper_biclusters(30, seed=11)
+    assert (a.X != b.X).nnz == 0 and a.meta["fill_value"] == b.meta["fill_value"]
+    fills = {make_paper_biclusters(10, n_rows=30, seed=s).meta["fill_value"] for s in range(20)}
+    assert fills <= {1, 2, 3, 4} and len(fills) >= 2
+
+
+def test_fill_zeros_false_keeps_zeros():
+    filled = make_paper_biclusters(50, seed=1)
+    raw = make_paper_biclusters(50, seed=1, fill_zeros=False)
+    assert raw.meta["fill_value"] is None and not raw.meta["fill_zeros"]
+    assert raw.X.nnz < 1000 * 50 and raw.X.data.min() >= 1
+    zero_cells = 1000 * 50 - raw.X.nnz
+    assert zero_cells == round(raw.meta["fraction_below_one"] * 1000 * 50)
+    diff = (filled.X - raw.X).tocoo()
+    assert diff.nnz == zero_cells and set(diff.data.tolist()) == {filled.meta["fill_value"]}
+
+
+def test_generator_parameters_pass_through():
+    ds = make_paper_biclusters(40, n_rows=90, n_clusters=4, noise=0.0, minval=5, maxval=6,
+                               generator_random_state=0, seed=2)
+    assert ds.X.shape == (90, 40) and ds.meta["n_classes"] == 4
+    assert len(ds.meta["col_class_sizes"]) == 4
+    on_block = ds.X.toarray()[ds.row_labels[:, None] == ds.col_labels[None, :]]
+    assert set(on_block.tolist()) <= {5}  # noise 0: the constants in [5, 6) truncate to 5
+
+
+@pytest.mark.parametrize("kwargs,err,match", [
+    (dict(n_cols=0), ValueError, "n_cols"),
+    (dict(n_cols=2.5), TypeError, "n_cols"),
+    (dict(n_cols=2), ValueError, "n_clusters=3 exceeds"),
+    (dict(n_cols=10, noise=-1.0), ValueError, "noise"),
+    (dict(n_cols=10, minval=5, maxval=1), ValueError, "minval"),
+    (dict(n_cols=10, seed=-3), ValueError, "seed"),
+])
+def test_bad_arguments(kwargs, err, match):
+    n_cols = kwargs.pop("n_cols")
+    with pytest.raises(err, match=match):
+        make_paper_biclusters(n_cols, **kwargs)
