@@ -1,0 +1,136 @@
+"""Whole-data FCCM as an estimator: the non-private co-clustering reference (ε = ∞).
+
+Spec ``other-seed-methods.md`` §3.7(1): centralised FCCM (Oh et al. 2001; Honda et al. 2015,
+eqs. 1-3) on the whole matrix, hard co-clusters by maximum membership / typicality.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, BiclusterMixin
+
+from dptaucc.objective import contingency_table, tau_hat
+from dptaucc.privacy import PrivacyLedger
+from dptaucc.validation import check_count_matrix, make_generator
+
+from ._params import (
+    check_co_clusters,
+    check_lambda,
+    check_normalize,
+    check_positive_int,
+    default_lambdas,
+    normalize_rows,
+)
+from .core import FCCMResult, fccm_iterate, init_memberships, object_aggregates
+
+__all__ = ["FCCM", "FCCMFittedMixin"]
+
+NO_DP_NOTE = "no differential privacy: the co-clusters are computed from the raw data"
+
+
+class FCCMFittedMixin(BiclusterMixin):
+    """Fitted attributes and evaluation shared by the whole-data and collaborative FCCM."""
+
+    def _set_fitted(self, X: sp.csr_matrix, U: np.ndarray, W: np.ndarray, res: FCCMResult,
+                    ledger: PrivacyLedger, contingency: np.ndarray | None = None) -> None:
+        C = U.shape[0]
+        self.memberships_ = np.ascontiguousarray(U.T)  # n × C
+        self.typicalities_ = W  # C × m
+        self.row_labels_ = np.argmax(U, axis=0).astype(np.intp)
+        self.column_labels_ = np.argmax(W, axis=0).astype(np.intp)
+        self.n_row_clusters_ = int(np.unique(self.row_labels_).size)
+        self.n_col_clusters_ = int(np.unique(self.column_labels_).size)
+        self.rows_ = self.row_labels_[None, :] == np.arange(C)[:, None]
+        self.columns_ = self.column_labels_[None, :] == np.arange(C)[:, None]
+        if contingency is None:
+            contingency = contingency_table(X, self.row_labels_, self.column_labels_, C, C)
+        self.contingency_ = contingency
+        self.tau_rc_, self.tau_cr_ = tau_hat(contingency)
+        self.objective_ = res.objective
+        self.n_iter_ = res.n_iter
+        self.converged_ = res.converged
+        self.row_labels_private_ = False
+        self.privacy_ledger_ = ledger
+        # No mechanism protects the output: the ledger holds only non-private steps, so the
+        # privacy loss is unbounded (ε = ∞); δ is reported as the ledger's (no δ is claimed).
+        self.epsilon_spent_ = math.inf if not ledger.end_to_end_dp else ledger.epsilon_spent
+        self.delta_spent_ = ledger.delta_spent
+
+    def evaluation_row_labels(self, X) -> np.ndarray:
+        """EVALUATION ONLY, not private: each row of X to its best item-typicality prototype.
+
+        Row i goes to argmax_c Σ_j w_cj r_ij (eq. 2 before the softmax) with R the row-normalised
+        X. On the training matrix this is the fitted assignment ``row_labels_`` (the object
+        memberships are the softmax of the same aggregates at convergence).
+        """
+        X = check_count_matrix(X, integer=False)
+        if X.shape[1] != self.typicalities_.shape[1]:
+            raise ValueError(f"X has {X.shape[1]} columns, the model was fitted on "
+                             f"{self.typicalities_.shape[1]}")
+        R = normalize_rows(X, self.normalize)
+        return np.argmax(object_aggregates(R, self.typicalities_), axis=0).astype(np.intp)
+
+
+class FCCM(FCCMFittedMixin, BaseEstimator):
+    """Fuzzy co-clustering for categorical multivariate data (whole data, non-private).
+
+    Parameters
+    ----------
+    n_row_clusters : number C of co-clusters.
+    n_col_clusters : None or C (FCCM pairs each object cluster with one item typicality vector).
+    lambda_u, lambda_w : fuzzifiers of eq. (1); None = shape-based defaults 0.01/m and 6·n/m
+        (tuned on L1-row-normalised text; give explicit values for raw or binary data).
+    normalize : "l1" (divide each row by its total, a per-record transform) or None (raw).
+    n_init : random restarts; the one with the largest objective J (eq. 1) is kept.
+    max_iter, tol : stop when max|ΔU| < tol or after max_iter rounds.
+    random_state : seed of the one Generator (Dirichlet initial memberships).
+
+    Fitted: ``memberships_`` (n × C), ``typicalities_`` (C × m), ``row_labels_``,
+    ``column_labels_`` (argmax, co-cluster ids 0..C-1), ``n_row_clusters_``/``n_col_clusters_``
+    (co-clusters actually used), ``contingency_``, ``tau_rc_``, ``tau_cr_``, ``objective_``,
+    ``privacy_ledger_``, ``epsilon_spent_`` (= inf), ``delta_spent_``.
+    """
+
+    def __init__(self, n_row_clusters: int = 3, n_col_clusters: int | None = None,
+                 lambda_u: float | None = None, lambda_w: float | None = None,
+                 normalize: str | None = "l1", n_init: int = 1, max_iter: int = 300,
+                 tol: float = 1e-7, random_state=None):
+        self.n_row_clusters = n_row_clusters
+        self.n_col_clusters = n_col_clusters
+        self.lambda_u = lambda_u
+        self.lambda_w = lambda_w
+        self.normalize = normalize
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+
+    def fit(self, X, y=None) -> FCCM:
+        X = check_count_matrix(X, integer=False)
+        n, m = X.shape
+        C = check_co_clusters(self.n_row_clusters, self.n_col_clusters, n, m)
+        check_normalize(self.normalize)
+        n_init = check_positive_int(self.n_init, "n_init")
+        max_iter = check_positive_int(self.max_iter, "max_iter")
+        tol = check_lambda(self.tol, "tol")
+        lu_default, lw_default = default_lambdas(n, m)
+        lambda_u = check_lambda(lu_default if self.lambda_u is None else self.lambda_u,
+                                "lambda_u")
+        lambda_w = check_lambda(lw_default if self.lambda_w is None else self.lambda_w,
+                                "lambda_w")
+        rng = make_generator(self.random_state)
+        inits = [init_memberships(rng, C, n) for _ in range(n_init)]
+        ledger = PrivacyLedger()
+        ledger.mark_non_private("fccm_fit", "whole-data FCCM on the raw matrix; " + NO_DP_NOTE)
+        R = normalize_rows(X, self.normalize)
+        best = None
+        for U0 in inits:
+            res = fccm_iterate(R, U0, lambda_u, lambda_w, max_iter=max_iter, tol=tol)
+            if best is None or res.objective > best.objective:
+                best = res
+        self.lambda_u_, self.lambda_w_ = lambda_u, lambda_w
+        self._set_fitted(X, best.memberships, best.typicalities, best, ledger)
+        return self
