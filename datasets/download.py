@@ -170,9 +170,11 @@ def fetch_file(entry: FileEntry, *, cache: str | os.PathLike | None = None,
     if _cached_ok(entry, target):
         return target
     if not entry.verified and not allow_unverified:
+        state = ("its cached copy no longer matches the SHA-256 recorded at first use"
+                 if _sidecar(target).is_file() else f"it is not in the cache ({raw})")
         raise DatasetUnavailableError(
-            f"{entry.file} (dataset {entry.dataset}) has no known checksum and is not in the "
-            f"cache ({raw}). To download it from {entry.url}, pass allow_unverified=True "
+            f"{entry.file} (dataset {entry.dataset}) has no known checksum and {state}. "
+            f"To download it from {entry.url}, pass allow_unverified=True "
             f"(CLI: python -m datasets fetch {entry.dataset} --allow-unverified); offline, copy "
             f"the file to {target} or into the directory named by ${MIRROR_ENV} and pass "
             "allow_unverified=True to use it"
@@ -187,23 +189,30 @@ def fetch_file(entry: FileEntry, *, cache: str | os.PathLike | None = None,
         _sidecar(target).write_text(sha256_of(target) + "\n")
         return target
     raw.mkdir(parents=True, exist_ok=True)
-    # a stale file whose hash no longer matches must not survive a failed re-fetch
-    if target.exists():
-        target.unlink()
-    _sidecar(target).unlink(missing_ok=True)
+    if not entry.verified:
+        # a first-use file whose bytes changed since: forget it (pooch would keep a file it
+        # cannot check). A verified file is never unlinked here: a stale copy is replaced
+        # atomically by the new one, and it is re-hashed before any use anyway, so another
+        # process that has just fetched it cannot lose it under its feet.
+        target.unlink(missing_ok=True)
+        _sidecar(target).unlink(missing_ok=True)
     mirror_loc = resolve_mirror(mirror)
-    if isinstance(mirror_loc, Path) and (mirror_loc / entry.file).is_file():
-        _copy_verified(entry, mirror_loc / entry.file, target)
+    from_dir = isinstance(mirror_loc, Path) and (mirror_loc / entry.file).is_file()
+    if from_dir:
+        source = str(mirror_loc / entry.file)
     else:
-        url = f"{mirror_loc}/{entry.file}" if isinstance(mirror_loc, str) else entry.url
-        if not entry.verified:
-            warnings.warn(
-                f"downloading {entry.file} (dataset {entry.dataset}) from {url} without a known "
-                "checksum (allow_unverified=True); its SHA-256 is recorded in the cache and "
-                "the dataset's meta",
-                UnverifiedDownloadWarning, stacklevel=3,
-            )
-        _download(entry, url, target, progress)
+        source = f"{mirror_loc}/{entry.file}" if isinstance(mirror_loc, str) else entry.url
+    if not entry.verified:
+        warnings.warn(
+            f"fetching {entry.file} (dataset {entry.dataset}) from {source} without a known "
+            "checksum (allow_unverified=True); its SHA-256 is recorded in the cache and "
+            "the dataset's meta",
+            UnverifiedDownloadWarning, stacklevel=3,
+        )
+    if from_dir:
+        _copy_verified(entry, Path(source), target)
+    else:
+        _download(entry, source, target, progress)
     if not entry.verified:
         _sidecar(target).write_text(sha256_of(target) + "\n")
     return target

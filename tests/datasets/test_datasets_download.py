@@ -194,3 +194,60 @@ def test_sports_copy_placed_in_cache_by_hand(mirror_dir, tmp_path, clean_env):
     with pytest.warns(UnverifiedDownloadWarning, match="without a known checksum"):
         ds = datasets.load("sports", cache_dir=cache, mirror=mirror_dir, allow_unverified=True)
     assert ds.meta["sources"]["sports.txt"] == sha256_of(cache / "raw" / "sports.txt")
+
+
+def test_stale_cached_file_is_never_trusted(mirror_dir, tmp_path, clean_env):
+    cache = tmp_path / "cache"
+    datasets.load("cstr", cache_dir=cache, mirror=mirror_dir, progress=False)
+    (cache / "parsed" / "cstr.npz").unlink()
+    raw = cache / "raw" / "cstr.txt"
+    raw.write_bytes(raw.read_bytes().replace(b"0,30,2", b"0,30,9", 1))  # same size, other bytes
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with serve(empty) as url, pytest.raises(DatasetUnavailableError, match="404"):
+        datasets.load("cstr", cache_dir=cache, mirror=url, progress=False)
+    assert not (cache / "parsed" / "cstr.npz").exists()
+
+
+def test_npz_cache_write_is_atomic(mirror_dir, tmp_path, clean_env, monkeypatch):
+    import datasets.cache as cache_mod
+
+    cache = tmp_path / "cache"
+    ref = datasets.load("cstr", cache_dir=cache, mirror=mirror_dir, progress=False)
+    npz = cache / "parsed" / "cstr.npz"
+    before = npz.read_bytes()
+    real_savez = np.savez
+
+    def crash(fh, **arrays):  # writes part of a file, then dies
+        real_savez(fh, data=arrays["data"])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cache_mod.np, "savez", crash)
+    with pytest.raises(KeyboardInterrupt):
+        cache_mod.write_parsed(npz, ref.X, ref.row_labels, ref.meta["sources"])
+    assert npz.read_bytes() == before
+    assert [p.name for p in npz.parent.iterdir()] == ["cstr.npz"]
+    npz.unlink()
+    with pytest.raises(KeyboardInterrupt):
+        datasets.load("cstr", cache_dir=cache, mirror=mirror_dir, progress=False)
+    assert list(npz.parent.iterdir()) == []  # no half-written cache a later load could trust
+    monkeypatch.undo()
+    again = datasets.load("cstr", cache_dir=cache, mirror=mirror_dir, progress=False)
+    assert (again.X != ref.X).nnz == 0
+
+
+def test_sports_from_directory_mirror_and_changed_file(mirror_dir, tmp_path, clean_env):
+    served = _fake_sports(tmp_path / "served", mirror_dir)
+    cache = tmp_path / "cache"
+    with pytest.warns(UnverifiedDownloadWarning, match="served/sports.txt"):
+        first = datasets.load("sports", cache_dir=cache, mirror=served, allow_unverified=True)
+    # the cached copy changes behind our back: its first-use hash no longer matches
+    raw = cache / "raw" / "sports.txt"
+    raw.write_text(raw.read_text().replace("\n0,0,1\n", "\n0,0,2\n", 1))
+    (cache / "parsed" / "sports.npz").unlink()
+    with pytest.raises(DatasetUnavailableError, match="no longer matches the SHA-256"):
+        datasets.load("sports", cache_dir=cache, mirror=served)
+    with pytest.warns(UnverifiedDownloadWarning):
+        again = datasets.load("sports", cache_dir=cache, mirror=served, allow_unverified=True)
+    assert again.meta["sources"] == first.meta["sources"]
+    assert (again.X != first.X).nnz == 0
