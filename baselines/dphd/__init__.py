@@ -1,0 +1,6 @@
+"""DPHD (Balcan et al. 2017) as an Octave port driven from Python: :class:`DPHD`."""
+
+from .estimator import DEFAULT_MAX_VALUE, DPHD
+from .octave import OctaveError, OctaveNotFoundError
+
+__all__ = ["DPHD", "DEFAULT_MAX_VALUE", "OctaveError", "OctaveNotFoundError"]

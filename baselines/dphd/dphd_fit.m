@@ -1,0 +1,142 @@
+function R = dphd_fit(X, k, epsilon, T, M, B1, paper)
+  % DPHD (Balcan, Dick, Liang, Mou, Zhang, ICML 2017) as run in the DP-tauCC experiments:
+  % T rounds of [JL projection -> candidate set -> private local search -> recover -> 3 Lloyd
+  % steps with recover], then a choice among the rounds by their loss.
+  % X: n x d sparse (one point per ROW; the authors pass d x n, same computation).
+  % M: bound on a count (side length s = 2M, range rho = M sqrt(d)); B1: public row-L1 bound
+  % (corrected mode only). paper = true keeps every quirk of the authors' code
+  % (reference-experiments.md §6); paper = false is the corrected variant (see each function).
+  % R: labels (n x 1, 1..k), centres, the centres the labels were assigned to, per-round
+  % losses, the selected round and the ledger log L (replayed by the Python wrapper).
+  [n, d] = size(X);
+  rowsq = full(sum(X .^ 2, 2));
+  L = struct('step', {{}}, 'mechanism', {{}}, 'epsilon', [], 'sensitivity', [], ...
+             'composition', {{}}, 'note', {{}});
+  if paper
+    % range rho = maxval*sqrt(d), then rho = max(rho, max_i ||x_i - mu||) (clustering.m L11-17).
+    P.rho = M * sqrt(d);
+    mu = full(sum(X, 1)) / n;
+    dev = rowsq - 2 * full(X * mu.') + mu * mu.';
+    P.rho = max(P.rho, sqrt(max(max(dev), 0)));
+    eps_r = epsilon / T;
+    eps_sel = eps_r;            % the authors reuse eps_r, unbudgeted
+    eps_p = eps_r / 3;          % candidate(2 eps_r/3) with T = 2: three calls of eps_r/3
+    eps_ls = eps_r / 12;
+    eps_rec = eps_r / 6;
+    eps_lloyd = eps_r / 6;      % eps_r/(2 * nLloyd), nLloyd = 3
+    Lam2 = (2 * P.rho / d) ^ 2; % Lambda = 2 rho/d
+  else
+    % Budget: 5% to the round selection (if T > 1), the rest split evenly over rounds; inside
+    % a round the paper's proportions 2/3 : 1/12 : 1/6 : 3 x 1/6 normalised by 17/12, so the
+    % ledger total is exactly epsilon (the authors' code spends 17/12 epsilon + selection).
+    P.M = M;
+    P.B1 = B1;
+    P.rho = min(M * sqrt(d), B1);   % public L2 bound on a row
+    P.count_share = 0.1;            % share of a recover budget spent on the cluster sizes
+    eps_sel = 0.05 * epsilon * (T > 1);
+    eps_r = (epsilon - eps_sel) / T;
+    eps_p = eps_r * 8 / 17 / 3;
+    eps_ls = eps_r / 17;
+    eps_rec = eps_r * 2 / 17;
+    eps_lloyd = eps_r * 2 / 17;
+  end
+  s0 = 2 * M;
+  side = s0;
+  losses = zeros(T, 1);
+  deltas = zeros(T, 1);
+  res = cell(T, 1);
+  sides = zeros(T, 1);
+  ncand = zeros(T, 1);
+  for r = 1:T
+    tag = sprintf('round %d: ', r);
+    % 1. JL projection, p = floor(ln(n)/2) (at least 1), G ~ N(0, 1/p); identity if d <= 5.
+    p = max(1, floor(0.5 * log(n)));
+    if d <= 5
+      p = d;
+      G = eye(d);
+    else
+      G = randn(p, d) / sqrt(p);
+    end
+    Y = full(X * G.');
+    % 2. candidate set: 3 private partitions (1 unshifted, 2 randomly shifted).
+    if paper
+      [Cand, side, nlev] = dphd_candidates(Y, eps_p, side, true, 2);
+      L = dphd_log(L, [tag 'candidate set'], 'noisy-threshold', 2 * eps_r / 3, 1, ...
+                   'sequential', sprintf(['nominal budget of candidate(); it runs 3 partition ' ...
+                   'calls of eps_r/3, levels [%s], eps_s = eps_p/(2 ln n) per level; count ' ...
+                   'sensitivity is 2 under a changed cell, not 1; only non-empty buckets ' ...
+                   'tested'], num2str(nlev)));
+    else
+      [Cand, ~, nlev] = dphd_candidates(Y, eps_p, s0, false, 2);
+      for c = 1:3
+        L = dphd_log(L, sprintf('%spartition %d', tag, c), 'noisy-threshold', eps_p, 2, ...
+                     'sequential', sprintf(['%d levels, Laplace on all 3^p bucket counts of ' ...
+                     'every cell, eps_p/%d per level'], nlev(c), max(1, ceil(log(n)) - 1)));
+      end
+      Rc = max(sqrt(sum(Cand .^ 2, 2)));
+      Ry = norm(G) * P.rho;
+      Lam2 = (Ry + Rc) ^ 2;
+    end
+    sides(r) = side;
+    ncand(r) = rows(Cand);
+    % 3. private local search in the projected space.
+    [U, L] = dphd_local_search(Y, Cand, k, eps_ls, Lam2, paper, L, tag);
+    % 4. assign in the projected space, recover in the original space.
+    D = zeros(n, k);
+    for t = 1:p
+      D = D + (Y(:, t) - U(:, t).') .^ 2;
+    end
+    [~, lab] = min(D, [], 2);
+    [Z, L] = dphd_recover(X, lab, k, eps_rec, P, paper, L, [tag 'initial ']);
+    % 5. three Lloyd steps with recover.
+    for it = 1:3
+      Zprev = Z;
+      lab = dphd_assign(X, rowsq, Z);
+      [Z, L] = dphd_recover(X, lab, k, eps_lloyd, P, paper, L, sprintf('%sLloyd %d ', tag, it));
+    end
+    if paper
+      % loss of the last assignment against the last centres; the clusters returned are the
+      % assignment made at the start of the third Lloyd step (to the second step's centres).
+      XZ = full(X * Z.');
+      cnt = accumarray(lab, 1, [k, 1]);
+      losses(r) = sum(rowsq) - 2 * sum(XZ(sub2ind([n, k], (1:n).', lab))) ...
+                  + sum(cnt .* sum(Z .^ 2, 2));
+      res{r}.labels = lab;
+      res{r}.Zlab = Zprev;
+    else
+      % loss of the nearest-centre assignment to the released centres; its range is
+      % (rho + min_j ||z_j||)^2 per row, a bound fixed by public quantities.
+      [labf, dmin] = dphd_assign(X, rowsq, Z);
+      losses(r) = sum(dmin);
+      deltas(r) = (P.rho + min(sqrt(sum(Z .^ 2, 2)))) ^ 2;
+      res{r}.labels = labf;
+      res{r}.Zlab = Z;
+    end
+    res{r}.Z = Z;
+  end
+  % 6. round selection.
+  if paper
+    sel = dphd_sample_discrete(exp(-eps_sel * losses / 12));
+    L = dphd_log(L, 'recover cluster sizes', 'none', Inf, NaN, 'non-private', ...
+                 'recover scales its noise by the exact cluster sizes |S| (read from the data)');
+    if T > 1
+      L = dphd_log(L, 'round selection', 'none', Inf, NaN, 'non-private', ...
+                   'exp(-eps_r*loss/12) over the rounds: unbudgeted, loss sensitivity is not 12');
+    end
+  elseif T > 1
+    sel = dphd_gumbel_argmax((eps_sel / 2) * (-losses ./ deltas));
+    L = dphd_log(L, 'round selection', 'exponential', eps_sel, 1, 'sequential', ...
+                 'utility -loss_r/(rho + min||z||)^2 (range 1 per row), weights exp(eps u/2)');
+  else
+    sel = 1;
+  end
+  R.labels = res{sel}.labels;
+  R.centers = res{sel}.Z;
+  R.label_centers = res{sel}.Zlab;
+  R.loss = losses(sel);
+  R.round_losses = losses;
+  R.selected_round = sel;
+  R.side_lengths = sides;
+  R.n_candidates = ncand;
+  R.log = L;
+end
