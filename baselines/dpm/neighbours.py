@@ -1,0 +1,47 @@
+"""The neighbouring-relation adapter of spec §0.1 (group privacy, two add/remove steps).
+
+DP-τCC's neighbours differ in **one cell by one unit**. DPM and the colored-noise mechanism are
+defined for **add/remove one row**. A one-cell change is "remove the row, add the modified
+row", so by group privacy a mechanism that is (ε', δ')-DP under add/remove is
+(2ε', (1 + e^{ε'})δ')-DP under a one-cell change (P[M(D)∈S] ≤ e^{ε'}(e^{ε'}P[M(D'')∈S] + δ')
++ δ'). Running at ε' = ε/2, δ' = δ/(1 + e^{ε/2}) therefore gives (ε, δ) at cell level.
+
+In the ledger the add/remove mechanisms are charged at (ε', δ') and one extra entry of
+(ε', e^{ε'}·δ') records the conversion, so that ``epsilon_spent``/``delta_spent`` are the
+cell-level totals.
+"""
+
+from __future__ import annotations
+
+import math
+
+from scipy.special import expit
+
+from dptaucc.privacy import PrivacyLedger
+
+__all__ = ["row_level_budget", "charge_cell_level_conversion", "CONVERSION_STEP"]
+
+CONVERSION_STEP = "cell_level_group_privacy"
+
+
+def row_level_budget(epsilon: float, delta: float) -> tuple[float, float]:
+    """(ε/2, δ/(1+e^{ε/2})): the add/remove budget whose 2-group is (ε, δ) at cell level."""
+    return epsilon / 2.0, float(delta * expit(-epsilon / 2.0))
+
+
+def charge_cell_level_conversion(ledger: PrivacyLedger, epsilon_row: float,
+                                 delta_row: float) -> None:
+    """Add the group-privacy entry that turns add/remove totals into one-cell totals."""
+    extra_delta = 0.0 if delta_row == 0 else delta_row * math.exp(min(epsilon_row, 700.0))
+    ledger.charge(
+        CONVERSION_STEP,
+        "group privacy (k=2)",
+        epsilon_row,
+        extra_delta,
+        math.nan,
+        "sequential",
+        f"entries above are add/remove-one-row DP with total (eps'={epsilon_row:.6g}, "
+        f"delta'={delta_row:.6g}); a one-cell change = remove + add a row, so the fit is "
+        f"(2eps', (1+e^eps')delta')-DP at the paper's cell level; this entry adds "
+        f"(eps', e^eps' delta')",
+    )

@@ -1,0 +1,74 @@
+"""Public per-record row transforms and a data-independent random projection (spec §0.1, §1.9).
+
+DPM and the colored-noise mechanism need rows in a public bounded domain. Only per-record
+transforms are allowed (no corpus statistics such as IDF): each document-term row is scaled to
+unit L2 (``"l2"``) or L1 (``"l1"``) norm, so ``‖x‖₂ ≤ 1``. An optional Gaussian projection
+``G ∈ ℝ^{d×p}`` (entries N(0, 1/p), drawn from the fit's Generator, hence independent of the
+data) maps each row to ``ℝ^p``; the projected row is renormalised to unit L2 norm (again per
+record), so the public bound ``‖y‖₂ ≤ 1`` holds exactly. Everything stays sparse until the
+projection, whose output is a dense n×p array with small p.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["TRANSFORMS", "normalise_rows", "RowEmbedding", "make_embedding"]
+
+TRANSFORMS = ("l2", "l1")
+
+
+def normalise_rows(X: sp.csr_matrix, transform: str) -> sp.csr_matrix:
+    """Scale every row to unit L2 or L1 norm (all-zero rows stay zero); a per-record transform."""
+    if transform not in TRANSFORMS:
+        raise ValueError(f"transform must be one of {TRANSFORMS}, got {transform!r}")
+    X = sp.csr_matrix(X, dtype=np.float64, copy=True)
+    sq = X.multiply(X).sum(axis=1).A1 if transform == "l2" else None
+    norms = np.sqrt(sq) if transform == "l2" else np.asarray(abs(X).sum(axis=1)).ravel()
+    scale = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
+    X.data *= np.repeat(scale, np.diff(X.indptr))
+    return X
+
+
+def _unit_rows(Y: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(Y, axis=1)
+    return Y * np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)[:, None]
+
+
+@dataclass(frozen=True)
+class RowEmbedding:
+    """The public map row → bounded vector used by a fit (kept for evaluation)."""
+
+    transform: str
+    projection: np.ndarray | None  # d × p, or None (identity)
+
+    @property
+    def n_features_out(self) -> int | None:
+        return None if self.projection is None else self.projection.shape[1]
+
+    def apply(self, X: sp.csr_matrix) -> sp.csr_matrix | np.ndarray:
+        """Rows of X mapped into the unit L2 ball: CSR without projection, dense n×p with it."""
+        Xn = normalise_rows(X, self.transform)
+        if self.projection is None:
+            return Xn
+        if Xn.shape[1] != self.projection.shape[0]:
+            raise ValueError(f"X has {Xn.shape[1]} columns, the fit had {self.projection.shape[0]}")
+        return _unit_rows(np.asarray(Xn @ self.projection))
+
+
+def make_embedding(n_features: int, n_components: int | None, transform: str,
+                   rng: np.random.Generator) -> RowEmbedding:
+    """Draw the public projection (or none) for a fit; data-independent by construction."""
+    if transform not in TRANSFORMS:
+        raise ValueError(f"transform must be one of {TRANSFORMS}, got {transform!r}")
+    if n_components is None:
+        return RowEmbedding(transform, None)
+    if isinstance(n_components, bool) or not isinstance(n_components, (int, np.integer)) \
+            or n_components < 1:
+        raise ValueError(f"n_components must be None or an int >= 1, got {n_components!r}")
+    p = int(n_components)
+    G = rng.normal(0.0, 1.0 / np.sqrt(p), size=(n_features, p))
+    return RowEmbedding(transform, G)
