@@ -1,0 +1,48 @@
+"""Small helpers shared by FastTauCC and DPTauCC (argument checks, bicluster indicators)."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+__all__ = ["check_positive_int", "indicator_rows", "force_diversity"]
+
+
+def check_positive_int(value, name: str) -> int:
+    """An integer >= 1 (bools rejected)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1, got {value}")
+    return int(value)
+
+
+def indicator_rows(labels: np.ndarray, n_clusters: int) -> np.ndarray:
+    """Boolean (n_clusters, n) membership matrix, as BiclusterMixin's ``rows_``/``columns_``."""
+    return np.arange(n_clusters)[:, None] == np.asarray(labels)[None, :]
+
+
+def force_diversity(
+    labels: np.ndarray, n_choices: int, n_requested: int, rng: np.random.Generator,
+) -> tuple[np.ndarray, int]:
+    """Relabel a DP assignment, with the reference's forced diversity (spec Q6).
+
+    Post-processing of a DP output with fresh randomness (no data read): if every object got
+    the same label, ``n_choices`` random objects (with replacement) get labels 0..n_choices−1;
+    after relabelling, if a single cluster is left, ⌊N/100⌋ (>= 1) random objects move to
+    cluster 1. Skipped when one cluster was requested or there is a single object.
+    """
+    from dptaucc.objective import relabel
+
+    labels = np.asarray(labels, dtype=np.intp)
+    n_obj = labels.size
+    active = n_requested > 1 and n_obj > 1
+    if active and n_choices > 1 and np.all(labels == labels[0]):
+        labels = labels.copy()
+        labels[rng.integers(0, n_obj, size=n_choices)] = np.arange(n_choices)
+    labels, k = relabel(labels)
+    if active and k == 1:
+        labels[rng.integers(0, n_obj, size=max(1, n_obj // 100))] = 1
+        labels, k = relabel(labels)
+    return labels, k

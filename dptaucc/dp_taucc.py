@@ -1,0 +1,282 @@
+"""DP-τCC: differentially private associative co-clustering (paper Algorithms 1-3).
+
+Budget (paper §4, supplement B.2): ε' = ε/(2I) per half iteration; the exponential-mechanism
+assignment gets h·ε' (utility eq. 4.9, range sensitivity eq. 4.10), the Laplace table
+(1−h)·ε' with L1 sensitivity 1 (eq. 4.11); negatives are clipped to 0 (post-processing).
+Calls: one initial column assignment + (I−1) column assignments, I row assignments and 2I
+tables, i.e. I·h·ε'·2 + 2I·(1−h)·ε' = ε. Every call is charged to ``privacy_ledger_``.
+
+Neighbouring relation: one cell of A incremented by 1 (event-level privacy, paper §4.1).
+
+Per iteration the cost is O(nnz + (n+m)·K·L): ``A C`` and ``Rᵀ A`` are scatter-adds of the
+CSR non-zeros by label; no dense n×m array is built (the blind init builds n×L0 directly).
+
+Modes:
+
+* ``"corrected"`` (default): the first table uses the blind row partition R⁽⁰⁾ (paper Alg. 1
+  line 12); zero marginals are guarded in utility *and* sensitivity (see
+  :mod:`dptaucc.objective`), so Δ is always finite; the last DP row partition is released as
+  ``row_labels_`` (``row_labels_private_ = True``).
+* ``"paper"``: the authors' code where it changes results (specs §2.8): Q1 the first table is
+  built from an all-zero row incidence (pure clipped noise, still charged); Q4 an unguarded
+  NaN sensitivity makes the whole assignment uniform (still charged); Q7 ``row_labels_`` come
+  from a final *non-private* argmax on the raw data, rows whose best utility is <= 0 getting
+  label 0 (ledger ``mark_non_private``; ``row_labels_private_ = False``).
+
+Both modes keep the reference's forced diversity (Q6, post-processing of DP labels with fresh
+randomness): if an assignment puts every object in one cluster, ``c`` random objects get labels
+0..c−1; if one cluster is left after relabelling, ⌊n/100⌋ (at least 1) random objects move to
+cluster 1. It is skipped when only one cluster was requested.
+Known deviation in both modes: sampling is exact Gumbel-max, not the reference's shift-to-100
+softmax whose overflow handling differs when ε·u/Δ exceeds ~709 (spec §2.3 d, Q5).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, BiclusterMixin
+from sklearn.utils.validation import check_is_fitted
+
+from dptaucc._common import check_positive_int, force_diversity, indicator_rows
+from dptaucc.init import blind_block_init
+from dptaucc.objective import (
+    aggregate_columns,
+    aggregate_rows,
+    column_range_sensitivity,
+    column_weights,
+    goodman_kruskal_tau,
+    group_sum,
+    nnz_row_indices,
+    relabel,
+    row_range_sensitivity,
+    row_weights,
+    tau_hat,
+)
+from dptaucc.privacy import (
+    PrivacyLedger,
+    check_epsilon,
+    exponential_mechanism,
+    laplace_mechanism,
+)
+from dptaucc.validation import check_count_matrix, check_fraction, check_n_clusters, make_generator
+
+__all__ = ["DPTauCC", "MODES"]
+
+MODES = ("corrected", "paper")
+
+
+def _private_assignment(
+    utilities: np.ndarray, sensitivity: float, epsilon: float, rng: np.random.Generator,
+    ledger: PrivacyLedger, step: str,
+) -> np.ndarray:
+    """Exponential mechanism over the columns of ``utilities``; charged in every case.
+
+    A NaN sensitivity (paper mode, Q4) or a zero one (all utilities equal across choices, so
+    every ε gives the uniform law) samples uniformly; that is the same charge, no data read.
+    """
+    if math.isfinite(sensitivity) and sensitivity > 0:
+        return exponential_mechanism(utilities, epsilon, sensitivity, rng, ledger, step)
+    why = ("NaN sensitivity (paper Q4): uniform assignment" if math.isnan(sensitivity)
+           else "zero sensitivity: utilities equal across choices, uniform assignment")
+    return exponential_mechanism(np.zeros_like(utilities), epsilon, 1.0, rng, ledger, step,
+                                 note=why)
+
+
+def _noisy_table(
+    exact: np.ndarray, epsilon: float, rng: np.random.Generator, ledger: PrivacyLedger,
+    step: str, note: str = "",
+) -> np.ndarray:
+    """Alg. 2: T̃ = max(0, T + Lap(1/ε)), L1 sensitivity 1 (eq. 4.11)."""
+    return np.maximum(laplace_mechanism(exact, epsilon, 1.0, rng, ledger, step, note), 0.0)
+
+
+def paper_final_row_labels(
+    X: sp.csr_matrix, col_labels: np.ndarray, table: np.ndarray, rng: np.random.Generator,
+) -> np.ndarray:
+    """NOT PRIVATE (paper mode Q7, reads the raw data): the authors' final row assignment.
+
+    r_i = argmax_k Σ_l (A C)_il β_kl with unguarded β (a zero column of T̃ makes every utility
+    NaN); rows whose best utility is not > 0 get label 0; ties go to the last cluster; then
+    relabel, and if one cluster is left 1 % of the rows (random) move to cluster 1.
+    """
+    K, L = table.shape
+    AC = aggregate_columns(X, col_labels, L)
+    with np.errstate(invalid="ignore"):
+        util = AC @ row_weights(table, guard=False).T
+        best = util.max(axis=1)
+        choice = (K - 1) - np.argmax(util[:, ::-1], axis=1)
+        labels = np.where(best > 0, choice, 0)
+    labels, k = relabel(labels)
+    if k == 1 and labels.size > 1:
+        labels[rng.integers(0, labels.size, size=max(1, labels.size // 100))] = 1
+    return relabel(labels)[0]
+
+
+def prototype_row_labels(
+    X: sp.csr_matrix, col_labels: np.ndarray, table: np.ndarray,
+) -> np.ndarray:
+    """NOT PRIVATE (evaluation only): each row of X to its best prototype of ``table``.
+
+    argmax_k σ(a_i, t̃_k) = Σ_l (A C)_il β_kl (eq. 4.9) with the guarded weights.
+    """
+    AC = aggregate_columns(X, col_labels, table.shape[1])
+    return np.argmax(AC @ row_weights(table, guard=True).T, axis=1).astype(np.intp)
+
+
+class DPTauCC(BiclusterMixin, BaseEstimator):
+    """ε-differentially private co-clustering by the de-normalised Goodman–Kruskal τ̂.
+
+    Parameters
+    ----------
+    n_row_clusters, n_col_clusters : int
+        Initial K0, L0 (clusters that empty are removed, so the final counts can be smaller).
+    epsilon : float
+        Total privacy budget ε (> 0; ``inf`` gives the noiseless argmax algorithm).
+    n_iterations : int
+        I, the number of (column, table, row, table) iterations.
+    h : float in (0, 1)
+        Share of each half-iteration budget ε' = ε/(2I) spent on the assignment.
+    mode : {"corrected", "paper"}
+        See the module docstring.
+    random_state : None, int or numpy Generator
+        Seeds the one Generator all randomness of a fit is drawn from.
+
+    Attributes
+    ----------
+    row_labels_ : DP row labels (corrected) or the non-private final labels (paper, Q7).
+    row_labels_private_ : bool, True iff ``row_labels_`` is a DP output.
+    dp_row_labels_ : the last DP row partition (both modes; rows of ``contingency_``).
+    column_labels_ : last DP column partition.
+    contingency_ : the last released noisy table T̃ (K×L, clipped at 0).
+    tau_rc_, tau_cr_ : de-normalised τ̂_{R|C}, τ̂_{C|R} (eq. 3.2) of T̃, as the paper's Fig. 3.
+    gk_tau_rc_, gk_tau_cr_ : normalised Goodman–Kruskal τ of T̃.
+    privacy_ledger_, epsilon_spent_, delta_spent_ (= 0) : the fit's privacy accounting.
+    n_row_clusters_, n_col_clusters_, rows_, columns_, n_iter_ (= I), n_features_in_.
+    """
+
+    def __init__(self, n_row_clusters=2, n_col_clusters=2, epsilon=1.0, n_iterations=4, h=0.9,
+                 mode="corrected", random_state=None):
+        self.n_row_clusters = n_row_clusters
+        self.n_col_clusters = n_col_clusters
+        self.epsilon = epsilon
+        self.n_iterations = n_iterations
+        self.h = h
+        self.mode = mode
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X, y=None):
+        """Co-cluster the count matrix X (dense or scipy.sparse, whole non-negative counts)."""
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        epsilon = check_epsilon(self.epsilon)
+        n_iter = check_positive_int(self.n_iterations, "n_iterations")
+        h = check_fraction(self.h, "h")
+        X = check_count_matrix(X, integer=True)
+        n, m = X.shape
+        K0 = check_n_clusters(self.n_row_clusters, n, "n_row_clusters", "rows")
+        L0 = check_n_clusters(self.n_col_clusters, m, "n_col_clusters", "columns")
+        rng = make_generator(self.random_state)
+        paper = self.mode == "paper"
+        guard = not paper
+
+        ledger = PrivacyLedger(budget_epsilon=epsilon, strict=True)
+        eps_half = epsilon / (2 * n_iter)
+        eps_assign = h * eps_half
+        eps_table = (1.0 - h) * eps_half
+        rows = nnz_row_indices(X)
+
+        def assign(util, weights_for_delta, sens_fn, n_choices, n_requested, step):
+            delta = sens_fn(weights_for_delta)
+            labels = _private_assignment(util, delta, eps_assign, rng, ledger, step)
+            return force_diversity(labels, n_choices, n_requested, rng)
+
+        # Alg. 1 lines 4-6: blind init, then C⁽¹⁾ from Aᵀ and the synthetic rows of S0.
+        init = blind_block_init(n, m, K0, L0, rng)
+        gamma0 = column_weights(init.S0, guard=True)
+        util0 = np.asarray(X.T @ gamma0)
+        c, L = assign(util0, column_weights(init.S0, guard=guard), column_range_sensitivity,
+                      L0, L0, "init/column-assignment")
+        if paper:
+            r, K = None, K0
+        else:
+            r, K = relabel(init.row_labels)
+        table = np.zeros((K, L))  # replaced at t = 1 before any use
+
+        for t in range(1, n_iter + 1):
+            if t > 1:  # Alg. 1 line 10: C from Aᵀ R and T̃ᵀ
+                AR = aggregate_rows(X, r, K, rows)
+                util = AR.T @ column_weights(table, guard=True)
+                c, L = assign(util, column_weights(table, guard=guard),
+                              column_range_sensitivity, table.shape[1], L0,
+                              f"iter{t}/column-assignment")
+            AC = aggregate_columns(X, c, L, rows)
+            if r is None:  # paper Q1: all-zero row incidence, a data-independent table
+                table = _noisy_table(np.zeros((K0, L)), eps_table, rng, ledger,
+                                     f"iter{t}/table-before-rows",
+                                     note="paper Q1: all-zero row incidence (pure noise)")
+            else:
+                table = _noisy_table(group_sum(r, AC, K), eps_table, rng, ledger,
+                                     f"iter{t}/table-before-rows")
+            util = AC @ row_weights(table, guard=True).T
+            r, K = assign(util, row_weights(table, guard=guard), row_range_sensitivity,
+                          table.shape[0], K0, f"iter{t}/row-assignment")
+            table = _noisy_table(group_sum(r, AC, K), eps_table, rng, ledger,
+                                 f"iter{t}/table-after-rows")
+
+        self.privacy_ledger_ = ledger
+        self.epsilon_spent_ = ledger.epsilon_spent
+        self.delta_spent_ = ledger.delta_spent
+        self.contingency_ = table
+        self.column_labels_ = c
+        self.dp_row_labels_ = r
+        self.n_col_clusters_ = L
+        self.n_iter_ = n_iter
+        self.n_features_in_ = m
+        self.tau_rc_, self.tau_cr_ = tau_hat(table)
+        self.gk_tau_rc_, self.gk_tau_cr_ = goodman_kruskal_tau(table)
+        if paper:
+            # Q7: seed drawn in the fit, so evaluation_row_labels(X_fit) == row_labels_.
+            self._final_seed = int(rng.integers(2**63 - 1))
+            ledger.mark_non_private(
+                "final/row-assignment",
+                "paper Q7: argmax of the raw rows against T̃ (label 0 if best utility <= 0)")
+            self.row_labels_ = paper_final_row_labels(X, c, table,
+                                                      np.random.default_rng(self._final_seed))
+            self.row_labels_private_ = False
+        else:
+            self.row_labels_ = r
+            self.row_labels_private_ = True
+        self.n_row_clusters_ = int(self.row_labels_.max()) + 1
+        self.rows_ = indicator_rows(self.row_labels_, self.n_row_clusters_)
+        self.columns_ = indicator_rows(c, L)
+        return self
+
+    # ------------------------------------------------------- evaluation only
+    def evaluation_row_labels(self, X) -> np.ndarray:
+        """EVALUATION ONLY — NOT PRIVATE: the paper's protocol, reads the raw rows of X.
+
+        Assigns each row of X to its best released prototype (row of ``contingency_``) under
+        the released ``column_labels_``. In paper mode this is the authors' final step (Q7) and
+        returns ``row_labels_`` for the training matrix; in corrected mode it is the plain
+        argmax of eq. (4.9) with the guarded weights. Never release its output as DP.
+        """
+        check_is_fitted(self, "contingency_")
+        X = check_count_matrix(X, integer=False)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} columns, the model was fitted on "
+                             f"{self.n_features_in_}")
+        if self.mode == "paper":
+            return paper_final_row_labels(X, self.column_labels_, self.contingency_,
+                                          np.random.default_rng(self._final_seed))
+        return prototype_row_labels(X, self.column_labels_, self.contingency_)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.positive_only = True
+        tags.non_deterministic = False
+        return tags

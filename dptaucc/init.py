@@ -1,0 +1,134 @@
+"""Blind (data-independent) block initialisation of DP-τCC ("RandomMatrix", paper §4.2).
+
+The authors' ``CreateMatrix`` builds a dense n×m 0/1 matrix ``M`` made of block co-clusters
+following a pattern ``P`` (K0×L0), flips exactly ``round(0.01·n·m)`` distinct cells, then shuffles
+rows and columns. DP-τCC only ever uses the n×L0 aggregate ``S0 = M C0``. We build ``S0`` directly:
+``S0[i,l] = P[x_i,l]·|C0_l|`` and each flipped cell (i, j) adds ``+1`` or ``−1`` to
+``S0[i, y_j]``. Memory is O(n·L0 + #flips), never n·m. Nothing here reads the data.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["block_sizes", "pattern_matrix", "BlindInit", "blind_block_init", "flip_counts",
+           "distinct_uniform"]
+
+# numpy's multivariate_hypergeometric(method="marginals") needs sum(colors) < 1e9.
+MARGINALS_LIMIT = 10**9
+
+
+def block_sizes(N: int, G: int) -> np.ndarray:
+    """CreateMatrix's f(N, G): alternate round(N/G), ⌊N/G⌋; the last block takes the remainder.
+
+    Python ``round`` (half to even), as the reference. E.g. f(475, 4) = [119, 118, 119, 119].
+    """
+    if not (1 <= G <= N):
+        raise ValueError(f"need 1 <= G <= N, got N={N}, G={G}")
+    a, b = round(N / G), N // G
+    sizes = [a if i % 2 == 0 else b for i in range(G)]
+    sizes[-1] = N - sum(sizes[:-1])
+    if sizes[-1] < 1:  # cannot happen for G <= N, kept as a guard
+        raise ValueError(f"block sizes for N={N}, G={G} leave an empty last block")
+    return np.asarray(sizes, dtype=np.intp)
+
+
+def pattern_matrix(K: int, L: int) -> np.ndarray:
+    """The K×L binary block pattern P of CreateMatrix.
+
+    With s = min(K, L), S = max(K, L): the s unit vectors of {0,1}^s, then the first S−s vectors
+    that are neither zero nor unit (lexicographic order of ``itertools.product``), stable-sorted
+    by Hamming weight; rows of P if K >= L, columns if L > K. For K = L this is the identity.
+    The reference raises when fewer than S patterns exist (S >= 2^s); we then cycle through the
+    available patterns instead (documented extension, e.g. K = 1).
+    """
+    s, S = min(K, L), max(K, L)
+    units = [tuple(int(i == j) for j in range(s)) for i in range(s)]
+    extra = [v for v in itertools.product((0, 1), repeat=s) if sum(v) > 1]
+    pool = units + extra
+    chosen = [pool[i % len(pool)] for i in range(S)]
+    chosen = sorted(chosen, key=sum)  # stable
+    P = np.asarray(chosen, dtype=np.int8)
+    return P if K >= L else P.T
+
+
+@dataclass(frozen=True)
+class BlindInit:
+    """Result of the blind initialisation (all data-independent)."""
+
+    S0: np.ndarray        # n×L0 aggregate M C0 (float64)
+    row_labels: np.ndarray  # x: synthetic row clusters R⁽⁰⁾ (n,)
+    col_labels: np.ndarray  # y: synthetic column clusters C⁽⁰⁾ (m,)
+    n_flips: int
+
+
+def blind_block_init(
+    n: int, m: int, K: int, L: int, rng: np.random.Generator, noise: float = 0.01,
+) -> BlindInit:
+    """Build ``S0 = M C0`` of CreateMatrix(n, m, K, L, noise) after the model's shuffles.
+
+    The reference flips a uniformly random set of exactly ``F = round(noise·n·m)`` distinct cells
+    (``rng.choice(n*m, F, replace=False)``). S0 only depends on how many flipped cells fall in
+    each (row i, column block l) group of ``|C0_l|`` cells, and for a uniform F-subset those
+    counts follow the multivariate hypergeometric law with these n·L0 group sizes. We draw the
+    counts from that law directly (``method="marginals"``: O(n·L0) time and memory), which gives
+    S0 exactly the reference's distribution without materialising — or even listing — n·m
+    cells (``rng.choice`` takes ~0.13 s for 752k flips on reviews; this takes ~6 ms).
+    Rows and columns are then permuted (rows of S0 and x, and y), as DP-τCC does with its own
+    generator after CreateMatrix.
+    """
+    x = np.repeat(np.arange(K, dtype=np.intp), block_sizes(n, K))
+    y = np.repeat(np.arange(L, dtype=np.intp), block_sizes(m, L))
+    P = pattern_matrix(K, L)
+    col_sizes = np.bincount(y, minlength=L).astype(float)
+    S0 = P[x].astype(float) * col_sizes[None, :]
+    n_flips = int(round(noise * n * m))
+    if n_flips:
+        sign = 1.0 - 2.0 * P[x]                    # a flipped 0 adds one, a flipped 1 removes one
+        S0 += sign * flip_counts(n, m, y, L, n_flips, rng)
+    row_perm = rng.permutation(n)
+    col_perm = rng.permutation(m)
+    return BlindInit(S0=S0[row_perm], row_labels=x[row_perm], col_labels=y[col_perm],
+                     n_flips=n_flips)
+
+
+def distinct_uniform(N: int, size: int, rng: np.random.Generator) -> np.ndarray:
+    """A uniformly random set of ``size`` distinct integers of [0, N) in O(size) memory.
+
+    Vectorised sequential rejection: i.i.d. draws, keeping first occurrences not yet chosen,
+    in draw order — exactly the law of drawing without replacement.
+    """
+    if not 0 <= size <= N:
+        raise ValueError(f"cannot draw {size} distinct values from {N}")
+    chosen = np.empty(0, dtype=np.int64)
+    while chosen.size < size:
+        need = size - chosen.size
+        draw = rng.integers(0, N, size=need + need // 16 + 16)
+        _, first = np.unique(draw, return_index=True)
+        cand = draw[np.sort(first)]
+        if chosen.size:
+            cand = cand[~np.isin(cand, chosen)]
+        chosen = np.concatenate([chosen, cand[:need]])
+    return chosen
+
+
+def flip_counts(
+    n: int, m: int, y: np.ndarray, L: int, n_flips: int, rng: np.random.Generator,
+) -> np.ndarray:
+    """Number of flipped cells in each (row i, column block l) group, n×L.
+
+    For a uniform ``n_flips``-subset of the n·m cells these counts are multivariate
+    hypergeometric with group sizes |C0_l|; drawn directly in O(n·L). Above numpy's limit
+    (n·m >= 1e9) the flip positions are drawn with :func:`distinct_uniform` (O(#flips)).
+    """
+    sizes = np.bincount(y, minlength=L)
+    if n * m < MARGINALS_LIMIT:
+        capacity = np.tile(sizes, n)
+        flips = rng.multivariate_hypergeometric(capacity, n_flips, method="marginals")
+        return flips.reshape(n, L).astype(float)
+    flat = distinct_uniform(n * m, n_flips, rng)
+    fi, fj = np.divmod(flat, m)
+    return np.bincount(fi * L + y[fj], minlength=n * L).reshape(n, L).astype(float)

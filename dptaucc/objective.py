@@ -1,0 +1,200 @@
+"""Contingency tables, the de-normalised Goodman–Kruskal τ̂ and the DP-τCC utilities.
+
+Everything works on a CSR count matrix ``A`` (n×m) and integer label vectors; no dense n×m
+array is ever formed. Aggregations scatter-add the non-zeros by label (``np.bincount``), so
+each costs O(nnz).
+
+Equations cited are those of Battaglia & Pensa (SDM 2025):
+
+* (3.2) τ̂_{R|C} = Σ_kl t_kl²/(T t_·l) − Σ_k t_k·²/T²,
+* (3.4)/(3.6) the same value as a sum over rows of the prototype similarity σ (3.5),
+* (4.9) σ(a_i, t_k) = Σ_l a_il (t_kl/t_·l − t_k·/T) (row assignment utility),
+* (4.10) the range sensitivity Δ(σ) = max_l (max_k β_kl − min_k β_kl).
+
+Zero-marginal guard (``guard=True``): a zero marginal ``t_·l`` (resp. ``t_k·``) or total ``T``
+is replaced by 1 *both* in the weights that define the utility and in the sensitivity computed
+from them. A zero marginal of a non-negative table means the whole slice is zero, so the guarded
+weight is simply ``−t_k·/T`` (resp. ``−t_·l/T``). Because the utility change under a unit
+increment of ``a_uv`` is exactly one column (row) of the *guarded* weights, the range of that
+column is still the true range sensitivity: the guard keeps Δ finite and a valid bound.
+With ``guard=False`` the weights follow the raw formula and 0/0 gives NaN (the authors' code).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = [
+    "nnz_row_indices",
+    "aggregate_columns",
+    "aggregate_rows",
+    "group_sum",
+    "contingency_table",
+    "tau_hat",
+    "goodman_kruskal_tau",
+    "tau_hat_prototype",
+    "row_weights",
+    "column_weights",
+    "row_range_sensitivity",
+    "column_range_sensitivity",
+    "relabel",
+]
+
+
+def nnz_row_indices(X: sp.csr_matrix) -> np.ndarray:
+    """Row index of every stored entry of a CSR matrix (the COO ``row`` array)."""
+    return np.repeat(np.arange(X.shape[0], dtype=np.intp), np.diff(X.indptr))
+
+
+def aggregate_columns(
+    X: sp.csr_matrix, col_labels: np.ndarray, n_col_clusters: int,
+    rows: np.ndarray | None = None,
+) -> np.ndarray:
+    """``A C`` (n×L): row profiles summed over column clusters, O(nnz)."""
+    n = X.shape[0]
+    if rows is None:
+        rows = nnz_row_indices(X)
+    keys = rows * n_col_clusters + col_labels[X.indices]
+    out = np.bincount(keys, weights=X.data, minlength=n * n_col_clusters)
+    return out.reshape(n, n_col_clusters)
+
+
+def aggregate_rows(
+    X: sp.csr_matrix, row_labels: np.ndarray, n_row_clusters: int,
+    rows: np.ndarray | None = None,
+) -> np.ndarray:
+    """``Rᵀ A`` (K×m): column profiles summed over row clusters, O(nnz)."""
+    m = X.shape[1]
+    if rows is None:
+        rows = nnz_row_indices(X)
+    keys = row_labels[rows] * m + X.indices
+    out = np.bincount(keys, weights=X.data, minlength=n_row_clusters * m)
+    return out.reshape(n_row_clusters, m)
+
+
+def group_sum(labels: np.ndarray, values: np.ndarray, n_groups: int) -> np.ndarray:
+    """Sum the rows of ``values`` (n×L) by ``labels`` -> n_groups×L (``Rᵀ V``), O(nL)."""
+    n, width = values.shape
+    keys = (labels[:, None] * width + np.arange(width)).ravel()
+    out = np.bincount(keys, weights=values.ravel(), minlength=n_groups * width)
+    return out.reshape(n_groups, width)
+
+
+def contingency_table(
+    X: sp.csr_matrix, row_labels: np.ndarray, col_labels: np.ndarray,
+    n_row_clusters: int, n_col_clusters: int, rows: np.ndarray | None = None,
+) -> np.ndarray:
+    """``T = Rᵀ A C`` (K×L), t_kl = Σ_{i∈R_k, j∈C_l} a_ij, by one scatter-add over the non-zeros."""
+    if rows is None:
+        rows = nnz_row_indices(X)
+    keys = row_labels[rows] * n_col_clusters + col_labels[X.indices]
+    out = np.bincount(keys, weights=X.data, minlength=n_row_clusters * n_col_clusters)
+    return out.reshape(n_row_clusters, n_col_clusters)
+
+
+def _safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """num/den with 0/0 := 0 (only used where num is 0 whenever den is 0)."""
+    den = np.where(den == 0, 1.0, den)
+    return num / den
+
+
+def tau_hat(T: np.ndarray) -> tuple[float, float]:
+    """De-normalised τ̂_{R|C} and τ̂_{C|R} of a table, eq. (3.2).
+
+    Terms of an all-zero row/column are 0 (0/0 := 0); an all-zero table gives (0, 0).
+    """
+    T = np.asarray(T, dtype=float)
+    total = T.sum()
+    if total <= 0:
+        return 0.0, 0.0
+    q = T / total
+    q_k, q_l = q.sum(axis=1), q.sum(axis=0)
+    rc = float(np.sum(_safe_div(q**2, q_l[None, :])) - np.sum(q_k**2))
+    cr = float(np.sum(_safe_div(q**2, q_k[:, None])) - np.sum(q_l**2))
+    return rc, cr
+
+
+def goodman_kruskal_tau(T: np.ndarray) -> tuple[float, float]:
+    """Normalised Goodman–Kruskal τ_{R|C}, τ_{C|R}: τ̂ / (1 − Σ q_k·²) (resp. Σ q_·l²).
+
+    A table with a single row (column) cluster has nothing to predict: its τ is 0.
+    """
+    T = np.asarray(T, dtype=float)
+    total = T.sum()
+    if total <= 0:
+        return 0.0, 0.0
+    rc, cr = tau_hat(T)
+    q = T / total
+    den_rc = 1.0 - np.sum(q.sum(axis=1) ** 2)
+    den_cr = 1.0 - np.sum(q.sum(axis=0) ** 2)
+    return (float(rc / den_rc) if den_rc > 1e-15 else 0.0,
+            float(cr / den_cr) if den_cr > 1e-15 else 0.0)
+
+
+def tau_hat_prototype(
+    X: sp.csr_matrix, row_labels: np.ndarray, col_labels: np.ndarray,
+    n_row_clusters: int, n_col_clusters: int,
+) -> float:
+    """τ̂_{R|C} as Σ_i σ(p_i, q_{r_i}) with σ of eq. (3.5), i.e. eqs. (3.4)/(3.6).
+
+    σ(p_i, q_k) = Σ_l (p_il / p_·l) q_kl − p_i· q_k·, evaluated at each row's own cluster.
+    """
+    total = X.sum()
+    PC = aggregate_columns(X, col_labels, n_col_clusters) / total      # p_il
+    Q = group_sum(row_labels, PC, n_row_clusters)                      # q_kl
+    p_l = PC.sum(axis=0)                                               # p_·l = q_·l
+    p_i = PC.sum(axis=1)                                               # p_i·
+    q_k = Q.sum(axis=1)
+    sigma_own = np.sum(_safe_div(PC, p_l[None, :]) * Q[row_labels], axis=1) - p_i * q_k[row_labels]
+    return float(np.sum(sigma_own))
+
+
+def _guarded(marginal: np.ndarray, guard: bool) -> np.ndarray:
+    if guard:
+        return np.where(marginal == 0, 1.0, marginal)
+    return marginal
+
+
+def row_weights(T: np.ndarray, guard: bool = True) -> np.ndarray:
+    """β_kl = t_kl/t_·l − t_k·/t (K×L), so that σ(a_i, t_k) = Σ_l (A C)_il β_kl (eq. 4.9)."""
+    T = np.asarray(T, dtype=float)
+    t_k, t_l, t = T.sum(axis=1), T.sum(axis=0), T.sum()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return T / _guarded(t_l, guard)[None, :] - t_k[:, None] / _guarded(np.asarray(t), guard)
+
+
+def column_weights(T: np.ndarray, guard: bool = True) -> np.ndarray:
+    """γ_kl = t_kl/t_k· − t_·l/t (K×L): column utility u(j,l) = Σ_k (Rᵀ A)_kj γ_kl."""
+    T = np.asarray(T, dtype=float)
+    t_k, t_l, t = T.sum(axis=1), T.sum(axis=0), T.sum()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return T / _guarded(t_k, guard)[:, None] - t_l[None, :] / _guarded(np.asarray(t), guard)
+
+
+def row_range_sensitivity(beta: np.ndarray) -> float:
+    """Eq. (4.10): Δ = max_l (max_k β_kl − min_k β_kl); NaN if any weight is NaN."""
+    beta = np.asarray(beta, dtype=float)
+    if np.isnan(beta).any():
+        return float("nan")
+    return float(np.max(beta.max(axis=0) - beta.min(axis=0)))
+
+
+def column_range_sensitivity(gamma: np.ndarray) -> float:
+    """Eq. (4.10) for columns: Δ = max_k (max_l γ_kl − min_l γ_kl); NaN if any weight is NaN."""
+    gamma = np.asarray(gamma, dtype=float)
+    if np.isnan(gamma).any():
+        return float("nan")
+    return float(np.max(gamma.max(axis=1) - gamma.min(axis=1)))
+
+
+def relabel(labels: np.ndarray) -> tuple[np.ndarray, int]:
+    """Map the labels that occur to 0..K'-1 keeping their order; empty clusters disappear."""
+    labels = np.asarray(labels)
+    if labels.size == 0:
+        return labels.astype(np.intp), 0
+    top = int(labels.max()) + 1
+    present = np.zeros(top, dtype=bool)
+    present[labels] = True
+    new_ids = np.cumsum(present) - 1
+    return new_ids[labels].astype(np.intp), int(present.sum())

@@ -1,0 +1,115 @@
+"""The blind block initialisation (CreateMatrix semantics, S0 built without an n×m matrix)."""
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from dptaucc.init import blind_block_init, block_sizes, distinct_uniform, pattern_matrix
+
+
+@pytest.mark.parametrize("N,G,expected", [
+    (475, 4, [119, 118, 119, 119]),
+    (3891, 3, [1297, 1297, 1297]),
+    (878, 10, [88, 87, 88, 87, 88, 87, 88, 87, 88, 90]),
+    (10, 3, [3, 3, 4]),
+])
+def test_block_sizes_reference_examples(N, G, expected):
+    np.testing.assert_array_equal(block_sizes(N, G), expected)
+
+
+def test_block_sizes_always_positive_and_sum():
+    for N in range(1, 60):
+        for G in range(1, N + 1):
+            s = block_sizes(N, G)
+            assert s.sum() == N and s.min() >= 1
+
+
+def test_pattern_identity_and_rectangular():
+    np.testing.assert_array_equal(pattern_matrix(4, 4), np.eye(4))
+    P = pattern_matrix(3, 5)
+    expected_cols = [(1, 0, 0), (0, 1, 0), (0, 0, 1), (0, 1, 1), (1, 0, 1)]
+    assert [tuple(col) for col in P.T] == expected_cols
+    np.testing.assert_array_equal(pattern_matrix(5, 3), P.T)
+
+
+def _dense_reference(n, m, K, L, rng):
+    """The authors' CreateMatrix + shuffles, materialised (small sizes only)."""
+    x = np.repeat(np.arange(K), block_sizes(n, K))
+    y = np.repeat(np.arange(L), block_sizes(m, L))
+    M = pattern_matrix(K, L)[x][:, y].astype(int)
+    flat = rng.choice(n * m, size=round(0.01 * n * m), replace=False)
+    M.flat[flat] ^= 1
+    return M @ np.eye(L)[y]
+
+
+def test_s0_structure_and_exact_flip_count():
+    n, m, K, L = 203, 157, 3, 4
+    init = blind_block_init(n, m, K, L, np.random.default_rng(0))
+    x, y = init.row_labels, init.col_labels
+    assert sorted(np.bincount(x)) == sorted(block_sizes(n, K))
+    assert sorted(np.bincount(y)) == sorted(block_sizes(m, L))
+    base = pattern_matrix(K, L)[x] * np.bincount(y, minlength=L)[None, :]
+    flips = np.abs(init.S0 - base)
+    assert init.n_flips == round(0.01 * n * m)
+    assert flips.sum() == init.n_flips
+    assert np.all(init.S0 >= 0) and np.all(init.S0 <= np.bincount(y, minlength=L))
+
+
+def test_s0_distribution_matches_dense_create_matrix():
+    """Mean number of ones per (row block, column block) agrees with the dense reference."""
+    n, m, K, L, reps = 30, 40, 2, 2, 400
+    rng = np.random.default_rng(5)
+
+    def block_means(S0, x):
+        return np.array([S0[x == k].mean(axis=0) for k in range(K)])
+
+    ours = np.zeros((K, L))
+    ref = np.zeros((K, L))
+    x_ref = np.repeat(np.arange(K), block_sizes(n, K))
+    for _ in range(reps):
+        init = blind_block_init(n, m, K, L, rng)
+        ours += block_means(init.S0, init.row_labels)
+        ref += block_means(_dense_reference(n, m, K, L, rng), x_ref)
+    # 12 flips per matrix: expectation of a block mean moves by ~0.1; sampling sd ≈ 0.01
+    np.testing.assert_allclose(ours / reps, ref / reps, atol=0.05)
+
+
+def test_init_never_allocates_n_times_m():
+    n, m = 20_000, 49_999  # ~1e9 cells: an n×m int64 array would need 8 GB
+    tracemalloc.start()
+    init = blind_block_init(n, m, 5, 5, np.random.default_rng(1))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert init.n_flips == round(0.01 * n * m)
+    assert peak < 30e6, f"peak traced memory {peak / 1e6:.1f} MB"
+
+
+def test_large_matrix_fallback_counts(monkeypatch):
+    """Above numpy's hypergeometric limit the flips are drawn as distinct positions."""
+    import dptaucc.init as init_mod
+
+    monkeypatch.setattr(init_mod, "MARGINALS_LIMIT", 0)
+    n, m = 120, 90
+    init = blind_block_init(n, m, 3, 2, np.random.default_rng(2))
+    base = pattern_matrix(3, 2)[init.row_labels] * np.bincount(init.col_labels)[None, :]
+    assert np.abs(init.S0 - base).sum() == round(0.01 * n * m)
+
+
+def test_distinct_uniform_is_uniform_and_distinct():
+    rng = np.random.default_rng(3)
+    counts = np.zeros(20)
+    for _ in range(3000):
+        s = distinct_uniform(20, 7, rng)
+        assert np.unique(s).size == 7
+        counts[s] += 1
+    expected = 3000 * 7 / 20
+    chi2 = ((counts - expected) ** 2 / expected).sum()
+    assert chi2 < 43.8  # chi-square(19) 0.999 quantile
+
+
+def test_init_is_data_independent_and_seeded():
+    a = blind_block_init(50, 60, 3, 3, np.random.default_rng(7))
+    b = blind_block_init(50, 60, 3, 3, np.random.default_rng(7))
+    np.testing.assert_array_equal(a.S0, b.S0)
+    np.testing.assert_array_equal(a.row_labels, b.row_labels)
