@@ -1,0 +1,286 @@
+"""``python -m dptaucc.bench.figures``: every paper/supplement figure from the stored tables.
+
+Reads only ``results/<experiment>.parquet`` (no recomputation) and writes PDF + PNG to
+``results/figures/``. Aggregation follows the authors' notebooks (spec §1.8, :mod:`aggregate`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.colors import Normalize  # noqa: E402
+from matplotlib.ticker import NullFormatter  # noqa: E402
+
+from dptaucc.bench.aggregate import (  # noqa: E402
+    COLORS,
+    PAPER_METHODS,
+    label,
+    mean_std,
+    ok,
+    pooled,
+)
+from dptaucc.bench.collect import load_table  # noqa: E402
+
+DATASET_ORDER = ("classic3", "cstr", "hitech", "k1b", "reviews", "sports", "tr11", "tr41")
+METRIC_NAMES = {"nmi_rows": "NMI (rows)", "ari_rows": "ARI (rows)", "nmi_cols": "NMI (columns)",
+                "ari_cols": "ARI (columns)", "tau_rc": r"$\hat\tau_{R|C}$",
+                "fit_time_s": "fit time (s)"}
+
+
+def _save(fig, out_dir: Path, name: str) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for ext in ("pdf", "png"):
+        p = out_dir / f"{name}.{ext}"
+        fig.savefig(p, dpi=130 if ext == "png" else None, bbox_inches="tight")
+        paths.append(p)
+    plt.close(fig)
+    return paths
+
+
+def _grid(n: int, ncols: int = 4, size=(3.6, 2.9)):
+    ncols = min(ncols, max(n, 1))
+    nrows = math.ceil(max(n, 1) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(size[0] * ncols, size[1] * nrows),
+                             squeeze=False, layout="constrained")
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    return fig, list(axes.flat)
+
+
+def _datasets(df: pd.DataFrame) -> list[str]:
+    present = list(dict.fromkeys(df["dataset"]))
+    return sorted(present, key=lambda d: (DATASET_ORDER.index(d) if d in DATASET_ORDER else 99, d))
+
+
+def _curve(ax, d: pd.DataFrame, x: str, metric: str, alg: str, style: str = "-o") -> None:
+    s = mean_std(d, [x], metric).sort_values(x)
+    if s.empty:
+        return
+    c = COLORS.get(alg)
+    ax.plot(s[x], s["mean"], style, color=c, ms=3, lw=1.4, label=label(alg))
+    ax.fill_between(s[x], s["mean"] - s["std"].fillna(0), s["mean"] + s["std"].fillna(0),
+                    color=c, alpha=0.18, lw=0)
+
+
+def _band(ax, d: pd.DataFrame, metric: str, alg: str) -> None:
+    m, sd, n = pooled(d, metric)
+    if n == 0:
+        return
+    c = COLORS.get(alg)
+    ax.axhline(m, color=c, lw=1.4, ls="--", label=f"{label(alg)} (not DP)")
+    if not math.isnan(sd):
+        ax.axhspan(m - sd, m + sd, color=c, alpha=0.12, lw=0)
+
+
+def fig_metric_vs_eps(df: pd.DataFrame, metric: str, mode: str, methods: Sequence[str],
+                      bands: Sequence[str], title: str, xmax: float | None = 3.0):
+    """One panel per dataset: mean ± 1 std of ``metric`` vs ε; non-DP methods as bands."""
+    dsets = _datasets(df)
+    fig, axes = _grid(len(dsets))
+    for ax, ds in zip(axes, dsets, strict=False):
+        d = df[df["dataset"] == ds]
+        for alg in bands:
+            _band(ax, d[d["algorithm"] == alg], metric, alg)
+        for alg in methods:
+            _curve(ax, d[(d["algorithm"] == alg) & (d["mode"] == mode)], "epsilon", metric, alg)
+        ax.set_title(ds)
+        ax.set_xlabel("ε")
+        ax.set_ylabel(METRIC_NAMES.get(metric, metric))
+        if xmax is not None:
+            ax.set_xlim(0, xmax)
+        ax.grid(alpha=0.3)
+    _legend(fig, axes)
+    fig.suptitle(title)
+    return fig
+
+
+def _legend(fig, axes) -> None:
+    handles, labels = {}, []
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=False):
+            if lab not in handles:
+                handles[lab] = h
+                labels.append(lab)
+    if handles:
+        fig.legend([handles[lab] for lab in labels], labels, loc="lower center",
+                   ncol=min(len(labels), 6), bbox_to_anchor=(0.5, -0.08), frameon=False)
+
+
+def fig_heatmap(df: pd.DataFrame, param: str, ylabel: str, title: str, metric: str = "tau_rc"):
+    """Mean ``metric`` per (param, ε), one panel per dataset, log ε axis (spec §1.8)."""
+    dsets = _datasets(df)
+    fig, axes = _grid(len(dsets), size=(3.8, 3.0))
+    agg = mean_std(df, ["dataset", param, "epsilon"], metric)
+    vmin, vmax = (agg["mean"].min(), agg["mean"].max()) if not agg.empty else (0, 1)
+    norm = Normalize(vmin=vmin, vmax=vmax)
+    mesh = None
+    for ax, ds in zip(axes, dsets, strict=False):
+        a = agg[agg["dataset"] == ds]
+        if a.empty:
+            continue
+        piv = a.pivot(index=param, columns="epsilon", values="mean").sort_index()
+        piv = piv[sorted(piv.columns)]
+        eps = np.asarray(piv.columns, float)
+        ys = np.asarray(piv.index, float)
+        mesh = ax.pcolormesh(_edges(eps, log=True), _edges(ys), piv.to_numpy(), norm=norm,
+                             cmap="viridis", shading="flat")
+        ax.set_xscale("log")
+        ticks = [t for t in (0.1, 0.2, 0.5, 1, 2, 5, 10) if eps.min() / 1.2 <= t <= eps.max() * 1.2]
+        ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_yticks(ys if len(ys) <= 10 else ys[::2], [f"{y:g}" for y in
+                                                        (ys if len(ys) <= 10 else ys[::2])])
+        ax.set_title(ds)
+        ax.set_xlabel("ε (log scale)")
+        ax.set_ylabel(ylabel)
+    if mesh is not None:
+        fig.colorbar(mesh, ax=[a for a in axes if a.get_visible()], shrink=0.8,
+                     label=METRIC_NAMES.get(metric, metric))
+    fig.suptitle(title)
+    return fig
+
+
+def _edges(v: np.ndarray, log: bool = False) -> np.ndarray:
+    """Cell edges around sorted centres (geometric midpoints on a log axis)."""
+    v = np.asarray(v, float)
+    if v.size == 1:
+        return np.array([v[0] / 1.5, v[0] * 1.5]) if log else np.array([v[0] - 0.5, v[0] + 0.5])
+    w = np.log(v) if log else v
+    mid = (w[1:] + w[:-1]) / 2
+    e = np.concatenate([[w[0] - (mid[0] - w[0])], mid, [w[-1] + (w[-1] - mid[-1])]])
+    return np.exp(e) if log else e
+
+
+def _pick(values: Sequence[float], k: int = 4, prefer: Sequence[float] = ()) -> list[float]:
+    vals = sorted(set(float(v) for v in values))
+    chosen = [v for v in prefer if any(math.isclose(v, u) for u in vals)]
+    if len(chosen) >= min(k, len(vals)):
+        return chosen[:k]
+    idx = np.unique(np.round(np.linspace(0, len(vals) - 1, min(k, len(vals)))).astype(int))
+    return [vals[i] for i in idx]
+
+
+def fig_synthetic(df: pd.DataFrame, metric_kind: str, mode: str, vs: str):
+    """Supp. Figs. 4-5: rows and columns ``nmi``/``ari`` vs ε (four sizes) or vs m (four ε)."""
+    methods = [a for a in PAPER_METHODS if a in set(df["algorithm"])]
+    if vs == "eps":
+        panels = _pick(df["n_cols"].dropna(), prefer=(100, 1000, 5000, 10000))
+        key, x, xlabel = "n_cols", "epsilon", "ε"
+    else:
+        panels = _pick(df["epsilon"].dropna(), prefer=(0.1, 0.5, 0.99999, 3.0))
+        key, x, xlabel = "epsilon", "n_cols", "columns m"
+    fig, axes = plt.subplots(2, len(panels), figsize=(3.6 * len(panels), 5.6), squeeze=False,
+                             layout="constrained")
+    for j, p in enumerate(panels):
+        for i, side in enumerate(("rows", "cols")):
+            metric = f"{metric_kind}_{side}"
+            ax = axes[i][j]
+            d = df[np.isclose(df[key].astype(float), p)] if vs == "eps" else df
+            if vs == "eps":
+                _band(ax, d[d["algorithm"] == "fast_taucc"], metric, "fast_taucc")
+            else:
+                fast = df[df["algorithm"] == "fast_taucc"]
+                _curve(ax, fast, "n_cols", metric, "fast_taucc", style="--")
+            for alg in methods:
+                sel = d[(d["algorithm"] == alg) & (d["mode"] == mode)]
+                if vs != "eps":
+                    sel = sel[np.isclose(sel["epsilon"].astype(float), p)]
+                _curve(ax, sel, x, metric, alg)
+            if vs != "eps":
+                ax.set_xscale("log")
+            ax.set_title(f"{'m' if vs == 'eps' else 'ε'} = {p:g}")
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel(METRIC_NAMES.get(metric, metric))
+            ax.grid(alpha=0.3)
+    _legend(fig, list(axes.flat))
+    fig.suptitle(f"Synthetic biclusters, {metric_kind.upper()} vs {xlabel} ({mode} mode)")
+    return fig
+
+
+def fig_runtime(df: pd.DataFrame):
+    """Supp. Fig. 6: mean ± std fit time vs columns, log-log, per algorithm and mode."""
+    fig, ax = plt.subplots(figsize=(6, 4.2), layout="constrained")
+    for alg in dict.fromkeys(df["algorithm"]):
+        for mode, d in df[df["algorithm"] == alg].groupby("mode", dropna=False):
+            s = mean_std(d, ["n_cols"], "fit_time_s").sort_values("n_cols")
+            if s.empty:
+                continue
+            lab = label(alg) + ("" if pd.isna(mode) else f" ({mode})")
+            ax.errorbar(s["n_cols"], s["mean"], yerr=s["std"].fillna(0), marker="o", ms=3,
+                        capsize=2, color=COLORS.get(alg), label=lab)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("columns m (rows n = 1000)")
+    ax.set_ylabel("fit time (s)")
+    threads = sorted(set(ok(df)["blas_threads"].dropna().astype(int)))
+    ax.set_title(f"Runtime at ε = 0.99999 (serial, BLAS threads {threads})")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def make_figures(results_dir: str | os.PathLike = "results") -> list[Path]:
+    """Draw every figure whose table exists; returns the files written."""
+    results_dir = Path(results_dir)
+    out = results_dir / "figures"
+    written: list[Path] = []
+    real = load_table(results_dir, "fig2_real")
+    if real is not None:
+        for mode in ("paper", "corrected"):
+            for metric, name in (("nmi_rows", "fig2_nmi"), ("ari_rows", "supp_fig1_ari")):
+                fig = fig_metric_vs_eps(real, metric, mode, PAPER_METHODS, ("fast_taucc",),
+                                        f"{METRIC_NAMES[metric]} vs ε, real data ({mode} mode)")
+                written += _save(fig, out, f"{name}_{mode}")
+            fig = fig_metric_vs_eps(real, "nmi_rows", mode, ("dp_taucc", "dpm", "colored_noise"),
+                                    ("fast_taucc", "fccm"),
+                                    f"Other privacy-preserving methods vs DP-τCC ({mode} mode)")
+            written += _save(fig, out, f"fig2_extra_methods_{mode}")
+    for exp, param, ylabel, name in (
+        ("fig3_iterations", "p_n_iterations", "iterations I", "fig3_supp_fig2_iterations_tau"),
+        ("supp_h", "p_h", "h", "supp_fig3_h_tau"),
+    ):
+        df = load_table(results_dir, exp)
+        if df is None:
+            continue
+        for mode in [m for m in ("paper", "corrected") if m in set(df["mode"].dropna())]:
+            d = df[df["mode"] == mode]
+            fig = fig_heatmap(d, param, ylabel, rf"DP-τCC: mean $\hat\tau_{{R|C}}$ of the "
+                              f"released table ({mode} mode)")
+            written += _save(fig, out, f"{name}_{mode}")
+    syn = load_table(results_dir, "supp_synthetic")
+    if syn is not None:
+        for mode in [m for m in ("paper", "corrected") if m in set(syn["mode"].dropna())]:
+            for kind, num in (("nmi", 4), ("ari", 5)):
+                for vs in ("eps", "size"):
+                    fig = fig_synthetic(syn, kind, mode, vs)
+                    written += _save(fig, out, f"supp_fig{num}_synthetic_{kind}_vs_{vs}_{mode}")
+    rt = load_table(results_dir, "supp_runtime")
+    if rt is not None:
+        written += _save(fig_runtime(rt), out, "supp_fig6_runtime")
+    return written
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m dptaucc.bench.figures", description=__doc__)
+    ap.add_argument("--results-dir", default=os.environ.get("DPTAUCC_RESULTS_DIR", "results"))
+    args = ap.parse_args(argv)
+    files = make_figures(args.results_dir)
+    for p in files:
+        print(p)
+    print(f"{len(files)} files")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
