@@ -56,18 +56,24 @@ def parse_triplets(path: str | os.PathLike) -> sp.csr_matrix:
         raise ValueError(f"{path.name}: negative doc or word id")
     if count.min() < 0:
         raise ValueError(f"{path.name}: negative count {count.min()}")
-    n_rows, n_cols = np.unique(doc).size, np.unique(word).size
+    n_rows, n_cols = _n_distinct(doc), _n_distinct(word)
     if doc.max() >= n_rows or word.max() >= n_cols:
         raise ValueError(
             f"{path.name}: ids are not contiguous: max doc id {doc.max()} with {n_rows} distinct "
             f"docs, max word id {word.max()} with {n_cols} distinct words (the authors' "
             "loader indexes a #docs x #words matrix by id)"
         )
-    key = doc * n_cols + word
-    if np.unique(key).size != key.size:
+    X = sp.coo_matrix((count, (doc, word)), shape=(n_rows, n_cols), dtype=np.int64).tocsr()
+    if X.nnz != count.size:  # tocsr summed some (doc, word) pairs
         raise ValueError(f"{path.name}: duplicate (doc, word) pairs")
-    X = sp.csr_matrix((count, (doc, word)), shape=(n_rows, n_cols), dtype=np.int64)
     return _canonical(X)
+
+
+def _n_distinct(ids: np.ndarray) -> int:
+    """Number of distinct non-negative ids (bincount; ids > len cannot be contiguous anyway)."""
+    if ids.max() >= ids.size:
+        return np.unique(ids).size
+    return int(np.count_nonzero(np.bincount(ids)))
 
 
 def _canonical(X: sp.spmatrix) -> sp.csr_matrix:

@@ -106,3 +106,12 @@ def test_cli_fetch_and_list(parsed_cache, mirror_dir, capsys):
     assert "unknown dataset" in capsys.readouterr().err
     assert main([*args, "fetch", "sports"]) == 1
     assert "allow_unverified" in capsys.readouterr().err
+
+
+def test_cli_time(parsed_cache, capsys):
+    assert main(["--cache-dir", str(parsed_cache), "time", "cstr", "sports"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split()[:2] == ["name", "first"]
+    cstr = out[1].split()
+    assert cstr[0] == "cstr" and all(float(v) >= 0 for v in cstr[1:4])
+    assert out[2].startswith("sports") and "unavailable" in out[2]
