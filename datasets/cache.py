@@ -31,6 +31,7 @@ def write_parsed(path: Path, X: sp.csr_matrix, row_labels: np.ndarray, sources: 
             np.savez(fh, data=X.data, indices=X.indices, indptr=X.indptr,
                      shape=np.asarray(X.shape, dtype=np.int64), row_labels=row_labels,
                      header=np.asarray(header))
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; a shared cache must be readable
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

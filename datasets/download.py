@@ -28,6 +28,8 @@ __all__ = [
 ]
 
 DATA_DIR_ENV = "DPTAUCC_DATA_DIR"
+# temporary files are created 0600; cached files are made world-readable (shared caches)
+FILE_MODE = 0o644
 MIRROR_ENV = "DPTAUCC_MIRROR"
 
 
@@ -117,6 +119,7 @@ def _copy_verified(entry: FileEntry, source: Path, target: Path) -> None:
         got = sha256_of(tmp)
         if entry.sha256 is not None and got != entry.sha256:
             raise _mismatch(entry, str(source), got)
+        os.chmod(tmp, FILE_MODE)
         os.replace(tmp, target)
     finally:
         if os.path.exists(tmp):
@@ -132,6 +135,7 @@ def _download(entry: FileEntry, url: str, target: Path, progress: bool) -> None:
     try:
         pooch.retrieve(url, known_hash=known, fname=target.name, path=target.parent,
                        progressbar=progress)
+        os.chmod(target, FILE_MODE)
     except requests.exceptions.HTTPError as exc:
         raise DatasetUnavailableError(
             f"{entry.file} (dataset {entry.dataset}) is not available at {url}: {exc}"

@@ -37,6 +37,8 @@ def test_http_download_then_cache_hit_without_server(mirror_dir, tmp_path, clean
     assert _files(raw) == sorted(["cstr.txt", "cstr_target.txt", "hitech.mat",
                                   "hitech_target.txt"])
     assert sha256_of(raw / "cstr.txt") == get_entry("cstr").matrix.sha256
+    cached = [*raw.iterdir(), *(cache / "parsed").iterdir()]
+    assert all(p.stat().st_mode & 0o777 == 0o644 for p in cached)  # readable in a shared cache
     assert (first.X.shape, first.meta["nnz"]) == ((475, 1000), 15989)
     assert hitech.meta["nnz"] == 331373
     # server gone, raw files gone: the second load must come from the parsed .npz cache
@@ -251,3 +253,20 @@ def test_sports_from_directory_mirror_and_changed_file(mirror_dir, tmp_path, cle
         again = datasets.load("sports", cache_dir=cache, mirror=served, allow_unverified=True)
     assert again.meta["sources"] == first.meta["sources"]
     assert (again.X != first.X).nnz == 0
+
+
+def test_default_source_is_the_public_url(mirror_dir, tmp_path, clean_env, monkeypatch):
+    import datasets.download as dl
+
+    seen = []
+
+    def fake_download(entry, url, target, progress):  # stands in for the network
+        seen.append(url)
+        shutil.copy(mirror_dir / entry.file, target)
+
+    monkeypatch.setattr(dl, "_download", fake_download)
+    ds = datasets.load("tr41", cache_dir=tmp_path, progress=False)
+    entry = get_entry("tr41")
+    assert seen == [entry.matrix.url, entry.labels.url]
+    assert seen[0] == "https://raw.githubusercontent.com/rupensa/dptaucc/main/data/tr41.txt"
+    assert ds.meta["nnz"] == 171509
