@@ -1,0 +1,199 @@
+"""DPHD (Octave port): recovery, determinism, ledgers of both modes, paper quirks, errors."""
+
+from __future__ import annotations
+
+import math
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
+
+from baselines.dphd import DPHD, OctaveError, OctaveNotFoundError, octave
+
+HAVE_OCTAVE = shutil.which(octave.OCTAVE_EXECUTABLE) is not None
+
+
+def octave_test(func):
+    """Runs the real Octave: marked ``octave``, skipped cleanly when octave-cli is absent."""
+    skip = pytest.mark.skipif(not HAVE_OCTAVE, reason="GNU Octave (octave-cli) not installed")
+    return pytest.mark.octave(skip(func))
+
+
+def blocks(n_per=40, k=3, d=30, hi=5.0, lo=0.3, seed=0):
+    """k well-separated groups of Poisson counts, each loud on its own block of columns."""
+    rng = np.random.default_rng(seed)
+    lam = np.full((k, d), lo)
+    width = d // k
+    for j in range(k):
+        lam[j, j * width:(j + 1) * width] = hi
+    y = np.repeat(np.arange(k), n_per)
+    return sp.csr_matrix(rng.poisson(lam[y]).astype(float)), y
+
+
+@pytest.fixture(scope="module")
+def data():
+    return blocks()
+
+
+def nmi(y, labels):
+    return normalized_mutual_info_score(y, labels)
+
+
+# -- utility ------------------------------------------------------------------------------------
+@octave_test
+def test_large_epsilon_recovers(data):
+    X, y = data
+    for seed in range(3):
+        model = DPHD(n_clusters=3, epsilon=1e4, random_state=seed).fit(X)
+        assert nmi(y, model.row_labels_) > 0.95
+        assert model.n_row_clusters_ == 3
+        assert model.row_labels_private_ is False
+
+
+@octave_test
+def test_tiny_epsilon_does_not(data):
+    X, y = data
+    scores = [nmi(y, DPHD(n_clusters=3, epsilon=1e-3, random_state=s).fit(X).row_labels_)
+              for s in range(3)]
+    assert np.mean(scores) < 0.5
+
+
+@octave_test
+@pytest.mark.parametrize("mode", ["corrected", "paper"])
+def test_same_seed_same_labels(data, mode):
+    X, _ = data
+    a = DPHD(n_clusters=3, epsilon=2.0, mode=mode, random_state=7).fit(X)
+    b = DPHD(n_clusters=3, epsilon=2.0, mode=mode, random_state=7).fit(X)
+    np.testing.assert_array_equal(a.row_labels_, b.row_labels_)
+    np.testing.assert_array_equal(a.cluster_centers_, b.cluster_centers_)
+    c = DPHD(n_clusters=3, epsilon=2.0, mode=mode, random_state=8).fit(X)
+    assert not np.array_equal(a.cluster_centers_, c.cluster_centers_)
+
+
+@octave_test
+@pytest.mark.parametrize("mode", ["corrected", "paper"])
+def test_evaluation_labels_reproduce_released_labels(data, mode):
+    X, _ = data
+    model = DPHD(n_clusters=3, epsilon=1e3, mode=mode, random_state=1).fit(X)
+    ev = model.evaluation_row_labels(X)
+    assert ev.shape == (X.shape[0],) and ev.min() >= 0 and ev.max() < 3
+    assert adjusted_rand_score(model.row_labels_, ev) == 1.0
+    assert model.cluster_centers_.shape == (3, X.shape[1])
+
+
+# -- privacy ledgers --------------------------------------------------------------------------
+@octave_test
+@pytest.mark.parametrize("eps", [0.5, 3.0])
+def test_paper_ledger_is_17_12_epsilon_plus_named_non_private_steps(data, eps):
+    X, _ = data
+    model = DPHD(n_clusters=3, epsilon=eps, mode="paper", random_state=0).fit(X)
+    led = model.privacy_ledger_
+    assert model.epsilon_spent_ == pytest.approx(17 / 12 * eps, rel=1e-12)
+    assert model.delta_spent_ == 0.0
+    assert led.non_private_steps == ["max value", "recover cluster sizes", "round selection"]
+    assert not led.end_to_end_dp
+    # per round: candidate 2/3, local search 1/12, initial recover 1/6, 3 Lloyd recovers 1/6
+    per_round = [e.epsilon / (eps / 4) for e in led.entries if e.step.startswith("round 1:")]
+    assert sorted(per_round) == pytest.approx(sorted([2 / 3, 1 / 12] + [1 / 6] * 4))
+    # a public max_value removes the data-read maximum from the list
+    pub = DPHD(n_clusters=3, epsilon=eps, mode="paper", max_value=20, random_state=0).fit(X)
+    assert pub.privacy_ledger_.non_private_steps == ["recover cluster sizes", "round selection"]
+
+
+@octave_test
+@pytest.mark.parametrize("n_rounds", [1, 4])
+def test_corrected_ledger_totals_epsilon(data, n_rounds):
+    X, _ = data
+    eps = 0.7
+    model = DPHD(n_clusters=3, epsilon=eps, n_rounds=n_rounds, random_state=0).fit(X)
+    led = model.privacy_ledger_
+    assert model.epsilon_spent_ == pytest.approx(eps, rel=1e-12)
+    assert led.end_to_end_dp and led.non_private_steps == []
+    assert led.strict and led.budget_epsilon == eps
+    steps = [e.step for e in led.entries]
+    assert ("round selection" in steps) == (n_rounds > 1)
+    # 3 partitions + (min(k,20)+1) local-search picks + 4 recovers x (sums, sizes) per round
+    assert len(led) == n_rounds * (3 + 4 + 8) + (n_rounds > 1)
+    assert all(e.composition == "sequential" and math.isfinite(e.sensitivity)
+               for e in led.entries)
+
+
+# -- paper quirks ----------------------------------------------------------------------------
+@octave_test
+def test_paper_mode_collapses_on_cstr_like_data():
+    """§6.5: ρ·d/(ε|S|) recover noise puts (nearly) every document in one cluster."""
+    X, y = blocks(n_per=119, k=4, d=1000, hi=1.0, lo=0.02, seed=3)
+    X = X.tolil()
+    X[0, 0] = 61.0  # cstr's maximum count
+    X = X.tocsr()
+    paper = DPHD(n_clusters=4, epsilon=1.0, mode="paper", random_state=0).fit(X)
+    assert np.bincount(paper.row_labels_).max() >= 0.95 * X.shape[0]
+    assert paper.loss_ > 1e12
+    # the global side length keeps halving across calls and rounds (2*61 = 122 at the start)
+    s = paper.side_lengths_
+    assert s[0] < 122 and np.all(np.diff(s) < 0)
+    corr = DPHD(n_clusters=4, epsilon=1.0, mode="corrected", random_state=0).fit(X)
+    assert np.all(corr.side_lengths_ == 2 * corr.max_value_)
+
+
+@octave_test
+def test_octave_samplers():
+    """Paper sampler: row-major, ΣW=0 -> first entry, ΣW=Inf -> last; corrected: log space."""
+    script = (
+        f"addpath('{octave.M_FILES_DIR}'); rand('state', 1);"
+        "[a,b] = dphd_sample_discrete([0 0; 0 0]); printf('%d %d\\n', a, b);"
+        "[a,b] = dphd_sample_discrete([1 Inf; 0 0]); printf('%d %d\\n', a, b);"
+        "[a,b] = dphd_sample_discrete([0 1; 0 0]); printf('%d %d\\n', a, b);"
+        "[a,b] = dphd_sample_discrete([0 0; 1 0]); printf('%d %d\\n', a, b);"
+        "[a,b] = dphd_gumbel_argmax([-1e300 0 -1e300]); printf('%d %d\\n', a, b);"
+        "c = zeros(1,3); for i=1:20000, [~,j] = dphd_gumbel_argmax(log([0.2 0.3 0.5])); "
+        "c(j) += 1; end; printf('%g %g %g\\n', c / 20000);"
+    )
+    out = subprocess.run([shutil.which(octave.OCTAVE_EXECUTABLE), "--norc", "--quiet",
+                          "--eval", script], capture_output=True, text=True, check=True)
+    lines = out.stdout.split("\n")
+    assert lines[:5] == ["1 1", "2 2", "1 2", "2 1", "1 2"]
+    freq = np.array(lines[5].split(), dtype=float)
+    np.testing.assert_allclose(freq, [0.2, 0.3, 0.5], atol=0.015)
+
+
+# -- errors ---------------------------------------------------------------------------------
+@pytest.fixture
+def no_octave(monkeypatch):
+    monkeypatch.setattr(octave, "OCTAVE_EXECUTABLE", "no-such-octave-cli-xyz")
+
+
+def test_missing_octave_gives_clear_error(no_octave, data):
+    X, _ = data
+    with pytest.raises(OctaveNotFoundError, match=r"octave-cli.*apt-get install octave"):
+        DPHD(n_clusters=3, random_state=0).fit(X)
+    assert issubclass(OctaveNotFoundError, RuntimeError)
+
+
+@pytest.mark.parametrize(
+    "X, params, match",
+    [
+        (np.array([[1.0, -2.0], [0, 1], [3, 1]]), {"n_clusters": 2}, "negative"),
+        (np.ones((4, 3)), {"n_clusters": 5}, "larger than the number of rows"),
+        (np.ones((4, 3)), {"n_clusters": 2, "epsilon": 0.0}, "epsilon"),
+        (np.ones((4, 3)), {"n_clusters": 2, "epsilon": -1.0}, "epsilon"),
+        (np.ones((4, 3)), {"n_clusters": 2, "epsilon": math.inf}, "finite"),
+        (np.ones((4, 3)), {"n_clusters": 2, "mode": "faithful"}, "mode"),
+        (np.ones((4, 3)), {"n_clusters": 2, "n_rounds": 0}, "n_rounds"),
+        (np.ones((4, 3)), {"n_clusters": 2, "max_value": -1}, "max_value"),
+        (np.ones((2, 3)), {"n_clusters": 1}, "at least 3 rows"),
+        (np.full((4, 3), 0.5), {"n_clusters": 2}, "fractional"),
+    ],
+)
+def test_bad_input_raises_before_octave(no_octave, X, params, match):
+    with pytest.raises(ValueError, match=match):
+        DPHD(**params).fit(X)
+
+
+@octave_test
+def test_octave_failure_propagates():
+    with pytest.raises(OctaveError, match="DPHD-OCTAVE-ERROR"):
+        octave.run_dphd({"X": sp.csr_matrix(np.ones((4, 3))), "k": 2.0})  # inputs missing
