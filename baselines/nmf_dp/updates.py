@@ -32,9 +32,10 @@ def h_steps(H: np.ndarray, WtV: np.ndarray, WtW: np.ndarray, v_sq: float, n: int
     """Projected gradient on H: ``H ← Π_col(max(0, H − α(WᵀWH − WᵀV)/N))`` until the relative
     loss change drops below η or ``max_steps + 1`` steps (reference loop rule). NON-PRIVATE."""
     steps = 0
+    cur = half_sq_loss(v_sq, WtV, WtW, H) / n
     while True:
         steps += 1
-        prev = half_sq_loss(v_sq, WtV, WtW, H) / n
+        prev = cur  # the loss of the current H (the reference recomputes the same value)
         H = project_columns(np.maximum(H - alpha * (WtW @ H - WtV) / n, 0.0))
         cur = half_sq_loss(v_sq, WtV, WtW, H) / n
         if _stop(prev, cur, eta) or steps > max_steps:
@@ -51,9 +52,10 @@ def w_steps(W: np.ndarray, A: np.ndarray, B: np.ndarray, alpha: float, eta: floa
     """``W ← Π_col(max(0, W − α(WĀ − B̄)))`` on the released Ā, B̄ (post-processing), same
     loop rule as :func:`h_steps`."""
     steps = 0
+    cur = surrogate_loss(W, A, B)
     while True:
         steps += 1
-        prev = surrogate_loss(W, A, B)
+        prev = cur
         W = project_columns(np.maximum(W - alpha * (W @ A - B), 0.0))
         cur = surrogate_loss(W, A, B)
         if _stop(prev, cur, eta) or steps > max_steps:

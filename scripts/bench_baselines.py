@@ -1,0 +1,134 @@
+"""Fit time of the DP baselines (DP-KMeans, DPNMF, DPHD) per call, both modes, on CLUTO matrices.
+
+Printed beside the authors' code on this 2-core machine, as quoted in issue #4 (DP-KMeans
+classic3 16 s, DPNMF classic3 5.6 s, DPHD classic3 25 s per call) and in
+../shared/specs/reference-experiments.md (§5.4 DP-KMeans cstr 1.8 s / classic3 8.9 s, §7.7
+DPNMF cstr 0.27 s / classic3 6.9 s; DESIGN §5 DP-KMeans reviews 87 s). DPHD
+(``baselines.dphd``) is included when it imports; otherwise it is skipped with a message.
+
+Data: ``datasets.load`` when the package imports, else the CLUTO mirror parsed directly
+(``$DPTAUCC_MIRROR``, default ../shared/data/cluto relative to the repository root).
+
+    python scripts/bench_baselines.py [--datasets cstr classic3 reviews] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import statistics
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.metrics import normalized_mutual_info_score
+
+from baselines.dp_kmeans import DPKMeans
+from baselines.nmf_dp import DPNMF
+
+AUTHORS_ISSUE_S = {("dpkmeans", "classic3"): 16.0, ("dpnmf", "classic3"): 5.6,
+                   ("dphd", "classic3"): 25.0}
+AUTHORS_SPEC_S = {("dpkmeans", "cstr"): 1.8, ("dpkmeans", "classic3"): 8.9,
+                  ("dpkmeans", "reviews"): 87.0, ("dpnmf", "cstr"): 0.27,
+                  ("dpnmf", "classic3"): 6.9, ("dphd", "cstr"): 3.1, ("dphd", "classic3"): 24.7}
+
+
+def _mirror() -> Path:
+    env = os.environ.get("DPTAUCC_MIRROR")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[1].parent / "shared" / "data" / "cluto"
+
+
+def _parse_mirror(name: str) -> tuple[sp.csr_matrix, np.ndarray]:
+    """Fallback loader: MANIFEST.tsv → triplets CSV (doc,word,cluster) or .mat (dtm, classid)."""
+    root = _mirror()
+    with open(root / "MANIFEST.tsv", newline="") as fh:
+        rows = [r for r in csv.DictReader(fh, delimiter="\t") if r["dataset"] == name]
+    files = {r["role"]: r for r in rows}
+    labels = np.loadtxt(root / files["labels"]["file"], dtype=np.int64)
+    entry = files["matrix"]
+    if entry["format"] == "triplets":
+        import pandas as pd
+
+        df = pd.read_csv(root / entry["file"])
+        X = sp.coo_matrix((df["cluster"].to_numpy(float), (df["doc"], df["word"]))).tocsr()
+    else:
+        from scipy.io import loadmat
+
+        mat = loadmat(root / entry["file"])
+        X = sp.csr_matrix(mat["dtm"], dtype=float)
+        if X.shape != (int(entry["rows"]), int(entry["cols"])):
+            X = X.T.tocsr()
+    X.eliminate_zeros()
+    return X, labels
+
+
+def load_data(name: str) -> tuple[sp.csr_matrix, np.ndarray]:
+    try:
+        from datasets import load
+    except ImportError:
+        print(f"(datasets package not importable: parsing {name} from the mirror)")
+        return _parse_mirror(name)
+    ds = load(name, seed=0, progress=False)
+    return ds.X, ds.row_labels
+
+
+def make(method: str, k: int, eps: float, mode: str, seed: int):
+    if method == "dpkmeans":
+        return DPKMeans(n_clusters=k, epsilon=eps, mode=mode, random_state=seed)
+    if method == "dpnmf":
+        return DPNMF(n_clusters=k, epsilon=eps, mode=mode, random_state=seed)
+    from baselines.dphd import DPHD
+
+    return DPHD(n_clusters=k, epsilon=eps, n_rounds=4, mode=mode, random_state=seed)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--datasets", nargs="+", default=["cstr", "classic3", "reviews"])
+    ap.add_argument("--methods", nargs="+", default=["dpkmeans", "dpnmf", "dphd"])
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--epsilon", type=float, default=0.5, help="DPNMF was run only for ε < 1")
+    args = ap.parse_args(argv)
+    methods = list(args.methods)
+    if "dphd" in methods:
+        try:
+            from baselines.dphd import DPHD  # noqa: F401
+        except Exception as exc:  # ImportError, or Octave missing at import time
+            print(f"DPHD skipped: baselines.dphd not importable ({exc})")
+            methods.remove("dphd")
+    print(f"ε = {args.epsilon}, {args.repeats} repeat(s); 'NMI' uses evaluation_row_labels")
+    print(f"{'dataset':9s} {'n x d':>12s} {'method':9s} {'mode':9s} {'median s':>9s} "
+          f"{'min s':>7s} {'NMI':>6s} {'k':>3s} {'ε spent':>8s} {'authors s (issue / spec)':>24s}")
+    for name in args.datasets:
+        X, y = load_data(name)
+        k = len(np.unique(y))
+        shape = f"{X.shape[0]}x{X.shape[1]}"
+        for method in methods:
+            for mode in ("paper", "corrected"):
+                times, model = [], None
+                try:
+                    for rep in range(args.repeats):
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore")
+                            t0 = time.perf_counter()
+                            model = make(method, k, args.epsilon, mode, rep).fit(X)
+                            times.append(time.perf_counter() - t0)
+                except Exception as exc:  # report and go on with the other methods
+                    print(f"{name:9s} {shape:>12s} {method:9s} {mode:9s} failed: {exc}")
+                    continue
+                score = normalized_mutual_info_score(y, model.evaluation_row_labels(X))
+                ref = (f"{AUTHORS_ISSUE_S.get((method, name), '-')} / "
+                       f"{AUTHORS_SPEC_S.get((method, name), '-')}")
+                print(f"{name:9s} {shape:>12s} {method:9s} {mode:9s} "
+                      f"{statistics.median(times):9.2f} {min(times):7.2f} {score:6.3f} "
+                      f"{model.n_row_clusters_:3d} {model.epsilon_spent_:8.3g} {ref:>24s}",
+                      flush=True)
+
+
+if __name__ == "__main__":
+    main()
