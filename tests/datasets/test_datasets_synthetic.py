@@ -56,6 +56,10 @@ def test_fill_zeros_false_keeps_zeros():
     assert raw.X.nnz < 1000 * 50 and raw.X.data.min() >= 1
     zero_cells = 1000 * 50 - raw.X.nnz
     assert zero_cells == round(raw.meta["fraction_below_one"] * 1000 * 50)
+    dense = raw.X.toarray()
+    assert np.count_nonzero(dense) == raw.X.nnz  # no stored zeros
+    ref = sp.csr_matrix(dense)
+    assert np.array_equal(raw.X.indptr, ref.indptr) and np.array_equal(raw.X.indices, ref.indices)
     diff = (filled.X - raw.X).tocoo()
     assert diff.nnz == zero_cells and set(diff.data.tolist()) == {filled.meta["fill_value"]}
 
