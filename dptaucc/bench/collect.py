@@ -41,7 +41,8 @@ def records_frame(records: Sequence[dict]) -> pd.DataFrame:
         else:
             df[col] = pd.to_numeric(df[col], errors="coerce")
     for col in ("run_id", "experiment", "algorithm", "mode", "dataset", "status", "error",
-                "git_sha", "versions", "started_at", "ledger", "non_private_steps"):
+                "git_sha", "versions", "started_at", "ledger", "non_private_steps",
+                "warnings"):
         df[col] = df[col].astype("string")
     for col in ("private", "end_to_end_dp", "row_labels_private"):
         df[col] = df[col].astype("boolean")

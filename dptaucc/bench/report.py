@@ -106,15 +106,16 @@ def privacy_section(frames: dict[str, pd.DataFrame]) -> list[str]:
              "`spent/claimed` is the ledger's sequential sum over the claimed ε; a non-private "
              "step (paper-mode quirk, non-private init) makes a fit not end-to-end DP.", ""]
     df = pd.concat([ok(f) for f in frames.values()], ignore_index=True)
+    df = df.assign(mode=df["mode"].fillna("–"))
     if df.empty:
         return lines + ["(no successful runs)", ""]
     rows = []
-    for (alg, mode), d in df.groupby(["algorithm", "mode"], dropna=False):
+    for (alg, mode), d in df.groupby(["algorithm", "mode"]):
         ratio = (d["epsilon_spent"] / d["epsilon"]).replace([float("inf")], float("nan"))
         steps = sorted({s for v in d["non_private_steps"].dropna() for s in _steps(v)})
         eps_sp = d["epsilon_spent"]
         rows.append([
-            label(alg), "–" if pd.isna(mode) else str(mode), str(len(d)),
+            label(alg), str(mode), str(len(d)),
             "–" if ratio.dropna().empty else
             f"{ratio.min():.3g} / {ratio.median():.3g} / {ratio.max():.3g}",
             "∞" if (eps_sp == float("inf")).all() else
@@ -142,31 +143,33 @@ def runtime_section(frames: dict[str, pd.DataFrame]) -> list[str]:
     lines = ["## Runtime", ""]
     real = frames.get("fig2_real")
     if real is not None:
+        real = real.assign(mode=real["mode"].fillna("–"))
         agg = mean_std(real, ["algorithm", "mode", "dataset"], "fit_time_s")
-        mem = mean_std(real, ["algorithm", "mode", "dataset"], "peak_rss_mb")
         dsets = _datasets(real)
         rows = []
-        for (alg, mode), a in agg.groupby(["algorithm", "mode"], dropna=False):
-            row = [label(alg), "–" if pd.isna(mode) else str(mode)]
+        for (alg, mode), a in agg.groupby(["algorithm", "mode"]):
+            row = [label(alg), str(mode)]
             for ds in dsets:
                 r = a[a["dataset"] == ds]
                 row.append("–" if r.empty else f"{r['mean'].iloc[0]:.3g}")
-            mm = mem[(mem["algorithm"] == alg) & (mem["mode"].fillna("") == (mode or ""))]
-            row.append("–" if mm.empty else f"{mm['mean'].max():.0f}")
+            mm = ok(real[(real["algorithm"] == alg) & (real["mode"] == mode)])["peak_rss_mb"]
+            row.append("–" if mm.dropna().empty else f"{mm.max():.0f}")
             rows.append(row)
         lines += ["Mean fit time (s) per job on the real data (parallel workers, "
-                  "1 BLAS thread each), and the largest mean peak RSS (MB, whole worker):", ""]
+                  "1 BLAS thread each), and the largest peak RSS (MB, whole worker process "
+                  "and its children, dataset included):", ""]
         lines += _table(["method", "mode", *dsets, "peak RSS"], rows) + [""]
     rt = frames.get("supp_runtime")
     if rt is not None:
+        rt = rt.assign(mode=rt["mode"].fillna("–"))
         agg = mean_std(rt, ["algorithm", "mode", "n_cols"], "fit_time_s")
         sizes = sorted(agg["n_cols"].unique())
         show = sizes if len(sizes) <= 8 else [sizes[i] for i in
                                               sorted({0, 9, 18, 22, 26, len(sizes) - 1})
                                               if i < len(sizes)]
         rows = []
-        for (alg, mode), a in agg.groupby(["algorithm", "mode"], dropna=False):
-            row = [label(alg), "–" if pd.isna(mode) else str(mode)]
+        for (alg, mode), a in agg.groupby(["algorithm", "mode"]):
+            row = [label(alg), str(mode)]
             for m in show:
                 r = a[a["n_cols"] == m]
                 row.append("–" if r.empty else _fmt(r["mean"].iloc[0], r["std"].iloc[0],

@@ -12,6 +12,7 @@ import json
 import math
 import time
 import traceback
+import warnings
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
@@ -32,7 +33,7 @@ COLUMNS = [
     "nmi_rows", "ari_rows", "nmi_rows_private", "ari_rows_private", "nmi_rows_released",
     "ari_rows_released", "row_labels_private", "nmi_cols", "ari_cols", "tau_rc", "tau_cr",
     "k_found", "l_found", "fit_time_s", "eval_time_s", "peak_rss_mb", "status", "error",
-    "random_state", "git_sha", "versions", "started_at", "blas_threads", "ledger",
+    "warnings", "random_state", "git_sha", "versions", "started_at", "blas_threads", "ledger",
 ]
 
 NAN = float("nan")
@@ -205,14 +206,18 @@ def execute(job: Mapping) -> dict:
             if isinstance(value, (int, float, str, bool)):
                 rec[f"p_{key}"] = value
         est = build_estimator(job, dataset)
-        with PeakRSS() as mem:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with PeakRSS() as mem:
+                t0 = time.perf_counter()
+                est.fit(dataset.X)
+                rec["fit_time_s"] = time.perf_counter() - t0
+            rec["peak_rss_mb"] = mem.peak_mb
             t0 = time.perf_counter()
-            est.fit(dataset.X)
-            rec["fit_time_s"] = time.perf_counter() - t0
-        rec["peak_rss_mb"] = mem.peak_mb
-        t0 = time.perf_counter()
-        rec.update(evaluate(est, dataset.X, dataset))
-        rec["eval_time_s"] = time.perf_counter() - t0
+            rec.update(evaluate(est, dataset.X, dataset))
+            rec["eval_time_s"] = time.perf_counter() - t0
+        msgs = dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught)
+        rec["warnings"] = json.dumps(list(msgs)[:5]) if msgs else None
         rec.update(_privacy(est, job))
         rec["status"] = "ok"
     except Exception as exc:  # a failing job is recorded; the sweep goes on

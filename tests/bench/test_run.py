@@ -1,0 +1,83 @@
+"""run(cfg) in-process on cstr: a valid record, stored atomically, skipped on rerun; errors."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from omegaconf import OmegaConf
+
+from dptaucc.bench import run
+from dptaucc.bench.configs import run_id
+from dptaucc.bench.run import COLUMNS
+from dptaucc.bench.store import RunStore
+
+
+def _cfg(composer, results_dir, *overrides):
+    return composer.compose(["dataset=cstr", f"paths.results_dir={results_dir}", *overrides])
+
+
+def test_run_writes_a_valid_record(composer, results_dir):
+    cfg = _cfg(composer, results_dir, "algorithm=dp_taucc", "epsilon=2", "seed=1",
+               "mode=corrected")
+    rec = run(cfg)
+    assert rec["status"] == "ok", rec["error"]
+    assert set(COLUMNS) <= set(rec)
+    assert rec["run_id"] == run_id(OmegaConf.to_container(cfg, resolve=True))
+    assert (rec["algorithm"], rec["mode"], rec["dataset"], rec["seed"]) == (
+        "dp_taucc", "corrected", "cstr", 1)
+    assert (rec["n_rows"], rec["n_cols"], rec["nnz"], rec["n_classes"]) == (475, 1000, 15989, 4)
+    assert rec["p_n_row_clusters"] == 4 and rec["p_n_iterations"] == 4  # "classes" resolved
+    assert 0 <= rec["nmi_rows"] <= 1 and -1 <= rec["ari_rows"] <= 1
+    assert rec["epsilon"] == 2.0 and rec["epsilon_spent"] == pytest.approx(2.0)
+    assert rec["fit_time_s"] > 0 and rec["peak_rss_mb"] > 10
+    assert 1 <= rec["k_found"] <= 4 and rec["tau_rc"] == rec["tau_rc"]  # not NaN
+    assert math.isnan(rec["nmi_cols"])  # real data: no column ground truth
+    assert json.loads(rec["ledger"]) and rec["git_sha"] and rec["started_at"]
+    stored = RunStore(results_dir / "runs", "adhoc").get(rec["run_id"])
+    assert stored["nmi_rows"] == rec["nmi_rows"]
+    # rerun: the stored record comes back, nothing is refitted
+    again = run(cfg)
+    assert again["started_at"] == stored["started_at"] and again["nmi_rows"] == rec["nmi_rows"]
+    assert list((results_dir / "runs" / "adhoc").iterdir()) == [
+        results_dir / "runs" / "adhoc" / f"{rec['run_id']}.json"]
+
+
+def test_non_private_method_runs_once_per_seed(composer, results_dir):
+    a = run(_cfg(composer, results_dir, "algorithm=fast_taucc", "epsilon=0.5"))
+    b = run(_cfg(composer, results_dir, "algorithm=fast_taucc", "epsilon=3", "mode=paper"))
+    assert a["status"] == "ok", a["error"]
+    assert a["run_id"] == b["run_id"] and a["started_at"] == b["started_at"]
+    assert a["mode"] is None and math.isnan(a["epsilon"]) and a["private"] is False
+
+
+def test_protocol_exclusion_and_failures_are_recorded(composer, results_dir):
+    assert run(_cfg(composer, results_dir, "algorithm=dpnmf", "epsilon=1.5")) is None
+    bad = run(_cfg(composer, results_dir, "algorithm=dp_taucc", "algorithm.params.h=1.7"))
+    assert bad["status"] == "error" and "h" in bad["error"]
+    missing = run(_cfg(composer, results_dir, "algorithm=dp_taucc",
+                       "algorithm.target=dptaucc.NoSuchEstimator"))
+    assert missing["status"] == "error" and "NoSuchEstimator" in missing["error"]
+    store = RunStore(results_dir / "runs", "adhoc")
+    assert {r["status"] for r in store.records()} == {"error"} and len(store) == 2
+    # with retry_failed the error is rerun, otherwise it counts as finished
+    assert store.is_done(bad["run_id"]) and not store.is_done(bad["run_id"], retry_failed=True)
+
+
+def test_biclusters_record_has_column_scores(composer, results_dir):
+    rec = run(composer.compose(["dataset=biclusters", "dataset.n_cols=60", "epsilon=3",
+                                "algorithm=dp_taucc", f"paths.results_dir={results_dir}"]))
+    assert rec["status"] == "ok", rec["error"]
+    assert rec["n_cols"] == 60 and rec["p_n_cols"] == 60
+    assert 0 <= rec["nmi_cols"] <= 1 and 0 <= rec["nmi_rows"] <= 1
+
+
+def test_store_write_is_atomic(tmp_path):
+    store = RunStore(tmp_path, "exp")
+    store.write({"run_id": "abc", "x": float("nan"), "y": float("inf")})
+    (store.dir / ".abc.123.tmp").write_text("{half")  # an interrupted write leaves only a tmp
+    assert [r["run_id"] for r in store.records()] == ["abc"]
+    assert store.get("abc") == {"run_id": "abc", "x": None, "y": "inf"}
+    with pytest.raises(ValueError):
+        RunStore(tmp_path, "../escape")
