@@ -115,3 +115,18 @@ def test_cli_time(parsed_cache, capsys):
     cstr = out[1].split()
     assert cstr[0] == "cstr" and all(float(v) >= 0 for v in cstr[1:4])
     assert out[2].startswith("sports") and "unavailable" in out[2]
+
+
+@pytest.mark.parametrize("name", ["hitech", "reviews"])
+def test_matlab_rows_are_in_label_file_order(mirror_dir, name):
+    from datasets.parsers import parse_labels, parse_matlab_dtm
+
+    entry = get_entry(name)
+    X, classid = parse_matlab_dtm(mirror_dir / entry.matrix.file, entry.n_rows, entry.n_cols)
+    target = parse_labels(mirror_dir / entry.labels.file)
+    # contingency of classid vs the label file is a permutation matrix: same partition (NMI 1)
+    table = np.zeros((classid.max() + 1, target.max() + 1), dtype=np.int64)
+    np.add.at(table, (classid, target), 1)
+    assert np.all((table > 0).sum(axis=0) == 1) and np.all((table > 0).sum(axis=1)[
+        np.unique(classid)] == 1)
+    assert X.data.max() < 255  # uint8 storage did not saturate
