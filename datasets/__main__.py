@@ -1,4 +1,4 @@
-"""Command line: ``python -m datasets list | fetch NAME... | fetch --all`` (``make data``)."""
+"""Command line: ``python -m datasets list | fetch NAME... | fetch --all | time``."""
 
 from __future__ import annotations
 
