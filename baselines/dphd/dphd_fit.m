@@ -17,7 +17,12 @@ function R = dphd_fit(X, k, epsilon, T, M, B1, paper)
     P.rho = M * sqrt(d);
     mu = full(sum(X, 1)) / n;
     dev = rowsq - 2 * full(X * mu.') + mu * mu.';
-    P.rho = max(P.rho, sqrt(max(max(dev), 0)));
+    rho_data = sqrt(max(max(dev), 0));
+    if rho_data > P.rho
+      P.rho = rho_data;
+      L = dphd_log(L, 'range from data', 'none', Inf, NaN, 'non-private', ...
+                   'rho raised to max_i ||x_i - mu||, read from the data (max_value too small)');
+    end
     eps_r = epsilon / T;
     eps_sel = eps_r;            % the authors reuse eps_r, unbudgeted
     eps_p = eps_r / 3;          % candidate(2 eps_r/3) with T = 2: three calls of eps_r/3

@@ -192,6 +192,13 @@ class DPHD(ClusterMixin, BaseEstimator):
                 ledger.charge(str(step), str(mech), float(eps), 0.0, float(sens), str(comp),
                               str(note))
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.positive_only = True
+        tags.non_deterministic = False
+        return tags
+
     # -- evaluation ---------------------------------------------------------------------------
     def evaluation_row_labels(self, X) -> np.ndarray:
         """EVALUATION ONLY, not private: each row of ``X`` goes to its nearest released centre
