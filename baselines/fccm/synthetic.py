@@ -11,7 +11,7 @@ __all__ = ["make_planted_coclusters"]
 
 
 def make_planted_coclusters(n_rows: int = 100, n_cols: int = 90, n_clusters: int = 4,
-                            p_in: float = 0.7, noise: float = 0.15, random_state=None
+                            p_in: float = 0.6, noise: float = 0.15, random_state=None
                             ) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
     """Binary matrix with ``n_clusters`` diagonal co-clusters plus background noise.
 
