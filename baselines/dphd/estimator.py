@@ -12,11 +12,31 @@ level and never reset, Λ = 2ρ/d in the local search, recover noise ρ·d/(ε|S
 |S|, Octave's sampler on under/overflow, and the unbudgeted round selection. Its ledger holds
 the nominal charges the code makes, 17/12·ε in all, plus the non-private steps by name.
 
-``mode="corrected"`` (default) is ε-DP under the replacement of one row (which covers the
-suite's cell-level relation ``A' = A + e_u e_vᵀ``): counts clipped to a public ``max_value``
-and rows to a public L1 bound, side length reset per partition call, every bucket tested,
-recover releasing noisy sums and noisy sizes, Λ² = (R_y + R_c)² with the factor ½, log-space
-sampling, a charged round selection, and a budget split whose ledger total is exactly ε.
+``mode="corrected"`` (default) is ε-DP under the replacement of one row, which covers the
+suite's cell-level relation ``A' = A + e_u e_vᵀ`` and keeps n public. Each fix, with the
+file that makes it:
+
+1. public bounds: counts clipped to ``max_value`` M (default :data:`DEFAULT_MAX_VALUE`, never
+   read from the data) and rows scaled to a public L1 bound B1 (default M·d); ρ = min(M√d, B1)
+   (this module; ``dphd_fit.m``);
+2. the side length restarts at s = 2M in every partition call (``dphd_candidates.m``);
+3. partition tests all 3^p buckets of every cell, empty ones included, with Laplace scale
+   2L/ε_p over L = ⌈ln n⌉−1 levels (count sensitivity 2 under replacement) (``dphd_partition.m``);
+4. local search: utility −loss with range Λ² = (R_y + R_c)², R_y = ‖G‖₂·ρ, R_c the largest
+   candidate norm, weights exp(ε u/(2Λ²)) (factor ½), sampled in log space (Gumbel-max)
+   (``dphd_local_search.m``; the authors use Λ = 2ρ/d and no ½);
+5. recover releases noisy cluster sums (Laplace, L1 sensitivity 2·B1) and noisy sizes
+   (sensitivity 2), no ×d, no exact |S|; the centre is projected onto [0, M]^d
+   (``dphd_recover.m``);
+6. round selection is an exponential mechanism over −loss_r/(ρ + min_j‖z_j‖)² (range 1, ½),
+   charged (``dphd_fit.m``);
+7. budget: 5 % to the selection (T > 1), the rest split evenly over rounds and, inside a
+   round, in the paper's proportions 2/3 : 1/12 : 1/6 : 3×1/6 normalised to 1; the ledger
+   total is exactly ε (strict ledger).
+
+Both modes use p = max(1, ⌊½ ln n⌋) (the authors' code breaks for n < 8, where p = 0).
+The released labels come from assigning the rows to the released centres, which reads the
+data (``row_labels_private_ = False``), as the paper's evaluation protocol does.
 """
 
 from __future__ import annotations
