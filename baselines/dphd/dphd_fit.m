@@ -9,14 +9,15 @@ function R = dphd_fit(X, k, epsilon, T, M, B1, paper)
   % R: labels (n x 1, 1..k), centres, the centres the labels were assigned to, per-round
   % losses, the selected round and the ledger log L (replayed by the Python wrapper).
   [n, d] = size(X);
-  rowsq = full(sum(X .^ 2, 2));
+  Xt = X.';                        % d x n: Octave's sparse (CSC) products are fastest as Z*Xt
+  rowsq = full(sum(Xt .^ 2, 1)).';
   L = struct('step', {{}}, 'mechanism', {{}}, 'epsilon', [], 'sensitivity', [], ...
              'composition', {{}}, 'note', {{}});
   if paper
     % range rho = maxval*sqrt(d), then rho = max(rho, max_i ||x_i - mu||) (clustering.m L11-17).
     P.rho = M * sqrt(d);
     mu = full(sum(X, 1)) / n;
-    dev = rowsq - 2 * full(X * mu.') + mu * mu.';
+    dev = rowsq - 2 * full(mu * Xt).' + mu * mu.';
     rho_data = sqrt(max(max(dev), 0));
     if rho_data > P.rho
       P.rho = rho_data;
@@ -62,7 +63,7 @@ function R = dphd_fit(X, k, epsilon, T, M, B1, paper)
     else
       G = randn(p, d) / sqrt(p);
     end
-    Y = full(X * G.');
+    Y = full(G * Xt).';
     % 2. candidate set: 3 private partitions (1 unshifted, 2 randomly shifted).
     if paper
       [Cand, side, nlev] = dphd_candidates(Y, eps_p, side, true, 2);
@@ -93,17 +94,17 @@ function R = dphd_fit(X, k, epsilon, T, M, B1, paper)
       D = D + (Y(:, t) - U(:, t).') .^ 2;
     end
     [~, lab] = min(D, [], 2);
-    [Z, L] = dphd_recover(X, lab, k, eps_rec, P, paper, L, [tag 'initial ']);
+    [Z, L] = dphd_recover(Xt, lab, k, eps_rec, P, paper, L, [tag 'initial ']);
     % 5. three Lloyd steps with recover.
     for it = 1:3
       Zprev = Z;
-      lab = dphd_assign(X, rowsq, Z);
-      [Z, L] = dphd_recover(X, lab, k, eps_lloyd, P, paper, L, sprintf('%sLloyd %d ', tag, it));
+      lab = dphd_assign(Xt, rowsq, Z);
+      [Z, L] = dphd_recover(Xt, lab, k, eps_lloyd, P, paper, L, sprintf('%sLloyd %d ', tag, it));
     end
     if paper
       % loss of the last assignment against the last centres; the clusters returned are the
       % assignment made at the start of the third Lloyd step (to the second step's centres).
-      XZ = full(X * Z.');
+      XZ = full(Z * Xt).';
       cnt = accumarray(lab, 1, [k, 1]);
       losses(r) = sum(rowsq) - 2 * sum(XZ(sub2ind([n, k], (1:n).', lab))) ...
                   + sum(cnt .* sum(Z .^ 2, 2));
@@ -112,7 +113,7 @@ function R = dphd_fit(X, k, epsilon, T, M, B1, paper)
     else
       % loss of the nearest-centre assignment to the released centres; its range is
       % (rho + min_j ||z_j||)^2 per row, a bound fixed by public quantities.
-      [labf, dmin] = dphd_assign(X, rowsq, Z);
+      [labf, dmin] = dphd_assign(Xt, rowsq, Z);
       losses(r) = sum(dmin);
       deltas(r) = (P.rho + min(sqrt(sum(Z .^ 2, 2)))) ^ 2;
       res{r}.labels = labf;

@@ -1,5 +1,6 @@
-function [Z, L] = dphd_recover(X, lab, k, eps_rec, P, paper, L, tag)
-  % Noisy cluster centres from an assignment lab (n x 1, values 1..k) (recover.m).
+function [Z, L] = dphd_recover(Xt, lab, k, eps_rec, P, paper, L, tag)
+  % Noisy cluster centres from an assignment lab (n x 1, values 1..k) of the points, the
+  % columns of the sparse Xt (d x n) (recover.m).
   % paper = true: z_j = mean(X_Sj) + Laplace(rho*d/(eps |S_j|)) per coordinate, the authors'
   %   scale (the original code had rho/(eps |S_j|); the x d was added for the experiments), with
   %   the exact, NON-PRIVATE size |S_j|; an empty cluster gets z ~ U[-rho, rho]^d.
@@ -9,9 +10,9 @@ function [Z, L] = dphd_recover(X, lab, k, eps_rec, P, paper, L, tag)
   %   Laplace(2/eps_cnt) on the k sizes (one row leaves one cluster and joins another);
   %   z_j = noisy sum / max(noisy size, 1), projected onto the public data box [0, M]^d
   %   (post-processing). No x d factor, no private |S|.
-  [n, d] = size(X);
+  [d, n] = size(Xt);
   A = sparse(lab(:), (1:n).', 1, k, n);
-  sums = full(A * X);
+  sums = full(Xt * A.').';
   cnt = full(sum(A, 2));
   if paper
     Z = zeros(k, d);
