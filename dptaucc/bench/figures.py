@@ -37,10 +37,10 @@ METRIC_NAMES = {"nmi_rows": "NMI (rows)", "ari_rows": "ARI (rows)", "nmi_cols": 
                 "fit_time_s": "fit time (s)"}
 
 
-def _save(fig, out_dir: Path, name: str) -> list[Path]:
+def _save(fig, out_dir: Path, name: str, formats: Sequence[str] = ("pdf", "png")) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
-    for ext in ("pdf", "png"):
+    for ext in formats:
         p = out_dir / f"{name}.{ext}"
         fig.savefig(p, dpi=130 if ext == "png" else None, bbox_inches="tight")
         paths.append(p)
@@ -230,10 +230,15 @@ def fig_runtime(df: pd.DataFrame):
     return fig
 
 
-def make_figures(results_dir: str | os.PathLike = "results") -> list[Path]:
-    """Draw every figure whose table exists; returns the files written."""
+def make_figures(results_dir: str | os.PathLike = "results",
+                 formats: Sequence[str] = ("pdf", "png")) -> list[Path]:
+    """Draw every figure whose table exists (in ``formats``); returns the files written."""
     results_dir = Path(results_dir)
     out = results_dir / "figures"
+
+    def save(fig, name: str) -> list[Path]:
+        return _save(fig, out, name, formats)
+
     written: list[Path] = []
     real = load_table(results_dir, "fig2_real")
     if real is not None:
@@ -241,11 +246,11 @@ def make_figures(results_dir: str | os.PathLike = "results") -> list[Path]:
             for metric, name in (("nmi_rows", "fig2_nmi"), ("ari_rows", "supp_fig1_ari")):
                 fig = fig_metric_vs_eps(real, metric, mode, PAPER_METHODS, ("fast_taucc",),
                                         f"{METRIC_NAMES[metric]} vs ε, real data ({mode} mode)")
-                written += _save(fig, out, f"{name}_{mode}")
+                written += save(fig, f"{name}_{mode}")
             fig = fig_metric_vs_eps(real, "nmi_rows", mode, ("dp_taucc", "dpm", "colored_noise"),
                                     ("fast_taucc", "fccm"),
                                     f"Other privacy-preserving methods vs DP-τCC ({mode} mode)")
-            written += _save(fig, out, f"fig2_extra_methods_{mode}")
+            written += save(fig, f"fig2_extra_methods_{mode}")
     for exp, param, ylabel, name in (
         ("fig3_iterations", "p_n_iterations", "iterations I", "fig3_supp_fig2_iterations_tau"),
         ("supp_h", "p_h", "h", "supp_fig3_h_tau"),
@@ -257,17 +262,17 @@ def make_figures(results_dir: str | os.PathLike = "results") -> list[Path]:
             d = df[df["mode"] == mode]
             fig = fig_heatmap(d, param, ylabel, rf"DP-τCC: mean $\hat\tau_{{R|C}}$ of the "
                               f"released table ({mode} mode)")
-            written += _save(fig, out, f"{name}_{mode}")
+            written += save(fig, f"{name}_{mode}")
     syn = load_table(results_dir, "supp_synthetic")
     if syn is not None:
         for mode in [m for m in ("paper", "corrected") if m in set(syn["mode"].dropna())]:
             for kind, num in (("nmi", 4), ("ari", 5)):
                 for vs in ("eps", "size"):
                     fig = fig_synthetic(syn, kind, mode, vs)
-                    written += _save(fig, out, f"supp_fig{num}_synthetic_{kind}_vs_{vs}_{mode}")
+                    written += save(fig, f"supp_fig{num}_synthetic_{kind}_vs_{vs}_{mode}")
     rt = load_table(results_dir, "supp_runtime")
     if rt is not None:
-        written += _save(fig_runtime(rt), out, "supp_fig6_runtime")
+        written += save(fig_runtime(rt), "supp_fig6_runtime")
     return written
 
 

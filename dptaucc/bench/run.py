@@ -161,6 +161,8 @@ def _privacy(est, job: Mapping) -> dict:
             claimed = getattr(est, "delta_", None)
         if claimed is None:
             claimed = est.get_params().get("delta")
+        if claimed is None and ledger is not None and ledger.budget_delta > 0:
+            claimed = ledger.budget_delta  # the estimator's own default, e.g. DPM's 1/(n√n)
         rec["delta"] = NAN if claimed is None else float(claimed)
     if ledger is not None:
         rec["end_to_end_dp"] = bool(ledger.end_to_end_dp)

@@ -1,0 +1,115 @@
+"""collect, figures and report from a small stored table (records written through the store)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dptaucc.bench import collect, figures, report
+from dptaucc.bench.aggregate import mean_std, pooled
+from dptaucc.bench.store import RunStore
+
+
+def _rec(i, exp, alg, mode, ds, eps, seed, **kw):
+    rng = np.random.default_rng(i)
+    private = alg not in ("fast_taucc", "fccm")
+    rec = {"run_id": f"{exp}-{i:05d}", "experiment": exp, "algorithm": alg,
+           "mode": mode if private else None, "dataset": ds, "seed": seed,
+           "epsilon": eps if private else float("nan"), "delta": float("nan"),
+           "epsilon_spent": (eps * (3.0 if (alg == "dp_kmeans" and mode == "paper") else 1.0))
+           if private else float("nan"), "delta_spent": 0.0,
+           "end_to_end_dp": private and mode == "corrected",
+           "non_private_steps": json.dumps([] if mode == "corrected" else ["final"]),
+           "private": private, "n_rows": 100, "n_cols": 50, "nnz": 500, "n_classes": 3,
+           "nmi_rows": float(rng.uniform(0, 1)), "ari_rows": float(rng.uniform(-0.1, 1)),
+           "nmi_cols": float(rng.uniform(0, 1)), "ari_cols": float(rng.uniform(0, 1)),
+           "tau_rc": float(rng.uniform(0, 0.5)), "tau_cr": float(rng.uniform(0, 0.5)),
+           "k_found": 3, "l_found": 3, "fit_time_s": float(rng.uniform(0.01, 1)),
+           "peak_rss_mb": 200.0, "status": "ok", "error": None, "git_sha": "abc",
+           "versions": "{}", "started_at": "2026-01-01T00:00:00+00:00", "blas_threads": 1,
+           "ledger": "[]"}
+    rec.update(kw)
+    return rec
+
+
+@pytest.fixture
+def stored(results_dir):
+    i = 0
+    runs = results_dir / "runs"
+    for exp in ("fig2_real", "fig3_iterations", "supp_h", "supp_synthetic", "supp_runtime"):
+        store = RunStore(runs, exp)
+        for seed in range(3):
+            if exp == "fig2_real":
+                for ds in ("cstr", "classic3"):
+                    for alg in ("dp_taucc", "dp_kmeans", "dphd", "dpnmf", "dpm"):
+                        for mode in ("paper", "corrected"):
+                            for eps in (0.5, 0.99999, 2.0):
+                                i += 1
+                                store.write(_rec(i, exp, alg, mode, ds, eps, seed))
+                    for alg in ("fast_taucc", "fccm"):
+                        i += 1
+                        store.write(_rec(i, exp, alg, None, ds, 1.0, seed))
+                i += 1
+                store.write(_rec(i, exp, "colored_noise", "paper", "cstr", 0.5, seed,
+                                 status="error", error="ValueError: boom"))
+            elif exp in ("fig3_iterations", "supp_h"):
+                key, vals = (("p_n_iterations", (2, 4)) if exp == "fig3_iterations"
+                             else ("p_h", (0.1, 0.9)))
+                for v in vals:
+                    for eps in (0.5, 5.0):
+                        i += 1
+                        store.write(_rec(i, exp, "dp_taucc", "paper", "cstr", eps, seed,
+                                         **{key: v}))
+            else:
+                for alg in ("dp_taucc", "fast_taucc"):
+                    for m in (10, 100, 1000):
+                        for eps in ((0.5, 0.99999) if exp == "supp_synthetic" else (0.99999,)):
+                            i += 1
+                            store.write(_rec(i, exp, alg, "paper", "biclusters", eps, seed,
+                                             n_cols=m, p_n_cols=m))
+    return results_dir
+
+
+def test_collect_figures_report(stored):
+    counts = collect.collect(stored)
+    assert counts["fig2_real"] == 3 * (2 * (5 * 2 * 3 + 2) + 1)
+    df = pd.read_parquet(stored / "fig2_real.parquet")
+    assert list(df.columns[:6]) == ["run_id", "experiment", "algorithm", "mode", "dataset",
+                                    "seed"]
+    assert df["epsilon"].dtype == float and (df["status"] == "error").sum() == 3
+    csv = pd.read_csv(stored / "fig2_real.csv")
+    assert len(csv) == len(df) and "ledger" not in csv.columns
+
+    files = figures.make_figures(stored, formats=("png",))  # PDFs: same code path, slower
+    names = {p.name for p in files}
+    for stem in ("fig2_nmi_paper", "fig2_nmi_corrected", "supp_fig1_ari_paper",
+                 "fig2_extra_methods_corrected", "fig3_supp_fig2_iterations_tau_paper",
+                 "supp_fig3_h_tau_paper", "supp_fig4_synthetic_nmi_vs_eps_paper",
+                 "supp_fig5_synthetic_ari_vs_size_paper", "supp_fig6_runtime"):
+        assert f"{stem}.png" in names, stem
+    assert all(p.stat().st_size > 5000 for p in files)
+
+    text = report.write_report(stored).read_text()
+    assert "[paper 0.29]" in text  # classic3 DP-τCC at ε=0.5 next to the calibration value
+    assert "[paper 0.26]" in text  # cstr DP-τCC at the paper's "1" (0.99999)
+    assert "| DP-KMeans | paper | 18 | 3 / 3 / 3 |" in text
+    assert "Colored noise | 3 | 3 | ValueError: boom" in text
+
+
+def test_aggregation_matches_the_notebooks(stored):
+    collect.collect(stored, ["fig2_real"])
+    df = pd.read_parquet(stored / "fig2_real.parquet")
+    d = df[(df["algorithm"] == "dp_taucc") & (df["mode"] == "paper") & (df["dataset"] == "cstr")]
+    agg = mean_std(d, ["epsilon"], "nmi_rows").set_index("epsilon")
+    sel = d[d["epsilon"] == 0.5]["nmi_rows"]
+    assert agg.loc[0.5, "mean"] == pytest.approx(sel.mean())
+    assert agg.loc[0.5, "std"] == pytest.approx(np.std(sel.to_numpy(), ddof=1))
+    assert agg.loc[0.5, "n"] == 3
+    m, s, n = pooled(df[(df["algorithm"] == "fast_taucc") & (df["dataset"] == "cstr")],
+                     "nmi_rows")
+    assert n == 3 and s > 0
+    # error records are left out of every aggregate
+    assert mean_std(df[df["algorithm"] == "colored_noise"], ["epsilon"], "nmi_rows").empty
