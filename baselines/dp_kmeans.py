@@ -160,12 +160,19 @@ class DPKMeans(ClusterMixin, BaseEstimator):
         self.random_state = random_state
 
     # ------------------------------------------------------------------ fit
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.positive_only = True   # non-negative counts (or weights)
+        tags.input_tags.sparse = True
+        tags.non_deterministic = self.random_state is None
+        return tags
+
     def fit(self, X, y=None) -> DPKMeans:
         """Run DPLloyd on the non-negative counts X (dense or sparse, n×d)."""
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
         epsilon = check_epsilon(self.epsilon)
-        X = check_count_matrix(X)
+        X = check_count_matrix(X, integer=False)
         n, d = X.shape
         k = check_n_clusters(self.n_clusters, n, "n_clusters", "rows")
         rng = make_generator(self.random_state)
@@ -190,9 +197,9 @@ class DPKMeans(ClusterMixin, BaseEstimator):
         centers = _init_centers(lower, upper, k, rng)
         labels = np.argmin(_sq_distances(X, centers), axis=1)
         for it in range(iters):
+            self._charge_iteration(ledger, it, d, eps_count, eps_coord, sens_coord, paper)
             centers = self._update_centers(X, centers, labels, lower, upper, eps_count,
                                            eps_coord, sens_coord, rng)
-            self._charge_iteration(ledger, it, d, eps_count, eps_coord, sens_coord, paper)
             labels = np.argmin(_sq_distances(X, centers), axis=1)
 
         self.bounds_ = (lower, upper)
@@ -290,7 +297,7 @@ class DPKMeans(ClusterMixin, BaseEstimator):
         """EVALUATION ONLY, not private: index of the nearest released centre for each row."""
         if not hasattr(self, "cluster_centers_"):
             raise RuntimeError("DPKMeans is not fitted yet; call fit first")
-        X = check_count_matrix(X)
+        X = check_count_matrix(X, integer=False)
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, the model was fitted on "
                              f"{self.n_features_in_}")

@@ -10,6 +10,7 @@ from diffprivlib.accountant import BudgetAccountant
 from diffprivlib.models import KMeans as DplKMeans
 from diffprivlib.utils import PrivacyLeakWarning
 from sklearn.metrics import normalized_mutual_info_score as nmi
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from baselines.dp_kmeans import DEFAULT_BOUNDS_MAX, DPKMeans, calc_iters, su_split
 
@@ -156,3 +157,21 @@ def test_bad_input():
         DPKMeans(3, bounds_max=0).fit(X)
     with pytest.raises(RuntimeError, match="not fitted"):
         DPKMeans(3).evaluation_row_labels(X)
+
+
+EXPECTED_SKLEARN_FAILURES = {
+    "check_positive_only_tag_during_fit": "rejects negatives with dptaucc.validation's wording",
+    "check_complex_data": "rejects complex input with dptaucc.validation's wording",
+    "check_dtype_object": "object arrays raise ValueError (dptaucc.validation), not TypeError",
+    "check_estimators_empty_data_messages": "empty input message has dptaucc.validation's wording",
+    "check_clustering": "uses blobs with negative coordinates; the estimator takes counts only",
+}
+
+
+@parametrize_with_checks([DPKMeans(n_clusters=2, epsilon=5.0, random_state=0),
+                          DPKMeans(n_clusters=2, epsilon=5.0, mode="paper", random_state=0)],
+                         expected_failed_checks=lambda est: EXPECTED_SKLEARN_FAILURES)
+def test_sklearn_estimator_checks(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        check(estimator)

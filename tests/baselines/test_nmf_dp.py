@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.metrics import normalized_mutual_info_score as nmi
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from baselines.nmf_dp import DPNMF, analytic_gaussian_sigma, classical_gaussian_sigma
 from baselines.nmf_dp.gaussian import gaussian_delta, gaussian_epsilon, paper_noise_std
@@ -156,3 +157,19 @@ def test_bad_input():
         DPNMF(3, mode="faithful").fit(X)
     with pytest.raises(ValueError, match="features"):
         DPNMF(3, random_state=0).fit(X).evaluation_row_labels(X[:, :5])
+
+
+EXPECTED_SKLEARN_FAILURES = {
+    "check_positive_only_tag_during_fit": "rejects negatives with dptaucc.validation's wording",
+    "check_complex_data": "rejects complex input with dptaucc.validation's wording",
+    "check_dtype_object": "object arrays raise ValueError (dptaucc.validation), not TypeError",
+    "check_estimators_empty_data_messages": "empty input message has dptaucc.validation's wording",
+    "check_clustering": "uses blobs with negative coordinates; the estimator takes counts only",
+}
+
+
+@parametrize_with_checks([DPNMF(n_clusters=2, epsilon=0.5, random_state=0),
+                          DPNMF(n_clusters=2, epsilon=0.5, mode="paper", random_state=0)],
+                         expected_failed_checks=lambda est: EXPECTED_SKLEARN_FAILURES)
+def test_sklearn_estimator_checks(estimator, check):
+    check(estimator)
