@@ -49,7 +49,6 @@ from dptaucc.objective import (
     column_weights,
     goodman_kruskal_tau,
     group_sum,
-    nnz_row_indices,
     relabel,
     row_range_sensitivity,
     row_weights,
@@ -187,7 +186,6 @@ class DPTauCC(BiclusterMixin, BaseEstimator):
         eps_half = epsilon / (2 * n_iter)
         eps_assign = h * eps_half
         eps_table = (1.0 - h) * eps_half
-        rows = nnz_row_indices(X)
 
         def assign(util, weights_for_delta, sens_fn, n_choices, n_requested, step):
             delta = sens_fn(weights_for_delta)
@@ -208,12 +206,12 @@ class DPTauCC(BiclusterMixin, BaseEstimator):
 
         for t in range(1, n_iter + 1):
             if t > 1:  # Alg. 1 line 10: C from Aᵀ R and T̃ᵀ
-                AR = aggregate_rows(X, r, K, rows)
+                AR = aggregate_rows(X, r, K)
                 util = AR.T @ column_weights(table, guard=True)
                 c, L = assign(util, column_weights(table, guard=guard),
                               column_range_sensitivity, table.shape[1], L0,
                               f"iter{t}/column-assignment")
-            AC = aggregate_columns(X, c, L, rows)
+            AC = aggregate_columns(X, c, L)
             if r is None:  # paper Q1: all-zero row incidence, a data-independent table
                 table = _noisy_table(np.zeros((K0, L)), eps_table, rng, ledger,
                                      f"iter{t}/table-before-rows",

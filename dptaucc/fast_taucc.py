@@ -23,7 +23,6 @@ from dptaucc.objective import (
     contingency_table,
     goodman_kruskal_tau,
     group_sum,
-    nnz_row_indices,
     relabel,
     row_weights,
     tau_hat,
@@ -108,7 +107,6 @@ class FastTauCC(BiclusterMixin, BaseEstimator):
         rng = make_generator(self.random_state)
         # The weights β, γ are scale-free and Σ scales by 1/ΣA, so we work on the counts A
         # (same argmax as on P = A/ΣA) and the table below is the exact count table.
-        rows = nnz_row_indices(X)
 
         r, K = relabel(rng.integers(0, K, size=n))
         c, L = relabel(rng.integers(0, L, size=m))
@@ -116,16 +114,16 @@ class FastTauCC(BiclusterMixin, BaseEstimator):
         converged = False
         outer = 0
         for outer in range(1, max_iter + 1):  # noqa: B007 - outer is reported
-            PC = aggregate_columns(X, c, L, rows)
+            PC = aggregate_columns(X, c, L)
             r, K, p_r, changed_r = _move(PC, r, K, _row_w, max_passes)
-            RP_t = aggregate_rows(X, r, K, rows).T  # m×K
+            RP_t = aggregate_rows(X, r, K).T  # m×K
             c, L, p_c, changed_c = _move(RP_t, c, L, _col_w_t, max_passes)
             n_passes += p_r + p_c
             if not (changed_r or changed_c):
                 converged = True
                 break
 
-        table = contingency_table(X, r, c, K, L, rows)
+        table = contingency_table(X, r, c, K, L)
         self.row_labels_ = r
         self.column_labels_ = c
         self.row_labels_private_ = False

@@ -47,30 +47,25 @@ def nnz_row_indices(X: sp.csr_matrix) -> np.ndarray:
     return np.repeat(np.arange(X.shape[0], dtype=np.intp), np.diff(X.indptr))
 
 
-def aggregate_columns(
-    X: sp.csr_matrix, col_labels: np.ndarray, n_col_clusters: int,
-    rows: np.ndarray | None = None,
-) -> np.ndarray:
-    """``A C`` (n×L): row profiles summed over column clusters, O(nnz)."""
-    n = X.shape[0]
-    if rows is None:
-        rows = nnz_row_indices(X)
-    keys = rows * n_col_clusters + col_labels[X.indices]
-    out = np.bincount(keys, weights=X.data, minlength=n * n_col_clusters)
-    return out.reshape(n, n_col_clusters)
+def _one_hot(labels: np.ndarray, n_clusters: int) -> np.ndarray:
+    """Dense label incidence (len(labels)×n_clusters, float64)."""
+    out = np.zeros((labels.size, n_clusters))
+    out[np.arange(labels.size), labels] = 1.0
+    return out
 
 
-def aggregate_rows(
-    X: sp.csr_matrix, row_labels: np.ndarray, n_row_clusters: int,
-    rows: np.ndarray | None = None,
-) -> np.ndarray:
-    """``Rᵀ A`` (K×m): column profiles summed over row clusters, O(nnz)."""
-    m = X.shape[1]
-    if rows is None:
-        rows = nnz_row_indices(X)
-    keys = row_labels[rows] * m + X.indices
-    out = np.bincount(keys, weights=X.data, minlength=n_row_clusters * m)
-    return out.reshape(n_row_clusters, m)
+def aggregate_columns(X: sp.csr_matrix, col_labels: np.ndarray, n_col_clusters: int) -> np.ndarray:
+    """``A C`` (n×L): row profiles summed over column clusters, O(nnz·L) in one CSR pass.
+
+    A CSR × dense product with the m×L incidence streams the non-zeros once (memory-bound;
+    measured faster than a scatter-add, which moves several nnz-long temporaries).
+    """
+    return np.asarray(X @ _one_hot(col_labels, n_col_clusters))
+
+
+def aggregate_rows(X: sp.csr_matrix, row_labels: np.ndarray, n_row_clusters: int) -> np.ndarray:
+    """``Rᵀ A`` (K×m): column profiles summed over row clusters, one pass over the non-zeros."""
+    return np.asarray(X.T @ _one_hot(row_labels, n_row_clusters)).T
 
 
 def group_sum(labels: np.ndarray, values: np.ndarray, n_groups: int) -> np.ndarray:
