@@ -239,3 +239,26 @@ def test_sklearn_conformance():
     failed = {r["check_name"]: str(r["exception"])[:200] for r in results
               if r["status"] == "failed"}
     assert failed == {}
+
+
+@octave_test
+def test_recover_noise_scales():
+    """Paper: Laplace scale ρ·d/(ε|S|) per coordinate of the mean (exact |S|); corrected:
+    scale 2·B1/ε_sum on the sums, no ×d (reference-experiments.md §6.2-6.4)."""
+    script = (
+        f"addpath('{octave.M_FILES_DIR}'); rand('state', 3); d = 4000; n = 10;"
+        "Xt = sparse(d, n); lab = ones(n, 1); P.rho = 2; L = struct('step', {{}}, "
+        "'mechanism', {{}}, 'epsilon', [], 'sensitivity', [], 'composition', {{}}, "
+        "'note', {{}});"
+        "Z = dphd_recover(Xt, lab, 1, 0.5, P, true, L, '');"
+        "printf('%.6g\\n', mean(abs(Z)));"  # expected 2*4000/(0.5*10) = 1600
+        "P.M = 1e9; P.B1 = 3; P.count_share = 0.1; Xt(:, :) = 0;"
+        "[Z, L] = dphd_recover(Xt, lab, 1, 0.5, P, false, L, '');"
+        "printf('%d\\n', numel(L.step)); printf('%.6g\\n', L.sensitivity, L.epsilon);"
+    )
+    out = subprocess.run([shutil.which(octave.OCTAVE_EXECUTABLE), "--norc", "--quiet",
+                          "--eval", script], capture_output=True, text=True, check=True)
+    lines = out.stdout.split()
+    assert float(lines[0]) == pytest.approx(2 * 4000 / (0.5 * 10), rel=0.05)
+    assert lines[1] == "2"  # corrected: sums and sizes charged separately
+    assert [float(v) for v in lines[2:]] == pytest.approx([2 * 3, 2, 0.45, 0.05])
