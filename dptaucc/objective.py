@@ -78,14 +78,11 @@ def group_sum(labels: np.ndarray, values: np.ndarray, n_groups: int) -> np.ndarr
 
 def contingency_table(
     X: sp.csr_matrix, row_labels: np.ndarray, col_labels: np.ndarray,
-    n_row_clusters: int, n_col_clusters: int, rows: np.ndarray | None = None,
+    n_row_clusters: int, n_col_clusters: int,
 ) -> np.ndarray:
-    """``T = Rᵀ A C`` (K×L), t_kl = Σ_{i∈R_k, j∈C_l} a_ij, by one scatter-add over the non-zeros."""
-    if rows is None:
-        rows = nnz_row_indices(X)
-    keys = row_labels[rows] * n_col_clusters + col_labels[X.indices]
-    out = np.bincount(keys, weights=X.data, minlength=n_row_clusters * n_col_clusters)
-    return out.reshape(n_row_clusters, n_col_clusters)
+    """``T = Rᵀ A C`` (K×L), t_kl = Σ_{i∈R_k, j∈C_l} a_ij: one pass over the non-zeros."""
+    return group_sum(row_labels, aggregate_columns(X, col_labels, n_col_clusters),
+                     n_row_clusters)
 
 
 def _safe_div(num: np.ndarray, den: np.ndarray) -> np.ndarray:
