@@ -83,13 +83,13 @@ def bounded_domain_laplace(
     v = np.clip(v, lo, hi)
     d_lo = v - lo
     d_hi = hi - v
-    # mass of Laplace(v, b) on [lo, v) and (v, hi], each up to the common factor 1/2
-    m_lo = -np.expm1(-d_lo / b)
-    m_hi = -np.expm1(-d_hi / b)
-    total = m_lo + m_hi
     u_side = rng.random(v.shape)
     u_len = rng.random(v.shape)
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore"):  # b = 0 (ε = ∞): returns v
+        # mass of Laplace(v, b) on [lo, v) and (v, hi], each up to the common factor 1/2
+        m_lo = -np.expm1(-d_lo / b)
+        m_hi = -np.expm1(-d_hi / b)
+        total = m_lo + m_hi
         go_low = u_side * total < m_lo
         mass = np.where(go_low, m_lo, m_hi)
         # truncated exponential on [0, D]: t = −b·ln(1 − u·(1 − e^{−D/b}))
@@ -121,8 +121,9 @@ def folded_geometric(
     log_q = -float(epsilon) / float(sensitivity)
     u = (rng.random(v.shape) - 0.5) * (1.0 + np.exp(log_q))
     sgn = np.where(u < 0, -1.0, 1.0)
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):
         noise = sgn * np.floor(np.log(sgn * u) / log_q)
+    noise = np.nan_to_num(noise, nan=0.0)  # ε = ∞ with u = 0 exactly: no noise
     noisy = np.round(v + noise)
     while True:
         below = noisy < lower

@@ -113,3 +113,12 @@ def test_folded_geometric_two_sided_fold_and_types():
     assert out.min() >= 1 and out.max() <= 5
     with pytest.raises(TypeError, match="integer"):
         folded_geometric(np.array([1.5]), 1.0, 1, 0.5, np.inf, rng)
+
+
+def test_infinite_epsilon_adds_no_noise():
+    rng = np.random.default_rng(4)
+    assert float(bounded_laplace_scale(np.inf, 1.0, 10.0)) == 0.0
+    v = np.array([0.0, 2.5, 10.0])
+    np.testing.assert_array_equal(bounded_domain_laplace(v, 0.0, 0.0, 10.0, rng), v)
+    np.testing.assert_array_equal(folded_geometric(np.array([1, 5, 9]), np.inf, 1, 0.5, np.inf,
+                                                   rng), [1, 5, 9])
