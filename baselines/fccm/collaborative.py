@@ -77,7 +77,7 @@ class CollaborativeFCCM(FCCMFittedMixin, BaseEstimator):
 
     def __init__(self, n_row_clusters: int = 3, n_col_clusters: int | None = None,
                  n_sites: int = 3, lambda_u: float | None = None, lambda_w=None,
-                 normalize: str | None = "l1", column_split=None, n_init: int = 1,
+                 normalize: str | None = "l1", column_split=None, n_init: int = 5,
                  max_iter: int = 300, tol: float = 1e-7, fractional_bits: int = 40,
                  store_payloads: bool = False, random_state=None):
         self.n_row_clusters = n_row_clusters

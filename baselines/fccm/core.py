@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import logsumexp, xlogy
+from scipy.special import xlogy
 
 __all__ = [
     "FCCMResult",
@@ -50,16 +50,20 @@ def init_memberships(rng: np.random.Generator, n_clusters: int, n_objects: int) 
     return rng.dirichlet(np.ones(n_clusters), size=n_objects).T.copy()
 
 
+def _softmax(z: np.ndarray, axis: int) -> np.ndarray:
+    """exp(z) normalised along ``axis``, shifted by the maximum (log-sum-exp, no overflow)."""
+    e = np.exp(z - z.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
 def object_update(a: np.ndarray, lambda_u: float) -> np.ndarray:
     """Eq. (2): u_ci = exp(a_ci/λ_u) / Σ_ℓ exp(a_ℓi/λ_u), via log-sum-exp (a is C × n)."""
-    z = a / lambda_u
-    return np.exp(z - logsumexp(z, axis=0, keepdims=True))
+    return _softmax(a / lambda_u, axis=0)
 
 
 def item_update(b: np.ndarray, lambda_w: float) -> np.ndarray:
     """Eq. (3): w_cj = exp(b_cj/λ_w) / Σ_k exp(b_ck/λ_w), via log-sum-exp (b is C × m)."""
-    z = b / lambda_w
-    return np.exp(z - logsumexp(z, axis=1, keepdims=True))
+    return _softmax(b / lambda_w, axis=1)
 
 
 def object_aggregates(R: sp.csr_matrix, W: np.ndarray) -> np.ndarray:

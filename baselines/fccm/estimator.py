@@ -96,7 +96,7 @@ class FCCM(FCCMFittedMixin, BaseEstimator):
 
     def __init__(self, n_row_clusters: int = 3, n_col_clusters: int | None = None,
                  lambda_u: float | None = None, lambda_w: float | None = None,
-                 normalize: str | None = "l1", n_init: int = 1, max_iter: int = 300,
+                 normalize: str | None = "l1", n_init: int = 5, max_iter: int = 300,
                  tol: float = 1e-7, random_state=None):
         self.n_row_clusters = n_row_clusters
         self.n_col_clusters = n_col_clusters

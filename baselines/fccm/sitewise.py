@@ -42,7 +42,7 @@ class SitewiseResult:
 
 def sitewise_fccm(X, n_clusters: int, n_sites: int = 3, column_split=None,
                   lambda_u: float | None = None, lambda_w: float | None = None,
-                  normalize: str | None = "l1", n_init: int = 1, max_iter: int = 300,
+                  normalize: str | None = "l1", n_init: int = 5, max_iter: int = 300,
                   tol: float = 1e-7, random_state=None) -> SitewiseResult:
     """FCCM on each site's block alone, with no communication at all.
 

@@ -36,8 +36,10 @@ from baselines.fccm.secure_sum import decode_fixed, draw_zero_sum_masks, encode_
 from dptaucc.objective import contingency_table
 
 # The paper's §6.1 setting: 100 objects × 90 binary items, 4 co-clusters, items over 4 sites.
-TOY = dict(lambda_u=0.01, lambda_w=6.0, normalize=None)
-COLLAB_TOY = dict(lambda_u=0.04, lambda_w=6.0, normalize=None, n_sites=4, column_split="random")
+# One initialisation per trial, as in the paper's Table 1.
+TOY = dict(lambda_u=0.01, lambda_w=6.0, normalize=None, n_init=1)
+COLLAB_TOY = dict(lambda_u=0.04, lambda_w=6.0, normalize=None, n_sites=4, column_split="random",
+                  n_init=1)
 
 
 def toy(seed=0, **kw):
@@ -88,7 +90,7 @@ def test_objective_formula_on_dense_example():
 
 def test_whole_data_fccm_recovers_planted_coclusters():
     X, r, c = toy(2, p_in=0.7)
-    m = FCCM(4, n_init=3, random_state=0, **TOY).fit(X)
+    m = FCCM(4, random_state=0, **dict(TOY, n_init=3)).fit(X)
     assert nmi(r, m.row_labels_) > 0.95
     assert nmi(c, m.column_labels_) > 0.9
     assert m.memberships_.shape == (100, 4) and m.typicalities_.shape == (4, 90)
@@ -246,23 +248,48 @@ def test_masks_do_not_depend_on_the_data():
 
 
 # --------------------------------------------------------------------------- equivalence
-@pytest.mark.parametrize("normalize", [None, "l1"])
-def test_collaborative_equals_centralised_fccm_with_site_constraints(normalize):
-    X, _, _ = poisson_counts(1)
-    n, m = X.shape
-    lam_u, lam_w = (0.05, 3.0) if normalize is None else (0.002, 1.0)
-    model = CollaborativeFCCM(3, n_sites=3, lambda_u=lam_u, lambda_w=lam_w,
-                              normalize=normalize, column_split="random", max_iter=200,
-                              random_state=11).fit(X)
-    U0 = init_memberships(np.random.default_rng(11), 3, n)  # the fit's first draw
-    R = X if normalize is None else sp.csr_matrix(X.multiply(1.0 / X.sum(axis=1)))
-    ref = fccm_iterate(R, U0, lam_u, lam_w, max_iter=200, tol=1e-7,
-                       column_groups=model.site_columns_)
+def _check_same_as_grouped(model, R, inits, lam_u, lam_w, max_iter):
+    runs = [fccm_iterate(R, U0, lam_u, lam_w, max_iter=max_iter, tol=1e-7,
+                         column_groups=model.site_columns_) for U0 in inits]
+    best = max(r.objective for r in runs)
+    # restarts that reach the same optimum up to a label permutation tie within round-off:
+    # the protocol may keep any of them, so compare with the one it kept
+    ties = [r for r in runs if r.objective >= best - 1e-9 * abs(best)]
+    ref = min(ties, key=lambda r: np.abs(r.memberships.T - model.memberships_).max())
     assert model.n_iter_ == ref.n_iter
     np.testing.assert_allclose(model.memberships_, ref.memberships.T, atol=1e-6)
     np.testing.assert_allclose(model.typicalities_, ref.typicalities, atol=1e-9)
     np.testing.assert_array_equal(model.row_labels_, ref.memberships.argmax(axis=0))
-    assert model.objective_ == pytest.approx(ref.objective, rel=1e-6)
+    assert model.objective_ == pytest.approx(best, rel=1e-6)
+    return runs
+
+
+@pytest.mark.parametrize("normalize", [None, "l1"])
+def test_collaborative_equals_centralised_fccm_with_site_constraints(normalize):
+    """Same init: the protocol computes the whole-data FCCM with per-site item constraints.
+
+    (Not the unconstrained whole-data FCCM: the paper's §5.2 notes the per-site normalisation
+    of W^t changes the model; that gap is measured in the next tests.)
+    """
+    X, _, _ = poisson_counts(1)
+    lam_u, lam_w = (0.05, 3.0) if normalize is None else (0.002, 1.0)
+    model = CollaborativeFCCM(3, n_sites=3, lambda_u=lam_u, lambda_w=lam_w,
+                              normalize=normalize, column_split="random", max_iter=200,
+                              n_init=1, random_state=11).fit(X)
+    U0 = init_memberships(np.random.default_rng(11), 3, X.shape[0])  # the fit's first draw
+    R = X if normalize is None else sp.csr_matrix(X.multiply(1.0 / X.sum(axis=1)))
+    _check_same_as_grouped(model, R, [U0], lam_u, lam_w, 200)
+
+
+def test_collaborative_keeps_the_best_restart():
+    X, _, _ = toy(0)
+    model = CollaborativeFCCM(4, random_state=5, **dict(COLLAB_TOY, n_init=3)).fit(X)
+    rng = np.random.default_rng(5)
+    inits = [init_memberships(rng, 4, X.shape[0]) for _ in range(3)]
+    runs = _check_same_as_grouped(model, X, inits, 0.04, 6.0, 300)
+    objectives = [r.objective for r in runs]
+    assert max(objectives) - min(objectives) > 1.0  # restarts reach different optima
+    assert runs[-1].objective < max(objectives) - 1.0  # so "keep the last" would be wrong
 
 
 def test_collaborative_matches_whole_data_far_better_than_site_wise():
@@ -292,7 +319,7 @@ def test_collaborative_matches_whole_data_far_better_than_site_wise():
 
 def test_collaborative_recovers_planted_coclusters():
     X, r, c = toy(7, p_in=0.7)
-    model = CollaborativeFCCM(4, n_init=3, random_state=1, **COLLAB_TOY).fit(X)
+    model = CollaborativeFCCM(4, random_state=1, **dict(COLLAB_TOY, n_init=3)).fit(X)
     assert nmi(r, model.row_labels_) > 0.95
     assert nmi(c, model.column_labels_) > 0.9
     assert model.n_row_clusters_ == model.n_col_clusters_ == 4
