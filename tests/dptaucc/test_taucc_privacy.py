@@ -125,3 +125,27 @@ def test_whole_fit_released_outputs_are_eps_dp_empirically():
     hb = np.histogram(tb, bins=edges)[0]
     ok, worst = _ratio_bound_holds(ha, hb, eps, alpha=1e-3)
     assert ok, worst
+
+
+def test_dp_row_assignment_frequencies_follow_eq_4_9_and_4_10():
+    """Chi-square: DP-τCC's row assignment samples ∝ exp(ε σ(a_i, t_k)/Δ) with σ, Δ written
+    out by hand from eqs. (4.9)/(4.10)."""
+    import scipy.sparse as sp
+
+    table = np.array([[7.0, 2.0, 0.5], [1.0, 5.0, 3.0], [2.0, 2.0, 2.0], [0.0, 1.0, 6.0]])
+    row = np.array([2.0, 0.0, 1.0, 3.0, 0.0, 1.0])
+    c = np.array([0, 1, 2, 0, 1, 2])
+    K, L = table.shape
+    t, t_k, t_l = table.sum(), table.sum(axis=1), table.sum(axis=0)
+    beta = [[table[k, l] / t_l[l] - t_k[k] / t for l in range(L)] for k in range(K)]
+    a_l = [sum(row[j] for j in range(6) if c[j] == l) for l in range(L)]
+    sigma = np.array([sum(a_l[l] * beta[k][l] for l in range(L)) for k in range(K)])
+    delta = max(max(beta[k][l] for k in range(K)) - min(beta[k][l] for k in range(K))
+                for l in range(L))
+    eps, N = 0.8, 30_000
+    p = np.exp(eps * sigma / delta)
+    p /= p.sum()
+    rep = sp.csr_matrix(np.tile(row, (N, 1)))
+    labels = _one_assignment(rep, c, table, eps, np.random.default_rng(9))
+    _, pvalue = stats.chisquare(np.bincount(labels, minlength=K), N * p)
+    assert pvalue > 1e-3
