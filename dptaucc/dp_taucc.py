@@ -66,6 +66,11 @@ __all__ = ["DPTauCC", "MODES"]
 
 MODES = ("corrected", "paper")
 
+# Corrected mode: smallest sensitivity used. Raising Δ keeps it an upper bound (more privacy);
+# it stops floating-point round-off in the utilities (~1e-16 relative) from being amplified
+# by ε/Δ when a released table has nearly identical rows or columns.
+SENSITIVITY_FLOOR = 1e-9
+
 
 def _private_assignment(
     utilities: np.ndarray, sensitivity: float, epsilon: float, rng: np.random.Generator,
@@ -189,6 +194,8 @@ class DPTauCC(BiclusterMixin, BaseEstimator):
 
         def assign(util, weights_for_delta, sens_fn, n_choices, n_requested, step):
             delta = sens_fn(weights_for_delta)
+            if guard and delta > 0:
+                delta = max(delta, SENSITIVITY_FLOOR)
             labels = _private_assignment(util, delta, eps_assign, rng, ledger, step)
             return force_diversity(labels, n_choices, n_requested, rng)
 

@@ -273,3 +273,10 @@ def test_evaluation_labels_check_shape(small_counts):
     model = DPTauCC(2, 2, random_state=0).fit(small_counts)
     with pytest.raises(ValueError, match="columns"):
         model.evaluation_row_labels(small_counts[:, :10])
+
+
+def test_corrected_sensitivities_are_floored(small_counts):
+    model = DPTauCC(3, 3, epsilon=1.0, random_state=0).fit(small_counts)
+    expo = [e for e in model.privacy_ledger_.entries if e.mechanism == "exponential"]
+    assert all(e.sensitivity >= dp_mod.SENSITIVITY_FLOOR for e in expo)
+    assert all(0 < e.sensitivity <= 2 for e in expo)
