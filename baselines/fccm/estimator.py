@@ -11,6 +11,7 @@ import math
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, BiclusterMixin
+from sklearn.utils.validation import check_is_fitted
 
 from dptaucc.objective import contingency_table, tau_hat
 from dptaucc.privacy import PrivacyLedger
@@ -37,6 +38,7 @@ class FCCMFittedMixin(BiclusterMixin):
     def _set_fitted(self, X: sp.csr_matrix, U: np.ndarray, W: np.ndarray, res: FCCMResult,
                     ledger: PrivacyLedger, contingency: np.ndarray | None = None) -> None:
         C = U.shape[0]
+        self.n_features_in_ = X.shape[1]
         self.memberships_ = np.ascontiguousarray(U.T)  # n × C
         self.typicalities_ = W  # C × m
         self.row_labels_ = np.argmax(U, axis=0).astype(np.intp)
@@ -66,12 +68,19 @@ class FCCMFittedMixin(BiclusterMixin):
         X. On the training matrix this is the fitted assignment ``row_labels_`` (the object
         memberships are the softmax of the same aggregates at convergence).
         """
+        check_is_fitted(self, "typicalities_")
         X = check_count_matrix(X, integer=False)
         if X.shape[1] != self.typicalities_.shape[1]:
             raise ValueError(f"X has {X.shape[1]} columns, the model was fitted on "
                              f"{self.typicalities_.shape[1]}")
         R = normalize_rows(X, self.normalize)
         return np.argmax(object_aggregates(R, self.typicalities_), axis=0).astype(np.intp)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.positive_only = True
+        return tags
 
 
 class FCCM(FCCMFittedMixin, BaseEstimator):
