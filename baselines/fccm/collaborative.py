@@ -169,9 +169,10 @@ class CollaborativeFCCM(FCCMFittedMixin, BaseEstimator):
         return self
 
     def evaluation_row_labels(self, X) -> np.ndarray:
-        """EVALUATION ONLY, not private (whole X in one place): argmax_c Σ_t (W^t R^tᵀ)_ci.
+        """EVALUATION ONLY, not private (whole X in one place).
 
-        On the training matrix this is the fitted assignment ``row_labels_``.
+        The training matrix gets the fitted assignment ``row_labels_`` (argmax of the broadcast
+        U); another matrix with the same columns gets argmax_c Σ_t (W^t R^tᵀ)_ci.
         """
         return super().evaluation_row_labels(X)
 

@@ -6,6 +6,7 @@ eqs. 1-3) on the whole matrix, hard co-clusters by maximum membership / typicali
 
 from __future__ import annotations
 
+import hashlib
 import math
 
 import numpy as np
@@ -32,6 +33,15 @@ __all__ = ["FCCM", "FCCMFittedMixin"]
 NO_DP_NOTE = "no differential privacy: the co-clusters are computed from the raw data"
 
 
+def _fingerprint(X: sp.csr_matrix) -> str:
+    """Digest of a validated CSR matrix (shape and entries), to recognise the training data."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update(np.asarray(X.shape, dtype=np.int64).tobytes())
+    for arr in (X.indptr.astype(np.int64), X.indices.astype(np.int64), X.data):
+        h.update(np.ascontiguousarray(arr).tobytes())
+    return h.hexdigest()
+
+
 class FCCMFittedMixin(BiclusterMixin):
     """Fitted attributes and evaluation shared by the whole-data and collaborative FCCM."""
 
@@ -39,6 +49,7 @@ class FCCMFittedMixin(BiclusterMixin):
                     ledger: PrivacyLedger, contingency: np.ndarray | None = None) -> None:
         C = U.shape[0]
         self.n_features_in_ = X.shape[1]
+        self._fit_fingerprint = _fingerprint(X)
         self.memberships_ = np.ascontiguousarray(U.T)  # n × C
         self.typicalities_ = W  # C × m
         self.row_labels_ = np.argmax(U, axis=0).astype(np.intp)
@@ -62,17 +73,21 @@ class FCCMFittedMixin(BiclusterMixin):
         self.delta_spent_ = ledger.delta_spent
 
     def evaluation_row_labels(self, X) -> np.ndarray:
-        """EVALUATION ONLY, not private: each row of X to its best item-typicality prototype.
+        """EVALUATION ONLY, not private: the co-cluster each row of X is assigned to.
 
-        Row i goes to argmax_c Σ_j w_cj r_ij (eq. 2 before the softmax) with R the row-normalised
-        X. On the training matrix this is the fitted assignment ``row_labels_`` (the object
-        memberships are the softmax of the same aggregates at convergence).
+        For the training matrix this returns the fitted assignment ``row_labels_`` (argmax of
+        the released memberships U: FCCM releases a membership for every object, so U itself is
+        the paper protocol's "best prototype"). For any other matrix with the same columns,
+        row i goes to argmax_c Σ_j w_cj r_ij (eq. 2 before the softmax, R row-normalised as in
+        the fit), which equals ``row_labels_`` on the training matrix at convergence.
         """
         check_is_fitted(self, "typicalities_")
         X = check_count_matrix(X, integer=False)
         if X.shape[1] != self.typicalities_.shape[1]:
             raise ValueError(f"X has {X.shape[1]} columns, the model was fitted on "
                              f"{self.typicalities_.shape[1]}")
+        if _fingerprint(X) == self._fit_fingerprint:
+            return self.row_labels_.copy()
         R = normalize_rows(X, self.normalize)
         return np.argmax(object_aggregates(R, self.typicalities_), axis=0).astype(np.intp)
 

@@ -352,6 +352,9 @@ def test_fitted_attributes_and_evaluation_labels():
     top2 = np.sort(model.memberships_, axis=1)[:, -2:]
     assert np.all(top2[:, 1] - top2[:, 0] > 1e-6)  # no tied row: argmax is well defined
     np.testing.assert_array_equal(model.evaluation_row_labels(X), model.row_labels_)
+    # another matrix (here: the same rows in another order) gets prototype assignments
+    perm = np.random.default_rng(0).permutation(X.shape[0])
+    np.testing.assert_array_equal(model.evaluation_row_labels(X[perm]), model.row_labels_[perm])
     np.testing.assert_array_equal(model.row_labels_, model.memberships_.argmax(axis=1))
     np.testing.assert_array_equal(model.column_labels_, model.typicalities_.argmax(axis=0))
     np.testing.assert_array_equal(
