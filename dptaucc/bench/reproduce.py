@@ -69,6 +69,48 @@ def run_jobs(jobs: Sequence[dict], n_jobs: int = 1, desc: str = "jobs",
     return counts
 
 
+def _key(alg, mode, dataset, n_cols) -> tuple:
+    return (alg, mode or "-", dataset, None if n_cols is None else int(n_cols))
+
+
+def measured_times(runs_dir: str) -> dict[tuple, float]:
+    """Mean seconds per job (fit + evaluation) from every stored ok record, by
+    (algorithm, mode, dataset, n_cols) and (algorithm, dataset, n_cols)."""
+    import json
+    from pathlib import Path
+
+    sums: dict[tuple, list[float]] = {}
+    for path in Path(runs_dir).glob("*/*.json"):
+        try:
+            r = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if r.get("status") != "ok" or r.get("fit_time_s") is None:
+            continue
+        t = float(r["fit_time_s"]) + float(r.get("eval_time_s") or 0.0)
+        n_cols = r.get("p_n_cols")
+        for key in (_key(r["algorithm"], r.get("mode"), r["dataset"], n_cols),
+                    (r["algorithm"], r["dataset"], n_cols)):
+            sums.setdefault(key, []).append(t)
+    return {k: sum(v) / len(v) for k, v in sums.items()}
+
+
+def estimate(jobs: Sequence[dict], times: dict[tuple, float]) -> tuple[float, int]:
+    """Estimated CPU seconds of ``jobs`` from measured per-job times; and how many had none."""
+    total, unknown = 0.0, 0
+    for job in jobs:
+        ds = job["dataset"]
+        n_cols = ds.get("n_cols") if ds["loader"] == "biclusters" else None
+        alg = job["algorithm"]["name"]
+        mode = job["mode"] if job["algorithm"].get("private", True) else None
+        t = times.get(_key(alg, mode, ds["name"], n_cols), times.get((alg, ds["name"], n_cols)))
+        if t is None:
+            unknown += 1
+        else:
+            total += t
+    return total, unknown
+
+
 def reproduce(scale: str = "paper", n_jobs: int | None = None,
               experiments: Sequence[str] = EXPERIMENTS, results_dir: str | None = None,
               retry_failed: bool = False, dry_run: bool = False, outputs: bool = True) -> dict:
@@ -94,6 +136,10 @@ def reproduce(scale: str = "paper", n_jobs: int | None = None,
         print(f"[reproduce] {exp}: {len(jobs)} jobs, {len(jobs) - len(pend)} already stored"
               + (", serial" if serial else ""), file=sys.stderr)
         if dry_run:
+            times = measured_times(jobs[0]["paths"]["runs_dir"]) if jobs else {}
+            cpu, unknown = estimate(pend, times)
+            summary[exp]["estimated_cpu_s"] = round(cpu, 1)
+            summary[exp]["without_timing"] = unknown
             continue
         t0 = time.perf_counter()
         counts = run_jobs(pend, 1 if serial else n_jobs, desc=exp)
@@ -122,7 +168,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="comma-separated subset of " + ",".join(EXPERIMENTS))
     ap.add_argument("--results-dir", default=None, help="default: $DPTAUCC_RESULTS_DIR or results")
     ap.add_argument("--retry-failed", action="store_true", help="rerun jobs stored as errors")
-    ap.add_argument("--dry-run", action="store_true", help="only count jobs")
+    ap.add_argument("--dry-run", action="store_true",
+                    help="only count jobs (and estimate CPU time from stored records)")
     ap.add_argument("--no-outputs", action="store_true", help="skip collect/figures/report")
     args = ap.parse_args(argv)
     exps = [e for e in args.experiments.split(",") if e]
