@@ -184,6 +184,8 @@ class _Protocol:
                  rng: np.random.Generator, log: MessageLog, bits: int, integral: bool):
         self.sites, self.dealer, self.aggregator = sites, dealer, aggregator
         self.rng, self.log, self.bits, self.integral = rng, log, bits, integral
+        # sums of whole counts are exact integers: no fractional bits, full 62-bit range
+        self._count_bits = 0 if integral else bits
         self.round = 0
 
     def _secure_sum(self, values: dict[str, np.ndarray], kind: str, bits: int) -> np.ndarray:
@@ -198,7 +200,7 @@ class _Protocol:
 
     def normalize_rows(self) -> None:
         totals = self._secure_sum({t: s.row_totals() for t, s in self.sites.items()},
-                                  "row_totals", self.bits)
+                                  "row_totals", self._count_bits)
         # totals of counts are integers: undo the fixed-point rounding exactly
         if self.integral:
             totals = np.rint(totals)
@@ -244,7 +246,7 @@ class _Protocol:
         parts = {}
         for name, site in self.sites.items():
             parts[name] = site.local_contingency(labels[name], C)
-        table = self._secure_sum(parts, "contingency", self.bits)
+        table = self._secure_sum(parts, "contingency", self._count_bits)
         if self.integral:
             table = np.rint(table)
         return self.log.send(self.round, self.aggregator, ANALYST, "contingency", table)

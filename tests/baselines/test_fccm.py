@@ -372,6 +372,18 @@ def test_fitted_attributes_and_evaluation_labels():
     assert clone(model).get_params() == model.get_params()
 
 
+def test_large_whole_counts_are_summed_exactly():
+    """Row totals and the contingency table go through the secure sum as exact integers."""
+    rng = np.random.default_rng(0)
+    X = sp.random(50, 30, density=0.3, random_state=1,
+                  data_rvs=lambda k: rng.integers(1, 10**6, k).astype(float)).tocsr()
+    model = CollaborativeFCCM(2, random_state=0, n_init=1).fit(X)
+    assert X.sum() > 2.0 ** 27  # beyond the range of the 40-fractional-bit encoding
+    np.testing.assert_array_equal(
+        model.contingency_,
+        contingency_table(X, model.row_labels_, model.column_labels_, 2, 2))
+
+
 def test_determinism_and_seed_dependence():
     X, _, _ = poisson_counts(4)
     a = CollaborativeFCCM(3, random_state=3, column_split="random").fit(X)
