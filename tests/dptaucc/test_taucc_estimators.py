@@ -280,3 +280,17 @@ def test_corrected_sensitivities_are_floored(small_counts):
     expo = [e for e in model.privacy_ledger_.entries if e.mechanism == "exponential"]
     assert all(e.sensitivity >= dp_mod.SENSITIVITY_FLOOR for e in expo)
     assert all(0 < e.sensitivity <= 2 for e in expo)
+
+
+def test_paper_final_step_rules():
+    """Q7: argmax with label 0 when the best utility is <= 0; a zero column of T̃ -> NaN ->
+    every row 0, then 1 % (>= 1) of the rows forced into cluster 1."""
+    X = sp.csr_matrix(np.array([[5, 0, 0], [0, 0, 4], [0, 0, 0], [0, 3, 0]], dtype=float))
+    c = np.array([0, 1, 1])
+    T = np.array([[8.0, 1.0], [1.0, 9.0]])
+    labels = dp_mod.paper_final_row_labels(X, c, T, np.random.default_rng(0))
+    # row 2 is empty: utility 0 -> label 0, which it shares with row 0
+    assert labels[0] == labels[2] and labels[1] == labels[3] != labels[0]
+    T_zero_col = np.array([[8.0, 0.0], [1.0, 0.0]])
+    labels = dp_mod.paper_final_row_labels(X, c, T_zero_col, np.random.default_rng(0))
+    assert np.bincount(labels).tolist() == [3, 1]
