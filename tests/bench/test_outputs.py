@@ -113,3 +113,19 @@ def test_aggregation_matches_the_notebooks(stored):
     assert n == 3 and s > 0
     # error records are left out of every aggregate
     assert mean_std(df[df["algorithm"] == "colored_noise"], ["epsilon"], "nmi_rows").empty
+
+
+def test_dry_run_estimate_from_stored_timings(stored, composer):
+    from dptaucc.bench import reproduce as rp
+    from dptaucc.bench.configs import enumerate_jobs
+
+    times = rp.measured_times(str(stored / "runs"))
+    jobs = enumerate_jobs(composer, "fig3_iterations", "quick",
+                          [f"paths.results_dir={stored / 'other'}"])
+    cpu, unknown = rp.estimate(jobs, times)
+    assert unknown == 0 and len(jobs) == 18
+    sel = pd.concat([pd.DataFrame(list(RunStore(stored / "runs", e).records()))
+                     for e in ("fig3_iterations", "supp_h", "fig2_real")])
+    sel = sel[(sel["algorithm"] == "dp_taucc") & (sel["mode"] == "paper")
+              & (sel["dataset"] == "cstr")]
+    assert cpu == pytest.approx(18 * sel["fit_time_s"].mean())
