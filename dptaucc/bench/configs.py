@@ -85,27 +85,34 @@ def parse_sweep(params: Mapping[str, str]) -> dict[str, list]:
 
 
 def experiment_grid(composer: Composer, experiment: str, scale: str = "paper",
-                    overrides: Iterable[str] = ()) -> dict[str, list]:
-    """The sweep axes of ``experiment`` at ``scale`` ("paper" or "quick")."""
+                    overrides: Iterable[str] = (),
+                    sweep: Mapping[str, str] | None = None) -> dict[str, list]:
+    """The sweep axes of ``experiment`` at ``scale`` ("paper" or "quick").
+
+    ``sweep`` replaces or adds axes (Hydra sweep strings), like sweep overrides on the
+    command line of a multirun."""
     if scale not in ("paper", "quick"):
         raise ValueError(f"scale must be 'paper' or 'quick', got {scale!r}")
     cfg = composer.compose([f"experiment={experiment}", *overrides], hydra=True)
     params = dict(to_plain(cfg.hydra.sweeper.params) or {})
     if scale == "quick":
         params.update({k: str(v) for k, v in (to_plain(cfg.bench.quick) or {}).items()})
+    params.update(sweep or {})
     return parse_sweep(params)
 
 
 def enumerate_jobs(composer: Composer, experiment: str, scale: str = "paper",
-                   overrides: Iterable[str] = ()) -> list[dict]:
+                   overrides: Iterable[str] = (),
+                   sweep: Mapping[str, str] | None = None) -> list[dict]:
     """Every distinct job of an experiment as a plain resolved config, in cache-friendly order.
 
-    ``overrides`` (plain Hydra overrides such as ``paths.results_dir=...``) apply to every job.
+    ``overrides`` (plain Hydra overrides such as ``paths.results_dir=...``) apply to every job;
+    ``sweep`` replaces grid axes (see :func:`experiment_grid`).
     Jobs outside the algorithm's protocol (e.g. DPNMF at ε >= 1) are dropped, and non-private
     algorithms collapse to one job per seed (their run_id ignores ε and mode).
     """
     overrides = tuple(overrides)
-    grid = experiment_grid(composer, experiment, scale, overrides)
+    grid = experiment_grid(composer, experiment, scale, overrides, sweep)
     keys = sorted(grid, key=lambda k: _ORDER.index(k) if k in _ORDER else len(_ORDER))
     jobs: dict[str, dict] = {}
     base: dict[tuple, dict] = {}

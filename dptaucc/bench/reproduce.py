@@ -113,8 +113,12 @@ def estimate(jobs: Sequence[dict], times: dict[tuple, float]) -> tuple[float, in
 
 def reproduce(scale: str = "paper", n_jobs: int | None = None,
               experiments: Sequence[str] = EXPERIMENTS, results_dir: str | None = None,
-              retry_failed: bool = False, dry_run: bool = False, outputs: bool = True) -> dict:
-    """Run the experiments at ``scale``; returns ``{experiment: {total, pending, statuses}}``."""
+              retry_failed: bool = False, dry_run: bool = False, outputs: bool = True,
+              sweep: dict[str, str] | None = None) -> dict:
+    """Run the experiments at ``scale``; returns ``{experiment: {total, pending, statuses}}``.
+
+    ``sweep`` replaces grid axes of every experiment (Hydra sweep strings, e.g.
+    ``{"seed": "range(3)"}``); axes an experiment does not sweep are added to it."""
     n_jobs = n_jobs or os.cpu_count() or 1
     overrides = []
     if results_dir is not None:
@@ -123,7 +127,8 @@ def reproduce(scale: str = "paper", n_jobs: int | None = None,
         overrides.append("bench.retry_failed=true")
     summary = {}
     with Composer() as composer:
-        plans = {exp: enumerate_jobs(composer, exp, scale, overrides) for exp in experiments}
+        plans = {exp: enumerate_jobs(composer, exp, scale, overrides, sweep)
+                 for exp in experiments}
     total = sum(len(j) for j in plans.values())
     todo = {exp: pending_jobs(jobs) for exp, jobs in plans.items()}
     print(f"[reproduce] scale={scale}: {total} jobs, {sum(map(len, todo.values()))} to run "
@@ -171,10 +176,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--dry-run", action="store_true",
                     help="only count jobs (and estimate CPU time from stored records)")
     ap.add_argument("--no-outputs", action="store_true", help="skip collect/figures/report")
+    ap.add_argument("--sweep", action="append", default=[], metavar="KEY=VALUES",
+                    help="replace a grid axis, Hydra syntax (repeatable), e.g. seed='range(3)'")
     args = ap.parse_args(argv)
     exps = [e for e in args.experiments.split(",") if e]
+    sweep = {}
+    for item in args.sweep:
+        key, sep, value = item.partition("=")
+        if not sep:
+            ap.error(f"--sweep expects KEY=VALUES, got {item!r}")
+        sweep[key] = value
     summary = reproduce(args.scale, args.jobs, exps, args.results_dir, args.retry_failed,
-                        args.dry_run, not args.no_outputs)
+                        args.dry_run, not args.no_outputs, sweep or None)
     for exp in exps:
         print(f"{exp}: {summary[exp]}")
     print(f"total wall time: {summary['_seconds']:.1f} s")

@@ -72,9 +72,9 @@ def test_fig2_jobs_follow_the_protocol(composer):
     for j in jobs:
         by.setdefault(j["algorithm"]["name"], []).append(j)
     # DPNMF only for ε < 1; non-private methods once per (dataset, seed)
-    assert all(float(j["epsilon"]) < 1 for j in by["dpnmf"]) and len(by["dpnmf"]) == 2 * 2 * 2 * 2
-    assert len(by["fast_taucc"]) == 2 * 2 and len(by["fccm"]) == 2 * 2
-    assert len(by["dp_taucc"]) == 2 * 3 * 2 * 2  # datasets x eps x seeds x modes
+    assert all(float(j["epsilon"]) < 1 for j in by["dpnmf"]) and len(by["dpnmf"]) == 3 * 2 * 3 * 2
+    assert len(by["fast_taucc"]) == 3 * 3 and len(by["fccm"]) == 3 * 3
+    assert len(by["dp_taucc"]) == 3 * 3 * 3 * 2  # datasets x eps x seeds x modes
     ids = [run_id(j) for j in jobs]
     assert len(set(ids)) == len(ids)
     assert not in_protocol({"algorithm": {"private": True, "max_epsilon": 1.0}, "epsilon": 1.5})
@@ -98,3 +98,10 @@ def test_sweep_parsing_and_bad_keys():
         set_dotted(cfg, "algorithm.params.hh", 0.1)
     with pytest.raises(ValueError, match="scale"):
         experiment_grid(None, "fig2_real", "huge")
+
+
+def test_sweep_replaces_axes(composer):
+    g = experiment_grid(composer, "fig2_real", "quick", sweep={"seed": "range(5)",
+                                                               "algorithm": "dp_taucc"})
+    assert g["seed"] == [0, 1, 2, 3, 4] and g["algorithm"] == ["dp_taucc"]
+    assert g["dataset"] == ["cstr", "classic3", "tr11"]

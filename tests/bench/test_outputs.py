@@ -121,7 +121,9 @@ def test_dry_run_estimate_from_stored_timings(stored, composer):
 
     times = rp.measured_times(str(stored / "runs"))
     jobs = enumerate_jobs(composer, "fig3_iterations", "quick",
-                          [f"paths.results_dir={stored / 'other'}"])
+                          [f"paths.results_dir={stored / 'other'}"],
+                          {"dataset": "cstr", "algorithm.params.n_iterations": "2,4,6",
+                           "epsilon": "0.5,1.5,5", "seed": "range(2)"})
     cpu, unknown = rp.estimate(jobs, times)
     assert unknown == 0 and len(jobs) == 18
     sel = pd.concat([pd.DataFrame(list(RunStore(stored / "runs", e).records()))

@@ -41,8 +41,15 @@ def test_hydra_multirun_then_rerun_skips(results_dir):
     assert {p.name: p.stat().st_mtime_ns for p in store.dir.glob("*.json")} == mtimes
 
 
+TINY = {"fig3_iterations": {"dataset": "cstr", "algorithm.params.n_iterations": "2,4,6",
+                             "epsilon": "0.5,1.5,5", "seed": "range(2)"},
+        "supp_h": {"dataset": "cstr", "algorithm.params.h": "0.1,0.5,0.9",
+                   "epsilon": "0.5,1.5,5", "seed": "range(2)"}}
+
+
 def _quick_jobs(composer, results_dir, experiment="fig3_iterations"):
-    return enumerate_jobs(composer, experiment, "quick", [f"paths.results_dir={results_dir}"])
+    return enumerate_jobs(composer, experiment, "quick", [f"paths.results_dir={results_dir}"],
+                          TINY[experiment])
 
 
 def test_interrupted_sweep_resumes_to_the_full_set(composer, results_dir):
@@ -74,7 +81,8 @@ def test_interrupted_sweep_resumes_to_the_full_set(composer, results_dir):
 def test_killed_process_resumes(results_dir):
     """SIGKILL a real sweep after its first records; the rerun completes exactly the set."""
     cmd = [sys.executable, "-m", "dptaucc.bench.reproduce", "--scale", "quick", "--jobs", "1",
-           "--experiments", "supp_h", "--results-dir", str(results_dir), "--no-outputs"]
+           "--experiments", "supp_h", "--results-dir", str(results_dir), "--no-outputs",
+           *(f"--sweep={k}={v}" for k, v in TINY["supp_h"].items())]
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     runs = results_dir / "runs" / "supp_h"
     try:
