@@ -19,20 +19,29 @@ from scipy.special import expit
 
 from dptaucc.privacy import PrivacyLedger
 
-__all__ = ["row_level_budget", "charge_cell_level_conversion", "CONVERSION_STEP"]
+__all__ = ["row_level_budget", "charge_cell_level_conversion", "CONVERSION_STEP",
+           "MAX_ROW_EPSILON"]
 
 CONVERSION_STEP = "cell_level_group_privacy"
+MAX_ROW_EPSILON = 200.0
 
 
 def row_level_budget(epsilon: float, delta: float) -> tuple[float, float]:
-    """(ε/2, δ/(1+e^{ε/2})): the add/remove budget whose 2-group is (ε, δ) at cell level."""
-    return epsilon / 2.0, float(delta * expit(-epsilon / 2.0))
+    """(ε/2, δ/(1+e^{ε/2})): the add/remove budget whose 2-group is (ε, δ) at cell level.
+
+    For finite ε > 2·MAX_ROW_EPSILON (= 400) ε' is capped at 200, because δ/(1+e^{ε/2}) would
+    underflow to 0 and a Gaussian release needs δ' > 0; the fit then spends (400, δ) ≤ (ε, δ).
+    ε = ∞ gives (∞, 0): no noise at all.
+    """
+    eps_row = epsilon / 2.0 if math.isinf(epsilon) else min(epsilon / 2.0, MAX_ROW_EPSILON)
+    return eps_row, float(delta * expit(-eps_row))
 
 
 def charge_cell_level_conversion(ledger: PrivacyLedger, epsilon_row: float,
                                  delta_row: float) -> None:
     """Add the group-privacy entry that turns add/remove totals into one-cell totals."""
     extra_delta = 0.0 if delta_row == 0 else delta_row * math.exp(min(epsilon_row, 700.0))
+    extra_delta = min(extra_delta, 1.0 - delta_row)  # a total δ ≥ 1 is vacuous; keep it ≤ 1
     ledger.charge(
         CONVERSION_STEP,
         "group privacy (k=2)",
