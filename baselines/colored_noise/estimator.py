@@ -84,7 +84,7 @@ class ColoredNoiseKMeans(ClusterMixin, BaseEstimator):
     noise : ``"white"``, ``"diag"`` or ``"full"``.
     variant : ``"hardened"`` (end-to-end DP, default) or ``"local"`` (the paper's, leaky).
     mode : ``"corrected"`` or ``"paper"`` (calibration and neighbouring relation; see module).
-    transform : per-record row normalisation ``"l2"`` or ``"l1"``.
+    row_transform : per-record row normalisation ``"l2"`` or ``"l1"``.
     n_components : public random-projection dimension; ``"auto"``: 100 for the hardened
         variant when d > 100, 20 for ``variant="local", noise="full"`` when d > 200 (the
         solver is O(p³) per iteration), none otherwise (local white/diag stay sparse in full
@@ -100,11 +100,12 @@ class ColoredNoiseKMeans(ClusterMixin, BaseEstimator):
     ``privacy_ledger_``, ``epsilon_spent_``, ``delta_spent_``, ``gamma_``,
     ``noise_covariances_`` (per cluster: p×p, diagonal (p,), or (p+1,) for the hardened
     (sum, count) block), ``noise_trace_``, ``duality_gap_``, ``partition_private_``,
-    ``embedding_``, ``neighbouring_``.
+    ``embedding_``, ``neighbouring_``, ``kmeans_labels_`` (local variant only: the
+    non-private k-means partition the noise was calibrated for, kept for audits; None otherwise).
     """
 
     def __init__(self, n_clusters=8, epsilon=1.0, delta=1e-5, noise="full", variant="hardened",
-                 mode="corrected", transform="l2", n_components="auto", n_iter=3, n_init=3,
+                 mode="corrected", row_transform="l2", n_components="auto", n_iter=3, n_init=3,
                  tol=1e-6, max_solver_iter=20_000, random_state=None):
         self.n_clusters = n_clusters
         self.epsilon = epsilon
@@ -112,7 +113,7 @@ class ColoredNoiseKMeans(ClusterMixin, BaseEstimator):
         self.noise = noise
         self.variant = variant
         self.mode = mode
-        self.transform = transform
+        self.row_transform = row_transform
         self.n_components = n_components
         self.n_iter = n_iter
         self.n_init = n_init
@@ -147,18 +148,26 @@ class ColoredNoiseKMeans(ClusterMixin, BaseEstimator):
                              f"n_components <= {MAX_FULL_DIM} or noise='diag'")
         return k, eps, delta, p
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.positive_only = True  # non-negative counts
+        tags.input_tags.sparse = True
+        tags.non_deterministic = self.random_state is None
+        return tags
+
     # --------------------------------------------------------------------- fit
     def fit(self, X, y=None):
         """Cluster the rows of a non-negative count matrix and release noisy centroids."""
         X = check_count_matrix(X, integer=False)
         n, d = X.shape
         k, eps, delta, p = self._check_params(n, d)
+        self.kmeans_labels_ = None
         corrected = self.mode == "corrected"
         rng = make_generator(self.random_state)
         ledger = PrivacyLedger(budget_epsilon=eps, budget_delta=delta, strict=corrected)
         eps_r, delta_r = row_level_budget(eps, delta) if corrected else (eps, delta)
         calibration = "analytic" if corrected else "pdp"
-        emb = make_embedding(d, p, self.transform, rng)
+        emb = make_embedding(d, p, self.row_transform, rng)
         Y = emb.apply(X)
         if self.variant == "local":
             centres, covs, gap, g = self._fit_local(Y, k, eps_r, delta_r, calibration, rng,
@@ -169,6 +178,7 @@ class ColoredNoiseKMeans(ClusterMixin, BaseEstimator):
         charge_cell_level_conversion(ledger, ledger.epsilon_spent, ledger.delta_spent)
 
         self.embedding_ = emb
+        self.n_features_in_ = d
         self.cluster_centers_ = centres
         self.noise_covariances_ = covs
         self.noise_trace_ = float(sum(np.trace(c) if c.ndim == 2 else c.sum() for c in covs))
@@ -215,6 +225,7 @@ class ColoredNoiseKMeans(ClusterMixin, BaseEstimator):
         noisy = centres.copy()
         for c in range(k):
             noisy[c] += self._sample(covs[c], rng)
+        self.kmeans_labels_ = labels  # NON-PRIVATE partition (paper formulation), for audits
         return noisy, covs, gap, g
 
     def _local_covariances(self, blocks, centres, sizes, g):

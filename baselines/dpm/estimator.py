@@ -74,7 +74,7 @@ class DPM(ClusterMixin, BaseEstimator):
     epsilon, delta : privacy budget at the paper's one-cell level (``mode="corrected"``);
         ``delta=None`` means 1/(n√n).
     mode : ``"corrected"`` (default) or ``"paper"`` (reference-code behaviour, see module doc).
-    transform : per-record row normalisation, ``"l2"`` or ``"l1"``.
+    row_transform : per-record row normalisation, ``"l2"`` or ``"l1"``.
     n_components : dimension of the public random projection (None: none, for small d only).
     coord_clip : public per-coordinate clip b = coord_clip/√p of the projected rows.
     max_depth : L, at most 2^L clusters.
@@ -88,14 +88,14 @@ class DPM(ClusterMixin, BaseEstimator):
     ``interval_sigma_``, ``n_bins_``, ``tree_depth_``, ``neighbouring_``.
     """
 
-    def __init__(self, epsilon=1.0, delta=None, mode="corrected", transform="l2",
+    def __init__(self, epsilon=1.0, delta=None, mode="corrected", row_transform="l2",
                  n_components=20, coord_clip=3.0, max_depth=7,
                  budget_fractions=(0.04, 0.18, 0.18, 0.60), t=0.3, q=1.0 / 12.0, w_c=1.0,
                  w_e=5.0, random_state=None):
         self.epsilon = epsilon
         self.delta = delta
         self.mode = mode
-        self.transform = transform
+        self.row_transform = row_transform
         self.n_components = n_components
         self.coord_clip = coord_clip
         self.max_depth = max_depth
@@ -112,7 +112,7 @@ class DPM(ClusterMixin, BaseEstimator):
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
         eps = check_epsilon(self.epsilon)
         if n < 2:
-            raise ValueError(f"DPM needs at least 2 rows, got {n}")
+            raise ValueError(f"DPM needs at least 2 rows, got n_samples = {n}")
         delta = 1.0 / (n * math.sqrt(n)) if self.delta is None else check_fraction(
             self.delta, "delta")
         L = self.max_depth
@@ -147,6 +147,13 @@ class DPM(ClusterMixin, BaseEstimator):
         lo, hi = self._box(Y.shape[1])
         return np.clip(Y, lo, hi)
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.positive_only = True  # non-negative counts
+        tags.input_tags.sparse = True
+        tags.non_deterministic = self.random_state is None
+        return tags
+
     # --------------------------------------------------------------------- fit
     def fit(self, X, y=None):
         """Run DPM on the rows of a non-negative count matrix ``X`` (dense or sparse)."""
@@ -158,7 +165,7 @@ class DPM(ClusterMixin, BaseEstimator):
         ledger = PrivacyLedger(budget_epsilon=eps, budget_delta=delta, strict=corrected)
         eps_r, delta_r = row_level_budget(eps, delta) if corrected else (eps, delta)
 
-        emb = make_embedding(d, self.n_components, self.transform, rng)
+        emb = make_embedding(d, self.n_components, self.row_transform, rng)
         Y = self._embed(X, emb)
         p = Y.shape[1]
         lo, hi = self._box(p)
@@ -215,6 +222,7 @@ class DPM(ClusterMixin, BaseEstimator):
         charge_cell_level_conversion(ledger, eps_row_spent, delta_row_spent)
 
         self.embedding_ = emb
+        self.n_features_in_ = d
         self.cluster_centers_ = centres
         self.leaf_counts_ = counts
         scale = (hi - lo) / (2.0 * SCALE)
