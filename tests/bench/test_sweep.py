@@ -115,3 +115,17 @@ def test_failing_job_is_recorded_and_the_sweep_completes(composer, results_dir):
     assert rp.pending_jobs(jobs) == []
     assert len(rp.pending_jobs([{**j, "bench": {**j["bench"], "retry_failed": True}}
                                 for j in jobs])) == 1
+
+
+def test_reproduce_end_to_end_with_outputs(results_dir):
+    summary = rp.reproduce("quick", 2, ["fig3_iterations"], str(results_dir),
+                           sweep=TINY["fig3_iterations"])
+    assert summary["fig3_iterations"]["statuses"] == {"ok": 18}
+    table = results_dir / "fig3_iterations.parquet"
+    assert table.exists() and (results_dir / "fig3_iterations.csv").exists()
+    assert (results_dir / "figures" / "fig3_supp_fig2_iterations_tau_paper.png").exists()
+    assert "fig3_iterations: 18 records" in (results_dir / "REPORT.md").read_text()
+    again = rp.reproduce("quick", 2, ["fig3_iterations"], str(results_dir),
+                         sweep=TINY["fig3_iterations"], outputs=False)
+    assert again["fig3_iterations"] == {"total": 18, "pending": 0, "statuses": {},
+                                        "seconds": again["fig3_iterations"]["seconds"]}
