@@ -238,10 +238,11 @@ class ColoredNoiseKMeans(ClusterMixin, BaseEstimator):
         for c in range(k):
             if sizes[c] >= 2:
                 scale = 1.0 / (sizes[c] - 1)
-                if sp.issparse(blocks[c]):
+                if sp.issparse(blocks[c]) and self.noise != "full":
                     devs.append(SparseDeviations(blocks[c], centres[c], scale))
-                else:
-                    devs.append(DenseDeviations((blocks[c] - centres[c]) * scale))
+                else:  # full covariance: p <= MAX_FULL_DIM, dense is small
+                    rows = blocks[c].toarray() if sp.issparse(blocks[c]) else blocks[c]
+                    devs.append(DenseDeviations((rows - centres[c]) * scale))
             else:
                 devs.append(None)  # singleton/empty: removing the row empties the cluster
         singleton_var = 4.0 / g  # ‖x − c‖ ≤ 2 on the unit ball: public fallback
