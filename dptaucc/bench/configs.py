@@ -52,14 +52,19 @@ class Composer:
 
     def __enter__(self) -> Composer:
         from hydra import initialize_config_dir
+        from hydra.core.global_hydra import GlobalHydra
 
+        self._cache: dict[tuple, DictConfig] = {}
+        if GlobalHydra.instance().is_initialized():  # nested use: keep the outer context
+            self._ctx = None
+            return self
         self._ctx = initialize_config_dir(config_dir=str(self.conf_dir), version_base="1.3")
         self._ctx.__enter__()
-        self._cache: dict[tuple, DictConfig] = {}
         return self
 
     def __exit__(self, *exc) -> None:
-        self._ctx.__exit__(*exc)
+        if self._ctx is not None:
+            self._ctx.__exit__(*exc)
 
     def compose(self, overrides: Iterable[str] = (), hydra: bool = False) -> DictConfig:
         from hydra import compose
