@@ -18,7 +18,6 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from matplotlib.colors import Normalize  # noqa: E402
 from matplotlib.ticker import NullFormatter  # noqa: E402
 
 from dptaucc.bench.aggregate import (  # noqa: E402
@@ -127,35 +126,32 @@ def _legend(fig, axes) -> None:
 
 
 def fig_heatmap(df: pd.DataFrame, param: str, ylabel: str, title: str, metric: str = "tau_rc"):
-    """Mean ``metric`` per (param, ε), one panel per dataset, log ε axis (spec §1.8)."""
+    """Mean ``metric`` per (param, ε), one panel per dataset (own colour scale), log ε axis
+    (spec §1.8)."""
     dsets = _datasets(df)
-    fig, axes = _grid(len(dsets), size=(3.8, 3.0))
+    fig, axes = _grid(len(dsets), size=(4.0, 3.0))
     agg = mean_std(df, ["dataset", param, "epsilon"], metric)
-    vmin, vmax = (agg["mean"].min(), agg["mean"].max()) if not agg.empty else (0, 1)
-    norm = Normalize(vmin=vmin, vmax=vmax)
-    mesh = None
     for ax, ds in zip(axes, dsets, strict=False):
         a = agg[agg["dataset"] == ds]
         if a.empty:
+            ax.set_visible(False)
             continue
         piv = a.pivot(index=param, columns="epsilon", values="mean").sort_index()
         piv = piv[sorted(piv.columns)]
         eps = np.asarray(piv.columns, float)
         ys = np.asarray(piv.index, float)
-        mesh = ax.pcolormesh(_edges(eps, log=True), _edges(ys), piv.to_numpy(), norm=norm,
-                             cmap="viridis", shading="flat")
+        mesh = ax.pcolormesh(_edges(eps, log=True), _edges(ys), piv.to_numpy(), cmap="viridis",
+                             shading="flat")
         ax.set_xscale("log")
         ticks = [t for t in (0.1, 0.2, 0.5, 1, 2, 5, 10) if eps.min() / 1.2 <= t <= eps.max() * 1.2]
         ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
         ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.set_yticks(ys if len(ys) <= 10 else ys[::2], [f"{y:g}" for y in
-                                                        (ys if len(ys) <= 10 else ys[::2])])
+        yt = ys if len(ys) <= 10 else ys[::2]
+        ax.set_yticks(yt, [f"{y:g}" for y in yt])
         ax.set_title(ds)
         ax.set_xlabel("ε (log scale)")
         ax.set_ylabel(ylabel)
-    if mesh is not None:
-        fig.colorbar(mesh, ax=[a for a in axes if a.get_visible()], shrink=0.8,
-                     label=METRIC_NAMES.get(metric, metric))
+        fig.colorbar(mesh, ax=ax, shrink=0.9, label=METRIC_NAMES.get(metric, metric))
     fig.suptitle(title)
     return fig
 
