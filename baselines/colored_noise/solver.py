@@ -219,6 +219,8 @@ def min_trace_diag(dev: DenseDeviations | SparseDeviations, gamma: float, tol: f
         q = dev.quad(tau)
         T = float(root.sum())
         qmax = float(q.max())
+        if qmax <= 0.0:  # every deviation is (numerically) zero: no noise is needed
+            return SolverResult(np.zeros(p), 0.0, 0.0, 0.0, it, True)
         gap = 1.0 - T / qmax
         if gap <= tol:
             break

@@ -61,10 +61,10 @@ def max_sensitivity(epsilon: float, delta: float, calibration: str = "analytic")
         raise ValueError(f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")
     if not (epsilon > 0):
         raise ValueError(f"epsilon must be > 0, got {epsilon}")
-    if not (0 < delta < 1):
-        raise ValueError(f"delta must lie in (0, 1), got {delta}")
     if math.isinf(epsilon):
         return math.inf
+    if not (0 < delta < 1):
+        raise ValueError(f"delta must lie in (0, 1), got {delta}")
     if calibration == "classical":
         return epsilon / math.sqrt(2.0 * math.log(1.25 / delta))
     excess = _analytic_excess if calibration == "analytic" else _pdp_excess

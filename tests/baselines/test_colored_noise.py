@@ -298,3 +298,24 @@ def test_sklearn_estimator_checks(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         check(estimator)
+
+
+@pytest.mark.parametrize("variant", ["hardened", "local"])
+def test_infinite_epsilon_is_noise_free(data, variant):
+    X, y = data
+    m = ColoredNoiseKMeans(3, epsilon=math.inf, variant=variant, random_state=0).fit(X)
+    assert m.noise_trace_ == 0.0 and m.delta_spent_ == 0.0 and math.isinf(m.epsilon_spent_)
+    assert nmi(y, m.row_labels_) > 0.95
+
+
+@pytest.mark.parametrize("noise", ["white", "diag", "full"])
+def test_local_singleton_and_constant_clusters_get_public_fallback(noise):
+    """A singleton's centroid vanishes under removal: white noise for the ball's diameter 2."""
+    X = np.vstack([np.eye(5) * 7, np.ones((20, 5))])
+    m = ColoredNoiseKMeans(6, epsilon=1.0, variant="local", noise=noise, random_state=0).fit(X)
+    sizes = np.bincount(m.kmeans_labels_, minlength=6)
+    for c in np.flatnonzero(sizes == 1):
+        cov = m.noise_covariances_[c]
+        var = cov if cov.ndim == 1 else np.diag(cov)
+        assert np.allclose(var, 4.0 / m.gamma_)
+    assert np.all(np.isfinite(m.cluster_centers_))

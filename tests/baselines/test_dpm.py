@@ -201,6 +201,19 @@ def test_ledger_totals_are_cell_level_budget(data):
     assert m.row_labels_.max() < m.n_row_clusters_
 
 
+def test_infinite_epsilon_is_noise_free(data):
+    X, y = data
+    m = DPM(epsilon=math.inf, max_depth=2, n_components=None, random_state=0).fit(X)
+    assert math.isinf(m.epsilon_spent_) and m.delta_spent_ == 0.0
+    assert nmi(y, m.row_labels_) > 0.95
+
+
+def test_huge_epsilon_caps_the_row_budget(data):
+    X, _ = data
+    m = DPM(epsilon=1e4, max_depth=2, n_components=None, random_state=0).fit(X)
+    assert m.epsilon_spent_ <= 400.0 + 1e-9 and m.delta_spent_ <= 1 / X.shape[0] ** 1.5 * 1.0001
+
+
 def test_full_depth_spends_exactly(data):
     X, _ = data
     m = DPM(epsilon=200.0, max_depth=2, n_components=None, random_state=1).fit(X)
