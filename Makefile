@@ -38,6 +38,7 @@ lint: ## ruff
 
 bench: ## fit time and peak memory of every algorithm on the bundled CLUTO matrices
 	$(PY) scripts/bench_fit.py
+	$(PY) scripts/bench_baselines.py
 
 reproduce: ## every paper/supplement experiment at paper scale (resumable), then collect, figures, report
 	$(PY) -m dptaucc.bench.reproduce --scale paper --jobs $(JOBS)
