@@ -46,27 +46,52 @@ def pending_jobs(jobs: Iterable[dict]) -> list[dict]:
 
 
 def run_jobs(jobs: Sequence[dict], n_jobs: int = 1, desc: str = "jobs",
-             work: Callable[[dict], tuple[str, str, float]] = _work) -> Counter:
-    """Run ``jobs`` (already filtered) with a progress bar; returns a Counter of statuses."""
+             work: Callable[[dict], tuple[str, str, float]] = _work,
+             max_restarts: int = 3) -> Counter:
+    """Run ``jobs`` (already filtered) with a progress bar; returns a Counter of statuses.
+
+    If a worker process dies (segfault, out of memory), the pool is restarted on the jobs that
+    have no record yet, at most ``max_restarts`` times; then the error propagates (a rerun
+    resumes from the store)."""
     counts: Counter = Counter()
     if not jobs:
         return counts
     bar = tqdm(total=len(jobs), desc=desc, unit="job", dynamic_ncols=True, smoothing=0.05)
+    remaining, restarts = list(jobs), 0
     try:
-        if n_jobs == 1:
-            results: Iterable = (work(job) for job in jobs)
-        else:
-            from joblib import Parallel, delayed
-
-            results = Parallel(n_jobs=n_jobs, batch_size=1, return_as="generator_unordered",
-                               pre_dispatch="2*n_jobs")(delayed(work)(job) for job in jobs)
-        for _outcome, status, _t in results:
-            counts[status] += 1
-            bar.update(1)
-            bar.set_postfix(ok=counts["ok"], err=counts["error"], refresh=False)
+        while remaining:
+            try:
+                for _outcome, status, _t in _results(remaining, n_jobs, work):
+                    counts[status] += 1
+                    bar.update(1)
+                    bar.set_postfix(ok=counts["ok"], err=counts["error"], refresh=False)
+                remaining = []
+            except Exception as exc:
+                if n_jobs == 1 or type(exc).__name__ not in _POOL_DEATHS:
+                    raise
+                restarts += 1
+                if restarts > max_restarts:
+                    raise
+                remaining = pending_jobs(remaining)
+                counts["restarts"] += 1
+                bar.write(f"[reproduce] a worker died ({type(exc).__name__}); restarting the "
+                          f"pool on {len(remaining)} unfinished jobs ({restarts}/{max_restarts})")
     finally:
         bar.close()
     return counts
+
+
+#: what joblib/loky raise when a worker process dies
+_POOL_DEATHS = ("TerminatedWorkerError", "BrokenProcessPool")
+
+
+def _results(jobs: Sequence[dict], n_jobs: int, work) -> Iterable:
+    if n_jobs == 1:
+        return (work(job) for job in jobs)
+    from joblib import Parallel, delayed
+
+    return Parallel(n_jobs=n_jobs, batch_size=1, return_as="generator_unordered",
+                    pre_dispatch="2*n_jobs")(delayed(work)(job) for job in jobs)
 
 
 def _key(alg, mode, dataset, n_cols) -> tuple:

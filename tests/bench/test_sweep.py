@@ -129,3 +129,21 @@ def test_reproduce_end_to_end_with_outputs(results_dir):
                          sweep=TINY["fig3_iterations"], outputs=False)
     assert again["fig3_iterations"] == {"total": 18, "pending": 0, "statuses": {},
                                         "seconds": again["fig3_iterations"]["seconds"]}
+
+
+def _crash_once(job):
+    """Kill the worker process the first time job #2 runs (a marker file remembers)."""
+    marker = Path(job["paths"]["results_dir"]) / "crashed"
+    if job["seed"] == 1 and job["epsilon"] == 1.5 and not marker.exists():
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text("x")
+        os._exit(3)
+    return rp._work(job)
+
+
+def test_dead_worker_restarts_the_pool(composer, results_dir):
+    jobs = _quick_jobs(composer, results_dir)
+    counts = rp.run_jobs(rp.pending_jobs(jobs), 2, work=_crash_once)
+    assert counts["restarts"] == 1 and (results_dir / "crashed").exists()
+    assert rp.pending_jobs(jobs) == []
+    assert len(RunStore(results_dir / "runs", "fig3_iterations")) == 18
