@@ -39,8 +39,10 @@ def versions() -> str:
     return json.dumps(out, sort_keys=True)
 
 
+@lru_cache(maxsize=1)
 def blas_threads() -> int:
-    """Threads of the BLAS/OpenMP pools currently in effect (max over the loaded libraries)."""
+    """Threads of the BLAS/OpenMP pools of this process (max over the loaded libraries; read
+    once per process: workers keep the limit they were started with)."""
     from threadpoolctl import threadpool_info
 
     info = threadpool_info()
