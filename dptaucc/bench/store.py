@@ -10,6 +10,7 @@ import json
 import math
 import os
 import tempfile
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -46,7 +47,10 @@ class RunStore:
         """A stored record exists (and, with ``retry_failed``, it succeeded)."""
         if not retry_failed:
             return self.path(run_id).exists()
-        rec = self.get(run_id)
+        try:
+            rec = self.get(run_id)
+        except ValueError:
+            return False
         return rec is not None and rec.get("status") == "ok"
 
     def done_ids(self, retry_failed: bool = False) -> set[str]:
@@ -74,12 +78,16 @@ class RunStore:
         return target
 
     def records(self) -> Iterator[dict]:
-        """Every stored record (temporary files of interrupted writes are ignored)."""
+        """Every stored record (temporary files of interrupted writes are ignored; an
+        unreadable record, e.g. after a power loss, is reported and skipped)."""
         if not self.dir.exists():
             return
         for p in sorted(self.dir.glob("*.json")):
-            with open(p, encoding="utf-8") as fh:
-                yield json.load(fh)
+            try:
+                with open(p, encoding="utf-8") as fh:
+                    yield json.load(fh)
+            except (OSError, ValueError) as exc:
+                warnings.warn(f"skipping unreadable record {p}: {exc}", stacklevel=2)
 
     def __len__(self) -> int:
         return len(list(self.dir.glob("*.json"))) if self.dir.exists() else 0
