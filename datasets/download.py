@@ -130,11 +130,16 @@ def _download(entry: FileEntry, url: str, target: Path, progress: bool) -> None:
     """pooch download (streamed to a temp file in ``target``'s folder, hash-checked, renamed)."""
     import pooch
     import requests
+    from tqdm.auto import tqdm
 
     known = None if entry.sha256 is None else f"sha256:{entry.sha256}"
+    # A bar named after the file (pooch's own bar is anonymous; its log line may be swallowed
+    # by an application's logging setup, e.g. Hydra's).
+    bar = (tqdm(desc=entry.file, total=1, unit="B", unit_scale=True, leave=True)
+           if progress else False)  # total is set by pooch once the size is known
     try:
         pooch.retrieve(url, known_hash=known, fname=target.name, path=target.parent,
-                       progressbar=progress)
+                       progressbar=bar)
         os.chmod(target, FILE_MODE)
     except requests.exceptions.HTTPError as exc:
         raise DatasetUnavailableError(
@@ -152,6 +157,9 @@ def _download(entry: FileEntry, url: str, target: Path, progress: bool) -> None:
         # pooch has already deleted the temporary download; report both hashes ourselves.
         got = _hash_from_pooch_message(str(exc))
         raise _mismatch(entry, url, got) from exc
+    finally:
+        if bar is not False:
+            bar.close()
 
 
 def _hash_from_pooch_message(message: str) -> str:
