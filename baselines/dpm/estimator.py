@@ -186,8 +186,9 @@ class DPM(ClusterMixin, BaseEstimator):
         # Step 1: DP interval size.
         eps_int = eps_r * f_int
         if corrected:
-            gaps, sens = pooled_gaps(Z), (1.0 + GAP_QUANTILE) * p
-            note = "Smith quantile of the pooled per-coordinate gaps; sensitivity (1+q)*p"
+            gaps = pooled_gaps(Z)
+            sens = max(1.0 + GAP_QUANTILE, 2.0 - GAP_QUANTILE) * p
+            note = "Smith quantile of the pooled per-coordinate gaps; sensitivity max(1+q,2-q)*p"
         else:
             gaps, sens = averaged_gaps(Z), 2.0
             note = "Smith quantile of the coordinate-averaged gaps; the authors' sensitivity 2"

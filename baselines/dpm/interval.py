@@ -14,8 +14,8 @@ Two gap statistics:
 * ``"pooled"`` (``mode="corrected"``): the multiset of all d·(n−1) per-coordinate gaps. One
   added row removes one gap and adds two in each coordinate, so #{g ≤ o} moves by at most 2d
   in one direction and d in the other while the target rank q·M moves by q·d: the utility
-  −|#{g ≤ o} − qM| has sensitivity ≤ (1 + q)·d. This is also the statistic the 1-D simulated
-  table describes.
+  −|#{g ≤ o} − qM| has sensitivity ≤ max(1 + q, 2 − q)·d (= 1.65·d for q = 0.65). This is
+  also the statistic the 1-D simulated table describes.
 """
 
 from __future__ import annotations

@@ -247,7 +247,7 @@ def test_high_dimensional_rows_stay_fast_and_sparse():
     X = sp.random(300, 5000, density=0.01, random_state=rng, format="csr")
     X.data = np.ceil(X.data * 5)
     m = ColoredNoiseKMeans(4, epsilon=1.0, variant="local", noise="diag", random_state=0).fit(X)
-    assert m.cluster_centers_.shape == (4, 5000) and m.duality_gap_ <= 1e-6
+    assert m.cluster_centers_.shape == (4, 5000) and m.duality_gap_ <= m.tol == 1e-4
     h = ColoredNoiseKMeans(4, epsilon=1.0, random_state=0).fit(X)
     assert h.cluster_centers_.shape == (4, 100)  # the public projection of the hardened variant
     f = ColoredNoiseKMeans(4, epsilon=1.0, variant="local", noise="full", random_state=0).fit(X)
