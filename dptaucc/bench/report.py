@@ -242,7 +242,13 @@ def write_report(results_dir: str | os.PathLike = "results") -> Path:
     shas = sorted({s for df in frames.values() for s in df["git_sha"].dropna()})
     if shas:
         lines += [f"Code versions (git): {', '.join(s[:12] for s in shas)}", ""]
-    lines += [f"- {e}: {len(df)} records" for e, df in frames.items()] + [""]
+    lines += [f"- {e}: {len(df)} records, {df['seed'].nunique()} seeds, datasets "
+              f"{', '.join(_datasets(df))}" + (f" (m = {int(df['n_cols'].min())}"
+                                               f"..{int(df['n_cols'].max())})"
+                                               if set(df["dataset"]) == {"biclusters"} else "")
+              for e, df in frames.items()]
+    lines += ["", "Paper scale is 10 seeds per point (`make reproduce`); fewer seeds mean a "
+              "quick-scale run (`make reproduce-quick`).", ""]
     if "fig2_real" in frames:
         lines += fig2_section(frames["fig2_real"], "nmi_rows")
         lines += fig2_section(frames["fig2_real"], "ari_rows")

@@ -97,6 +97,7 @@ def test_collect_figures_report(stored):
     assert "[paper 0.26]" in text  # cstr DP-τCC at the paper's "1" (0.99999)
     assert "| DP-KMeans | paper | 18 | 3 / 3 / 3 |" in text
     assert "Colored noise | 3 | 3 | ValueError: boom" in text
+    assert "- fig2_real: 195 records, 3 seeds, datasets classic3, cstr" in text
 
 
 def test_aggregation_matches_the_notebooks(stored):
