@@ -191,12 +191,17 @@ def test_ledger_totals_are_cell_level_budget(data):
     if m.tree_depth_ == L:  # every level was used: the budget is spent exactly
         assert m.epsilon_spent_ == pytest.approx(eps)
         assert m.delta_spent_ == pytest.approx(delta, rel=1e-9)
-    # budget fractions: averaging is 60 % and the interval step 4 % of ε'
+    # budget fractions of (ε', δ') = (ε/2, δ/(1+e^{ε/2})): averaging 60 % of ε' and 80 % of
+    # δ', the interval step 4 % of ε', each count level 0.2·δ'/(L+1)
+    e1, d1 = row_level_budget(eps, delta)
     by = {e.step: e for e in row}
-    assert by["leaf_sums"].epsilon == pytest.approx(0.6 * eps / 2)
-    assert by["interval_size"].epsilon == pytest.approx(0.04 * eps / 2)
-    assert by["leaf_sums"].delta == pytest.approx(0.8 * d_row / (0.8 + 0.2 * (
-        sum(s.startswith("counts_level") for s in by) / (L + 1))), rel=1e-9)
+    assert by["leaf_sums"].epsilon == pytest.approx(0.6 * e1)
+    assert by["interval_size"].epsilon == pytest.approx(0.04 * e1)
+    assert by["leaf_sums"].delta == pytest.approx(0.8 * d1, rel=1e-12)
+    assert by["counts_level_0"].delta == pytest.approx(0.2 * d1 / (L + 1), rel=1e-12)
+    w = np.sqrt(2.0 ** np.arange(L + 1))
+    assert by["counts_level_0"].epsilon == pytest.approx(0.18 * e1 * w[0] / w.sum())
+    assert by["split_level_0"].epsilon == pytest.approx(0.18 * e1 * w[0] / w[:L].sum())
     assert m.n_row_clusters_ == m.cluster_centers_.shape[0] == len(m.leaf_counts_)
     assert m.row_labels_.max() < m.n_row_clusters_
 
