@@ -84,11 +84,12 @@ def _band(ax, d: pd.DataFrame, metric: str, alg: str) -> None:
 
 def fig_metric_vs_eps(df: pd.DataFrame, metric: str, mode: str, methods: Sequence[str],
                       bands: Sequence[str], title: str, xmax: float | None = 3.0,
-                      private_labels: bool = False):
+                      private_labels: bool = False, calibration: pd.DataFrame | None = None):
     """One panel per dataset: mean ± 1 std of ``metric`` vs ε; non-DP methods as bands.
 
     ``private_labels`` adds DP-τCC's score on its released DP labels (dotted) beside the
-    paper protocol's (rows assigned to the released table, evaluation only)."""
+    paper protocol's (rows assigned to the released table, evaluation only); ``calibration``
+    (dataset, algorithm, eps, nmi) adds the paper's values as crosses."""
     dsets = _datasets(df)
     fig, axes = _grid(len(dsets))
     for ax, ds in zip(axes, dsets, strict=False):
@@ -97,6 +98,13 @@ def fig_metric_vs_eps(df: pd.DataFrame, metric: str, mode: str, methods: Sequenc
             _band(ax, d[d["algorithm"] == alg], metric, alg)
         for alg in methods:
             _curve(ax, d[(d["algorithm"] == alg) & (d["mode"] == mode)], "epsilon", metric, alg)
+        if calibration is not None:
+            cal = calibration[(calibration["dataset"] == ds) & calibration["eps"].notna()]
+            cal = cal[cal["algorithm"].isin(methods)]
+            for alg, c in cal.groupby("algorithm"):
+                ax.plot(c["eps"], c["nmi"], "x", color=COLORS.get(alg), ms=7, mew=2)
+            if not cal.empty:
+                ax.plot([], [], "x", color="k", ms=7, mew=2, label="paper's Fig. 2 (by eye)")
         if private_labels and f"{metric}_private" in d:
             sel = d[(d["algorithm"] == "dp_taucc") & (d["mode"] == mode)]
             _curve(ax, sel, "epsilon", f"{metric}_private", "dp_taucc", style=":")
@@ -247,11 +255,16 @@ def make_figures(results_dir: str | os.PathLike = "results",
     written: list[Path] = []
     real = load_table(results_dir, "fig2_real")
     if real is not None:
+        from dptaucc.bench.report import calibration as _calibration
+
+        cal = _calibration()
         for mode in ("paper", "corrected"):
             for metric, name in (("nmi_rows", "fig2_nmi"), ("ari_rows", "supp_fig1_ari")):
                 fig = fig_metric_vs_eps(real, metric, mode, PAPER_METHODS, ("fast_taucc",),
                                         f"{METRIC_NAMES[metric]} vs ε, real data ({mode} mode)",
-                                        private_labels=mode == "corrected")
+                                        private_labels=mode == "corrected",
+                                        calibration=cal if (mode, metric) == ("paper",
+                                                                              "nmi_rows") else None)
                 written += save(fig, f"{name}_{mode}")
             fig = fig_metric_vs_eps(real, "nmi_rows", mode, ("dp_taucc", "dpm", "colored_noise"),
                                     ("fast_taucc", "fccm"),
