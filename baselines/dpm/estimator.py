@@ -40,23 +40,13 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from dptaucc.privacy import PrivacyLedger, check_epsilon
 from dptaucc.validation import check_count_matrix, check_fraction, make_generator
 
-from .gaussian import gaussian_mechanism
-from .interval import (
-    GAP_QUANTILE,
-    averaged_gaps,
-    choose_sigma,
-    pooled_gaps,
-    simulated_gap_scale,
-    smith_quantile,
-)
+from .core import DEFAULT_FRACTIONS, SCALE, dpm_release
 from .neighbours import charge_cell_level_conversion, row_level_budget
 from .rows import RowEmbedding, make_embedding
-from .tree import TreeParams, grow_tree
 
 __all__ = ["DPM", "MODES", "nearest_centre"]
 
 MODES = ("corrected", "paper")
-SCALE = 100.0  # the public box is mapped to [−SCALE, SCALE] (§1.9)
 MAX_DENSE = 50_000_000
 
 
@@ -90,7 +80,7 @@ class DPM(ClusterMixin, BaseEstimator):
 
     def __init__(self, epsilon=1.0, delta=None, mode="corrected", row_transform="l2",
                  n_components=20, coord_clip=3.0, max_depth=7,
-                 budget_fractions=(0.04, 0.18, 0.18, 0.60), t=0.3, q=1.0 / 12.0, w_c=1.0,
+                 budget_fractions=DEFAULT_FRACTIONS, t=0.3, q=1.0 / 12.0, w_c=1.0,
                  w_e=5.0, random_state=None):
         self.epsilon = epsilon
         self.delta = delta
@@ -169,55 +159,14 @@ class DPM(ClusterMixin, BaseEstimator):
         Y = self._embed(X, emb)
         p = Y.shape[1]
         lo, hi = self._box(p)
-        Z = (Y - lo) * (2.0 * SCALE / (hi - lo)) - SCALE
-
-        L = int(self.max_depth)
-        w = np.sqrt(2.0 ** np.arange(L + 1))
-        eps_cnt = eps_r * f_cnt * w / w.sum()
-        eps_exp = eps_r * f_exp * w[:L] / w[:L].sum()
-        delta_cnt = 0.2 * delta_r / (L + 1)
-        delta_avg = 0.8 * delta_r
-
-        # Step 0: root count.
-        ledger.charge("counts_level_0", "laplace (shifted count)", eps_cnt[0], delta_cnt, 1.0,
-                      "sequential", "noisy root count; sets the split limit c_root/2^L")
-        root = float(n) if math.isinf(eps_cnt[0]) else n + rng.laplace(0.0, 1.0 / eps_cnt[0])
-
-        # Step 1: DP interval size.
-        eps_int = eps_r * f_int
-        if corrected:
-            gaps = pooled_gaps(Z)
-            sens = max(1.0 + GAP_QUANTILE, 2.0 - GAP_QUANTILE) * p
-            note = "Smith quantile of the pooled per-coordinate gaps; sensitivity max(1+q,2-q)*p"
-        else:
-            gaps, sens = averaged_gaps(Z), 2.0
-            note = "Smith quantile of the coordinate-averaged gaps; the authors' sensitivity 2"
-        ledger.charge("interval_size", "exponential (Smith quantile)", eps_int, 0.0, sens,
-                      "sequential", note)
-        if not corrected and p > 1:
-            ledger.mark_non_private(
-                "interval_size_sensitivity",
-                "reference code: the averaged-gap rank utility does not have sensitivity 2 "
-                "for more than one coordinate (one row shifts ranks differently per "
-                "coordinate), so the interval step is not DP as claimed")
-        released = smith_quantile(gaps, GAP_QUANTILE, 0.0, 2.0 * SCALE, eps_int, sens, rng)
-        sigma = choose_sigma(released, simulated_gap_scale(math.floor(root), rng))
-        n_bins = max(2, math.floor(2.0 * SCALE / (sigma / 2.0)))
-
-        # Step 2: recursive splitting.
-        params = TreeParams(lo=-SCALE, hi=SCALE, n_bins=n_bins, max_depth=L, t=self.t,
-                            q=self.q, w_c=self.w_c, w_e=self.w_e, corrected=corrected)
-        tree = grow_tree(Z, root, eps_cnt, eps_exp, delta_cnt, params, rng, ledger)
-
-        # Step 3: averaging (noisy leaf sums ÷ noisy leaf counts).
-        sums = np.vstack([Y[idx].sum(axis=0) for idx, _ in tree.leaves])
-        counts = np.array([c for _, c in tree.leaves])
+        # public L2 bound of a row: 1 after the transform (corrected); the reference code's
+        # box diagonal max(|lo|, |hi|)·√p in paper mode
         bound = 1.0 if corrected else max(abs(lo), abs(hi)) * math.sqrt(p)
-        noisy = gaussian_mechanism(
-            sums, eps_r * f_avg, delta_avg, bound, rng, ledger, "leaf_sums", "parallel",
-            "noisy leaf sums; leaves are disjoint; L2 sensitivity = public row bound "
-            + ("||y|| <= 1" if corrected else "(box diagonal, reference code)"))
-        centres = noisy / np.maximum(counts, 1.0)[:, None]
+        rel = dpm_release(Y, lo, hi, bound, eps_r, delta_r, rng, ledger, corrected=corrected,
+                          max_depth=int(self.max_depth), fractions=(f_int, f_cnt, f_exp, f_avg),
+                          t=self.t, q=self.q, w_c=self.w_c, w_e=self.w_e)
+        centres, counts, tree, sigma, n_bins = (rel.centres, rel.counts, rel.tree, rel.sigma,
+                                                rel.n_bins)
 
         eps_row_spent, delta_row_spent = ledger.epsilon_spent, ledger.delta_spent
         charge_cell_level_conversion(ledger, eps_row_spent, delta_row_spent)
