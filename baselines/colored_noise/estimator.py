@@ -308,3 +308,33 @@ class ColoredNoiseKMeans(ClusterMixin, BaseEstimator):
             raise AttributeError("ColoredNoiseKMeans is not fitted yet; call fit first")
         X = check_count_matrix(X, integer=False)
         return nearest_centre(self.embedding_.apply(X), self.cluster_centers_)
+
+    def evaluation_clustering_loss(self, X) -> dict:
+        """EVALUATION ONLY (local variant, training X): Ravi et al.'s Fig. 2 "fractional
+        clustering loss" in the two readings of spec §2.7 — ``label_churn``, the fraction of
+        rows whose nearest noisy centroid differs from their k-means cluster, and
+        ``cost_ratio``, the k-means cost with the noisy centroids (nearest assignment) over the
+        cost of the exact partition and centroids."""
+        if getattr(self, "kmeans_labels_", None) is None:
+            raise ValueError("the clustering loss needs the fitted k-means partition: "
+                             "variant='local' only")
+        X = check_count_matrix(X, integer=False)
+        if X.shape[0] != self.kmeans_labels_.shape[0]:
+            raise ValueError("X must be the training matrix (same rows as the fit)")
+        Y = self.embedding_.apply(X)
+        km = self.kmeans_labels_
+        noisy = nearest_centre(Y, self.cluster_centers_)
+        k, p = self.cluster_centers_.shape
+        ind = sp.csr_matrix((np.ones(len(km)), (km, np.arange(len(km)))), shape=(k, len(km)))
+        sizes = np.maximum(np.bincount(km, minlength=k), 1)
+        exact = np.asarray((ind @ Y).toarray() if sp.issparse(Y) else ind @ Y) / sizes[:, None]
+        sq = np.asarray(Y.multiply(Y).sum(axis=1)).ravel() if sp.issparse(Y) \
+            else (Y * Y).sum(axis=1)
+
+        def cost(centres, labels):
+            cross = np.asarray(Y @ centres.T)[np.arange(len(labels)), labels]
+            return float(np.sum(sq - 2.0 * cross + (centres * centres).sum(axis=1)[labels]))
+
+        base = cost(exact, km)
+        return {"label_churn": float(np.mean(noisy != km)),
+                "cost_ratio": cost(self.cluster_centers_, noisy) / base if base > 0 else np.inf}

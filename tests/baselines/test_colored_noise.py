@@ -319,3 +319,16 @@ def test_local_singleton_and_constant_clusters_get_public_fallback(noise):
         var = cov if cov.ndim == 1 else np.diag(cov)
         assert np.allclose(var, 4.0 / m.gamma_)
     assert np.all(np.isfinite(m.cluster_centers_))
+
+
+def test_clustering_loss_metrics(data):
+    X, _ = data
+    exact = ColoredNoiseKMeans(3, epsilon=math.inf, variant="local", random_state=0).fit(X)
+    loss = exact.evaluation_clustering_loss(X)
+    assert loss["label_churn"] == 0.0 and loss["cost_ratio"] == pytest.approx(1.0)
+    noisy = ColoredNoiseKMeans(3, epsilon=0.05, variant="local", noise="white",
+                               random_state=0).fit(X)
+    loss = noisy.evaluation_clustering_loss(X)
+    assert loss["label_churn"] > 0.05 and loss["cost_ratio"] > 1.0
+    with pytest.raises(ValueError, match="local"):
+        ColoredNoiseKMeans(3, random_state=0).fit(X).evaluation_clustering_loss(X)
