@@ -6,6 +6,7 @@ import numbers
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils.validation import check_array
 
 __all__ = ["check_count_matrix", "make_generator", "check_n_clusters", "check_fraction"]
 
@@ -28,49 +29,32 @@ def make_generator(random_state) -> np.random.Generator:
 def check_count_matrix(X, *, integer: bool = True, name: str = "X") -> sp.csr_matrix:
     """Validate a non-negative count matrix and return it as CSR float64 (explicit zeros removed).
 
-    Dense arrays, numpy matrices and any scipy.sparse format are accepted. Rejects, with a
-    ``ValueError`` naming the problem: non-2-D input, an empty matrix, NaN or infinite
-    entries, negative entries, a matrix of all zeros and (``integer=True``) fractional counts.
+    Dense arrays, numpy matrices, array-likes and any scipy.sparse format are accepted; sparse
+    input is never densified and never modified in place. Generic problems are caught first by
+    scikit-learn's ``check_array`` with its own messages (non-2-D input, empty matrix, complex
+    data, NaN/inf, non-numeric object entries -> ``TypeError``). Then the count checks, each a
+    ``ValueError`` naming the problem: negative entries ("Negative values in data passed to X"),
+    fractional counts (``integer=True``) and a matrix of all zeros.
     """
     if X is None:
         raise TypeError(f"{name} must be a 2-D array or sparse matrix, got None")
-    if sp.issparse(X):
-        X = sp.csr_matrix(X, dtype=np.float64, copy=True)
-        data = X.data
-    else:
-        try:
-            arr = np.asarray(X)
-        except Exception as exc:  # pragma: no cover - exotic inputs
-            raise TypeError(f"{name} could not be converted to an array: {exc}") from exc
-        if arr.dtype.kind not in "biuf":
-            if arr.dtype.kind == "O":
-                try:
-                    arr = arr.astype(np.float64)
-                except (TypeError, ValueError) as exc:
-                    raise ValueError(f"{name} must hold numbers: {exc}") from exc
-            else:
-                raise ValueError(f"{name} must hold numbers, got dtype {arr.dtype}")
-        if arr.ndim != 2:
-            raise ValueError(f"{name} must be 2-D, got {arr.ndim}-D input of shape {arr.shape}")
-        arr = arr.astype(np.float64, copy=False)
-        data = arr
-        X = None
-    shape = X.shape if X is not None else arr.shape
-    if len(shape) != 2:
-        raise ValueError(f"{name} must be 2-D")
-    if shape[0] == 0 or shape[1] == 0:
-        raise ValueError(f"{name} is empty: shape {shape}")
-    if not np.all(np.isfinite(data)):
-        raise ValueError(f"{name} contains NaN or infinite entries")
+    if isinstance(X, np.matrix):  # check_array refuses np.matrix; its data is a plain 2-D array
+        X = np.asarray(X)
+    sparse = sp.issparse(X)
+    # ensure_all_finite exists in every scikit-learn the project allows (>= 1.6).
+    X = check_array(X, accept_sparse=["csr", "csc", "coo"], dtype=np.float64, copy=sparse,
+                    ensure_all_finite=True, ensure_2d=True, allow_nd=False,
+                    ensure_min_samples=1, ensure_min_features=1, input_name=name)
+    X = sp.csr_matrix(X)
+    X.sum_duplicates()  # canonical CSR: duplicates summed, indices sorted
+    data = X.data
     if data.size and data.min() < 0:
-        raise ValueError(f"{name} contains negative entries; counts must be >= 0")
+        raise ValueError(f"Negative values in data passed to {name}: counts must be >= 0")
     if integer and data.size and np.any(data != np.round(data)):
         raise ValueError(f"{name} contains fractional entries; counts must be whole numbers")
-    if X is None:
-        X = sp.csr_matrix(arr)
     X.eliminate_zeros()
     if X.nnz == 0:
-        raise ValueError(f"{name} is all zeros")
+        raise ValueError(f"{name} is all zeros: a count matrix needs at least one positive entry")
     X.sort_indices()
     return X
 
@@ -83,7 +67,9 @@ def check_n_clusters(value, upper: int, name: str, axis: str) -> int:
     if value < 1:
         raise ValueError(f"{name} must be >= 1, got {value}")
     if value > upper:
-        raise ValueError(f"{name}={value} is larger than the number of {axis} ({upper})")
+        size = {"rows": "n_samples", "columns": "n_features"}.get(axis)
+        count = f"{size}={upper}" if size else str(upper)  # sklearn's n_samples/n_features words
+        raise ValueError(f"{name}={value} is larger than the number of {axis} ({count})")
     return value
 
 

@@ -224,10 +224,11 @@ GOOD = np.array([[1, 0, 2], [0, 3, 1], [4, 0, 0]], dtype=float)
 
 
 @pytest.mark.parametrize("X,match", [
-    (np.array([[1.0, -1.0], [0.0, 2.0]]), "negative"),
+    (np.array([[1.0, -1.0], [0.0, 2.0]]), "Negative values in data passed to X"),
     (np.array([[1.0, np.nan], [0.0, 2.0]]), "NaN"),
-    (np.array([[1.0, np.inf], [0.0, 2.0]]), "NaN or infinite"),
-    (np.zeros((0, 3)), "empty"),
+    (np.array([[1.0, np.inf], [0.0, 2.0]]), "infinity"),
+    (np.zeros((0, 3)), r"0 sample\(s\)"),
+    (np.zeros((3, 0)), r"0 feature\(s\)"),
     (np.zeros((3, 3)), "all zeros"),
 ])
 @pytest.mark.parametrize("cls", [DPTauCC, FastTauCC])
@@ -244,8 +245,8 @@ def test_fractional_counts_only_for_fast():
 
 
 @pytest.mark.parametrize("kwargs,match", [
-    (dict(n_row_clusters=4), "n_row_clusters=4 is larger than the number of rows"),
-    (dict(n_col_clusters=5), "n_col_clusters=5 is larger than the number of columns"),
+    (dict(n_row_clusters=4), r"n_row_clusters=4 is larger than the number of rows \(n_samples=3"),
+    (dict(n_col_clusters=5), r"n_col_clusters=5 is larger than the number of columns \(n_features"),
     (dict(n_row_clusters=0), "n_row_clusters must be >= 1"),
     (dict(epsilon=0.0), "epsilon must be > 0"),
     (dict(epsilon=-1.0), "epsilon must be > 0"),

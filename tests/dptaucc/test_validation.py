@@ -1,0 +1,66 @@
+"""dptaucc.validation.check_count_matrix: sklearn's messages first, then the count checks."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from dptaucc.validation import check_count_matrix, check_n_clusters
+
+COUNTS = np.array([[1, 0, 2], [0, 3, 0], [4, 0, 0]])
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # np.matrix input
+@pytest.mark.parametrize("convert", [
+    np.asarray, np.matrix, lambda a: a.tolist(), sp.csr_matrix, sp.csc_matrix, sp.coo_matrix,
+    sp.lil_matrix, sp.dok_matrix, sp.csr_array, sp.coo_array,
+])
+def test_returns_canonical_csr_float64(convert):
+    out = check_count_matrix(convert(COUNTS))
+    assert isinstance(out, sp.csr_matrix) and out.dtype == np.float64
+    assert out.has_sorted_indices and out.nnz == 4
+    np.testing.assert_array_equal(out.toarray(), COUNTS)
+
+
+def test_sparse_input_left_untouched_explicit_zeros_dropped_duplicates_summed():
+    X = sp.csr_matrix(COUNTS.astype(float))
+    X.data[0] = 0.0                                  # an explicit zero in the caller's matrix
+    out = check_count_matrix(X)
+    assert X.nnz == 4 and out.nnz == 3               # caller's matrix not modified in place
+    # COO duplicates are summed before the sign check: -1 + 2 at (0, 0) is the count 1
+    coo = sp.coo_matrix(([-1.0, 2.0, 3.0], ([0, 0, 1], [0, 0, 1])), shape=(2, 2))
+    np.testing.assert_array_equal(check_count_matrix(coo).toarray(), [[1, 0], [0, 3]])
+
+
+@pytest.mark.parametrize("X,exc,match", [
+    (None, TypeError, "got None"),
+    (np.ones(3), ValueError, "Expected 2D array"),
+    (np.ones((2, 2, 2)), ValueError, "dim 3"),
+    (np.zeros((0, 3)), ValueError, r"0 sample\(s\)"),
+    (np.zeros((3, 0)), ValueError, r"0 feature\(s\)"),
+    (np.ones((2, 2)) + 1j, ValueError, "Complex data not supported"),
+    (np.array([[1, {"a": 1}]], dtype=object), TypeError, "argument must be .* string.* number"),
+    (np.array([[1.0, np.nan]]), ValueError, "Input X contains NaN"),
+    (sp.csr_matrix(np.array([[1.0, np.inf]])), ValueError, "Input X contains infinity"),
+    (np.array([[1.0, -1.0]]), ValueError, "Negative values in data passed to X: counts must"),
+    (sp.csc_matrix(np.array([[1.0, -1.0]])), ValueError, "Negative values in data passed to X"),
+    (np.array([[1.0, 0.5]]), ValueError, "X contains fractional entries"),
+    (np.zeros((2, 2)), ValueError, "X is all zeros"),
+    (sp.csr_matrix((2, 2)), ValueError, "X is all zeros"),
+])
+def test_bad_input_messages(X, exc, match):
+    with pytest.raises(exc, match=match):
+        check_count_matrix(X)
+
+
+def test_fractional_allowed_when_not_integer_and_name_used():
+    out = check_count_matrix(np.array([[0.5, 0.0]]), integer=False)
+    assert out.nnz == 1 and out.data[0] == 0.5
+    with pytest.raises(ValueError, match="Negative values in data passed to W"):
+        check_count_matrix(np.array([[-0.5]]), integer=False, name="W")
+
+
+def test_n_clusters_message_names_samples_and_features():
+    with pytest.raises(ValueError, match=r"k=3 is larger than the number of rows \(n_samples=1\)"):
+        check_n_clusters(3, 1, "k", "rows")
+    with pytest.raises(ValueError, match=r"columns \(n_features=2\)"):
+        check_n_clusters(3, 2, "k", "columns")
