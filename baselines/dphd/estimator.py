@@ -126,7 +126,8 @@ class DPHD(ClusterMixin, BaseEstimator):
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
         paper = self.mode == "paper"
         if n < 3:
-            raise ValueError(f"DPHD needs at least 3 rows (its grid has ln(n) - 1 levels), got {n}")
+            raise ValueError(f"DPHD needs at least 3 rows (its grid has ln(n) - 1 levels), "
+                             f"got n_samples={n}")
         k = check_n_clusters(self.n_clusters, n, "n_clusters", "rows")
         eps = check_epsilon(self.epsilon)
         if not math.isfinite(eps):

@@ -51,7 +51,8 @@ def check_co_clusters(n_row_clusters, n_col_clusters, n: int, m: int) -> int:
                              f"object cluster): n_col_clusters must be None or equal "
                              f"n_row_clusters={C}, got {L}")
     elif C > m:
-        raise ValueError(f"n_row_clusters={C} is larger than the number of columns ({m})")
+        raise ValueError(f"n_row_clusters={C} is larger than the number of columns "
+                         f"(n_features={m})")
     return C
 
 

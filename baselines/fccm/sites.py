@@ -35,7 +35,8 @@ def split_columns(n_cols: int, n_sites: int, column_split=None,
     if n_sites < 3:
         raise ValueError(f"n_sites must be >= 3 for the masked secure sum, got {n_sites}")
     if n_sites > n_cols:
-        raise ValueError(f"n_sites={n_sites} is larger than the number of columns ({n_cols})")
+        raise ValueError(f"n_sites={n_sites} is larger than the number of columns "
+                         f"(n_features={n_cols})")
     if column_split is None:
         return [np.asarray(b, dtype=np.intp) for b in np.array_split(np.arange(n_cols), n_sites)]
     if isinstance(column_split, str):
