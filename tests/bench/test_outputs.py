@@ -132,3 +132,16 @@ def test_dry_run_estimate_from_stored_timings(stored, composer):
     sel = sel[(sel["algorithm"] == "dp_taucc") & (sel["mode"] == "paper")
               & (sel["dataset"] == "cstr")]
     assert cpu == pytest.approx(18 * sel["fit_time_s"].mean())
+
+
+@pytest.mark.parametrize("n_sizes", [9, 26, 32])
+def test_synthetic_report_section_on_partial_size_grids(n_sizes):
+    """A sweep stopped part-way stores any number of sizes; the report picks 8 spread over them."""
+    sizes = [10 * (i + 1) for i in range(n_sizes)]
+    df = pd.DataFrame([_rec(i, "supp_synthetic", "dp_taucc", "paper", "biclusters", 0.99999, 0,
+                            n_cols=m) for i, m in enumerate(sizes)])
+    text = "\n".join(report.synthetic_section(df))
+    header = next(line for line in text.splitlines() if line.startswith("| method"))
+    shown = [int(c.strip()[2:]) for c in header.strip("|").split("|")
+             if c.strip().startswith("m=")]
+    assert shown[0] == sizes[0] and shown[-1] == sizes[-1] and len(shown) == 8
