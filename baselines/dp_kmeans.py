@@ -61,7 +61,12 @@ from diffprivlib.validation import check_bounds
 from sklearn.base import BaseEstimator, ClusterMixin
 
 from dptaucc.privacy import PrivacyLedger, check_epsilon
-from dptaucc.validation import check_count_matrix, check_n_clusters, make_generator
+from dptaucc.validation import (
+    CountMatrixTagsMixin,
+    check_count_matrix,
+    check_n_clusters,
+    make_generator,
+)
 
 from .dp_sampling import bounded_domain_laplace, bounded_laplace_scale, folded_geometric
 
@@ -132,7 +137,7 @@ def _unique_scales(epsilon: float, sens: np.ndarray, diam: np.ndarray) -> np.nda
     return scales[inverse.ravel()].reshape(sens.shape)
 
 
-class DPKMeans(ClusterMixin, BaseEstimator):
+class DPKMeans(CountMatrixTagsMixin, ClusterMixin, BaseEstimator):
     """Differentially private k-means (DPLloyd via diffprivlib), in paper or corrected mode.
 
     Parameters
@@ -160,12 +165,6 @@ class DPKMeans(ClusterMixin, BaseEstimator):
         self.random_state = random_state
 
     # ------------------------------------------------------------------ fit
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.positive_only = True   # non-negative counts (or weights)
-        tags.input_tags.sparse = True
-        tags.non_deterministic = self.random_state is None
-        return tags
 
     def fit(self, X, y=None) -> DPKMeans:
         """Run DPLloyd on the non-negative counts X (dense or sparse, n×d)."""

@@ -8,7 +8,10 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import check_array
 
-__all__ = ["check_count_matrix", "make_generator", "check_n_clusters", "check_fraction"]
+__all__ = [
+    "CountMatrixTagsMixin", "check_count_matrix", "check_fraction", "check_n_clusters",
+    "make_generator",
+]
 
 
 def make_generator(random_state) -> np.random.Generator:
@@ -81,3 +84,18 @@ def check_fraction(value, name: str) -> float:
     if not 0.0 < value < 1.0:
         raise ValueError(f"{name} must lie in (0, 1), got {value}")
     return value
+
+
+class CountMatrixTagsMixin:
+    """scikit-learn tags of a seeded estimator on non-negative (sparse) counts.
+
+    Put it before ``BaseEstimator`` in the bases. ``non_deterministic`` is true only when no
+    ``random_state`` is set (a seeded fit is reproducible).
+    """
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.positive_only = True
+        tags.input_tags.sparse = True
+        tags.non_deterministic = self.random_state is None
+        return tags

@@ -39,6 +39,7 @@ from sklearn.cluster import KMeans
 
 from dptaucc.privacy import PrivacyLedger, check_epsilon
 from dptaucc.validation import (
+    CountMatrixTagsMixin,
     check_count_matrix,
     check_fraction,
     check_n_clusters,
@@ -74,7 +75,7 @@ def public_domain_variances(p: int, gamma: float, noise: str, radius: float = 1.
     return np.concatenate([np.full(p, radius * rp / (gamma * math.sqrt(p))), [rp / gamma]])
 
 
-class ColoredNoiseKMeans(ClusterMixin, BaseEstimator):
+class ColoredNoiseKMeans(CountMatrixTagsMixin, ClusterMixin, BaseEstimator):
     """k-means centroids released with optimised-covariance Gaussian noise (Ravi et al.).
 
     Parameters
@@ -150,12 +151,6 @@ class ColoredNoiseKMeans(ClusterMixin, BaseEstimator):
                              f"n_components <= {MAX_FULL_DIM} or noise='diag'")
         return k, eps, delta, p
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.positive_only = True  # non-negative counts
-        tags.input_tags.sparse = True
-        tags.non_deterministic = self.random_state is None
-        return tags
 
     # --------------------------------------------------------------------- fit
     def fit(self, X, y=None):

@@ -38,7 +38,12 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClusterMixin
 
 from dptaucc.privacy import PrivacyLedger, check_epsilon
-from dptaucc.validation import check_count_matrix, check_fraction, make_generator
+from dptaucc.validation import (
+    CountMatrixTagsMixin,
+    check_count_matrix,
+    check_fraction,
+    make_generator,
+)
 
 from .core import DEFAULT_FRACTIONS, SCALE, dpm_release
 from .neighbours import charge_cell_level_conversion, row_level_budget
@@ -56,7 +61,7 @@ def nearest_centre(Y, centres: np.ndarray) -> np.ndarray:
     return np.argmin((centres * centres).sum(axis=1)[None, :] - 2.0 * cross, axis=1)
 
 
-class DPM(ClusterMixin, BaseEstimator):
+class DPM(CountMatrixTagsMixin, ClusterMixin, BaseEstimator):
     """Differentially private clustering by recursive separation (Liebenow et al., CCS'24).
 
     Parameters
@@ -137,12 +142,6 @@ class DPM(ClusterMixin, BaseEstimator):
         lo, hi = self._box(Y.shape[1])
         return np.clip(Y, lo, hi)
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.positive_only = True  # non-negative counts
-        tags.input_tags.sparse = True
-        tags.non_deterministic = self.random_state is None
-        return tags
 
     # --------------------------------------------------------------------- fit
     def fit(self, X, y=None):

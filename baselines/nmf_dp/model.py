@@ -11,7 +11,13 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.preprocessing import normalize
 
 from dptaucc.privacy import PrivacyLedger, check_epsilon
-from dptaucc.validation import check_count_matrix, check_fraction, check_n_clusters, make_generator
+from dptaucc.validation import (
+    CountMatrixTagsMixin,
+    check_count_matrix,
+    check_fraction,
+    check_n_clusters,
+    make_generator,
+)
 
 from .gaussian import (
     analytic_gaussian_sigma,
@@ -30,7 +36,7 @@ ETA_H, ETA_W = 1e-3, 1e-4              # early-stop tolerances
 MAX_H, MAX_W = 50, 200                 # loop caps: the reference runs cap + 1 steps (51, 201)
 
 
-class DPNMF(ClusterMixin, BaseEstimator):
+class DPNMF(CountMatrixTagsMixin, ClusterMixin, BaseEstimator):
     """Differentially private NMF clustering of documents (rows of X).
 
     Each of the I epochs: non-private H-step(s) on V = Xᵀ; Gaussian releases of
@@ -83,12 +89,6 @@ class DPNMF(ClusterMixin, BaseEstimator):
         """Rows as the model sees them: raw counts (paper) or unit-L2 documents (corrected)."""
         return X if self.mode == "paper" else normalize(X, norm="l2", axis=1)
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.positive_only = True   # non-negative counts (or weights)
-        tags.input_tags.sparse = True
-        tags.non_deterministic = self.random_state is None
-        return tags
 
     def fit(self, X, y=None) -> DPNMF:
         """Fit on non-negative counts X (n documents × m words, dense or sparse)."""
