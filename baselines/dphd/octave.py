@@ -69,8 +69,9 @@ def run_dphd(inputs: dict, timeout: float | None = None) -> dict:
         )
         cmd = [exe, "--norc", "--quiet", "--no-history", "--no-window-system", "--eval", script]
         try:
+            # cwd = the temp dir: a killed Octave dumps 'octave-workspace' there, not in ours
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                                  check=False)
+                                  check=False, cwd=tmp)
         except FileNotFoundError as exc:  # vanished between which() and run()
             raise OctaveNotFoundError(f"GNU Octave (octave-cli) not found: {exc}") from exc
         if proc.returncode != 0 or not out.exists():
