@@ -28,7 +28,7 @@ octave: ## install GNU Octave for DPHD (apt, needs root; skipped with a warning 
 	else echo "warning: GNU Octave not found and cannot be installed here; DPHD will be unavailable" >&2; fi
 
 data: ## fetch (or copy from $$DPTAUCC_MIRROR) every available CLUTO matrix into the cache
-	$(PY) -m datasets fetch --all
+	$(PY) -m dptaucc.datasets fetch --all
 
 test: ## run the test suite (what CI runs)
 	$(PY) -m pytest -q

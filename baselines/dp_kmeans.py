@@ -3,7 +3,7 @@
 The reference experiments (spec §5) use diffprivlib 0.6.4's ``KMeans`` with one changed line
 (the per-coordinate sensitivity of the cluster sums divided by d) and no bounds. This module
 re-implements that algorithm on sparse input with vectorised samplers of the same
-distributions (:mod:`baselines.dp_sampling`), which makes a reviews fit take about a second
+distributions (:mod:`dptaucc.baselines.dp_sampling`), which makes a reviews fit take about a second
 instead of 87 s. diffprivlib is a dependency: its ``PrivacyLeakWarning`` and bounds check are
 used directly, and the tests compare our split, iteration rule and samplers with its own code.
 
@@ -45,7 +45,7 @@ evaluation protocol (``evaluation_row_labels``), and ``row_labels_private_`` is 
 
 ``bounds_max`` default: :data:`DEFAULT_BOUNDS_MAX` = 5 counts, fixed a priori (not read from
 the data). For scale: on cstr, classic3 and reviews 82 %, 99 % and 98 % of the non-zero cells
-are ≤ 5 (measured with ``datasets.load``); a larger cap keeps more signal but adds
+are ≤ 5 (measured with ``dptaucc.datasets.load``); a larger cap keeps more signal but adds
 proportionally more noise to every coordinate sum.
 """
 

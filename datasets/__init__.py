@@ -1,6 +1,6 @@
 """The CLUTO document-term matrices of the paper and the supplement's synthetic biclusters.
 
->>> from datasets import load
+>>> from dptaucc.datasets import load
 >>> ds = load("cstr", seed=0)          # doctest: +SKIP
 >>> ds.X, ds.row_labels, ds.meta["density"]  # doctest: +SKIP
 """

@@ -1,4 +1,4 @@
-"""Command line: ``python -m datasets list | fetch NAME... | fetch --all | time``."""
+"""Command line: ``python -m dptaucc.datasets list | fetch NAME... | fetch --all | time``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from .registry import KNOWN_DATASETS, get_entry
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m datasets", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m dptaucc.datasets", description=__doc__)
     parser.add_argument("--cache-dir", default=None,
                         help="data cache (default: $DPTAUCC_DATA_DIR, else the user cache)")
     parser.add_argument("--mirror", default=None,
@@ -62,7 +62,7 @@ def _fetch(args) -> int:
         skip_unverified = args.all and not args.allow_unverified
         if skip_unverified and not get_entry(name).matrix.verified:
             print(f"{name}: skipped (no known checksum; fetch it with "
-                  f"'python -m datasets fetch {name} --allow-unverified')")
+                  f"'python -m dptaucc.datasets fetch {name} --allow-unverified')")
             continue
         start = time.perf_counter()
         try:

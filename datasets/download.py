@@ -187,7 +187,8 @@ def fetch_file(entry: FileEntry, *, cache: str | os.PathLike | None = None,
         raise DatasetUnavailableError(
             f"{entry.file} (dataset {entry.dataset}) has no known checksum and {state}. "
             f"To download it from {entry.url}, pass allow_unverified=True "
-            f"(CLI: python -m datasets fetch {entry.dataset} --allow-unverified); offline, copy "
+            f"(CLI: python -m dptaucc.datasets fetch {entry.dataset} --allow-unverified); "
+            "offline, copy "
             f"the file to {target} or into the directory named by ${MIRROR_ENV} and pass "
             "allow_unverified=True to use it"
         )

@@ -4,9 +4,9 @@ Printed beside the authors' code on this 2-core machine, as quoted in issue #4 (
 classic3 16 s, DPNMF classic3 5.6 s, DPHD classic3 25 s per call) and in
 ../shared/specs/reference-experiments.md (§5.4 DP-KMeans cstr 1.8 s / classic3 8.9 s, §7.7
 DPNMF cstr 0.27 s / classic3 6.9 s; DESIGN §5 DP-KMeans reviews 87 s). DPHD
-(``baselines.dphd``) is included when it imports; otherwise it is skipped with a message.
+(``dptaucc.baselines.dphd``) is included when it imports; otherwise it is skipped with a message.
 
-Data: ``datasets.load`` when the package imports, else the CLUTO mirror parsed directly
+Data: ``dptaucc.datasets.load`` when the package imports, else the CLUTO mirror parsed directly
 (``$DPTAUCC_MIRROR``, default ../shared/data/cluto relative to the repository root).
 
     python scripts/bench_baselines.py [--datasets cstr classic3 reviews] [--repeats 3]
@@ -24,10 +24,9 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
+from dptaucc.baselines.dp_kmeans import DPKMeans
+from dptaucc.baselines.nmf_dp import DPNMF
 from sklearn.metrics import normalized_mutual_info_score
-
-from baselines.dp_kmeans import DPKMeans
-from baselines.nmf_dp import DPNMF
 
 AUTHORS_ISSUE_S = {("dpkmeans", "classic3"): 16.0, ("dpnmf", "classic3"): 5.6,
                    ("dphd", "classic3"): 25.0}
@@ -69,7 +68,7 @@ def _parse_mirror(name: str) -> tuple[sp.csr_matrix, np.ndarray]:
 
 def load_data(name: str) -> tuple[sp.csr_matrix, np.ndarray]:
     try:
-        from datasets import load
+        from dptaucc.datasets import load
     except ImportError:
         print(f"(datasets package not importable: parsing {name} from the mirror)")
         return _parse_mirror(name)
@@ -82,7 +81,7 @@ def make(method: str, k: int, eps: float, mode: str, seed: int):
         return DPKMeans(n_clusters=k, epsilon=eps, mode=mode, random_state=seed)
     if method == "dpnmf":
         return DPNMF(n_clusters=k, epsilon=eps, mode=mode, random_state=seed)
-    from baselines.dphd import DPHD
+    from dptaucc.baselines.dphd import DPHD
 
     return DPHD(n_clusters=k, epsilon=eps, n_rounds=4, mode=mode, random_state=seed)
 
@@ -97,7 +96,7 @@ def main(argv: list[str] | None = None) -> None:
     methods = list(args.methods)
     if "dphd" in methods:
         try:
-            from baselines.dphd import DPHD  # noqa: F401
+            from dptaucc.baselines.dphd import DPHD  # noqa: F401
         except Exception as exc:  # ImportError, or Octave missing at import time
             print(f"DPHD skipped: baselines.dphd not importable ({exc})")
             methods.remove("dphd")

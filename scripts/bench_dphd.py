@@ -14,11 +14,10 @@ import statistics
 import subprocess
 import time
 
+from dptaucc.baselines.dphd import DPHD
+from dptaucc.baselines.dphd.octave import find_octave
+from dptaucc.datasets import load
 from sklearn.metrics import normalized_mutual_info_score
-
-from baselines.dphd import DPHD
-from baselines.dphd.octave import find_octave
-from datasets import load
 
 AUTHORS_S = {"cstr": 3.1, "classic3": 24.7}
 

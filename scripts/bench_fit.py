@@ -4,7 +4,7 @@
 Each (dataset, algorithm) runs in a fresh Python process that loads the matrix, fits
 ``--repeats`` times and reports the median fit wall time and the process's peak RSS
 (``resource.getrusage``, so the figure includes the interpreter, imports and the data).
-K = L = number of classes, as in the paper. Data: ``datasets.load`` (mirror
+K = L = number of classes, as in the paper. Data: ``dptaucc.datasets.load`` (mirror
 ``$DPTAUCC_MIRROR``, default ``../shared/data/cluto`` beside the repo); if that package is
 unavailable the mirror files are parsed directly (triplet ``.txt`` or MATLAB ``.mat``).
 
@@ -58,7 +58,7 @@ def _load_direct(name: str):
 
 def _load(name: str):
     try:
-        from datasets import load
+        from dptaucc.datasets import load
     except ImportError:
         return _load_direct(name)
     ds = load(name, seed=0, mirror=str(_mirror()), progress=False)

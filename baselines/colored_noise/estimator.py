@@ -1,7 +1,7 @@
 """Colored-noise mechanism for DP k-means (Ravi, Scaglione & Peisert 2021), spec §2.
 
 Rows are first mapped to the unit L2 ball by a public per-record transform (and, where the
-spec advises, a data-independent random projection): :mod:`baselines.dpm.rows`.
+spec advises, a data-independent random projection): :mod:`dptaucc.baselines.dpm.rows`.
 
 ``variant="local"`` — the paper's formulation ("CN-local", a **leaky reference**): non-private
 k-means, then one release c̃ = c + N(0, Σ) with Σ optimised against the *local* sensitivity set

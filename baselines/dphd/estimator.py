@@ -3,7 +3,7 @@ spaces"), as run in the DP-τCC experiments, behind the suite's estimator contra
 
 The algorithm runs in GNU Octave (our own vectorised ``*.m`` files next to this module; see
 ``dphd_fit.m``); this module validates the input, applies the public preprocessing, drives
-Octave (:mod:`baselines.dphd.octave`) and replays Octave's mechanism log into the fit's
+Octave (:mod:`dptaucc.baselines.dphd.octave`) and replays Octave's mechanism log into the fit's
 :class:`~dptaucc.privacy.PrivacyLedger`. Specification: ``reference-experiments.md`` §6.
 
 ``mode="paper"`` keeps what shapes the published curves: range ρ = maxval·√d and side length

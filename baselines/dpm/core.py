@@ -1,8 +1,8 @@
 """DPM on rows already inside a public box: steps 0–3 of spec §1.3 (no transform, no k).
 
-:func:`dpm_release` is what :class:`baselines.dpm.DPM` runs after its per-record embedding; it
-also runs DPM on any continuous data with public per-coordinate bounds (e.g. the paper's
-Synth-10D in ±100), with every mechanism charged at the add/remove level (ε', δ') given.
+:func:`dpm_release` is what :class:`dptaucc.baselines.dpm.DPM` runs after its per-record
+embedding; it also runs DPM on any continuous data with public per-coordinate bounds (e.g. the
+paper's Synth-10D in ±100), with every mechanism charged at the add/remove level (ε', δ') given.
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ Budget fractions (f_int, f_cnt, f_exp, f_avg) = (0.04, 0.18, 0.18, 0.60); per-le
 
 Privacy. The mechanisms are (ε', δ')-DP for **add/remove one row** (rows in the public ball).
 ``mode="corrected"`` runs them at ε' = ε/2, δ' = δ/(1+e^{ε/2}) and claims (ε, δ) at the paper's
-**one-cell** level by group privacy (§0.1; :mod:`baselines.dpm.neighbours`); the interval step
-uses pooled per-coordinate gaps with a proven sensitivity. ``mode="paper"`` follows the
+**one-cell** level by group privacy (§0.1; :mod:`dptaucc.baselines.dpm.neighbours`); the interval
+step uses pooled per-coordinate gaps with a proven sensitivity. ``mode="paper"`` follows the
 reference code: (ε, δ) at add/remove level (hence (2ε, (1+e^ε)δ) at cell level, which the ledger
 records), the box-diagonal averaging sensitivity b·√p, and the averaged-gap interval step whose
 claimed sensitivity 2 is false for p > 1 (a named non-private step).

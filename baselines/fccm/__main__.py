@@ -1,4 +1,4 @@
-"""``python -m baselines.fccm [n_trials]``: the paper-style table on the planted matrix."""
+"""``python -m dptaucc.baselines.fccm [n_trials]``: the paper-style table on the planted matrix."""
 
 import sys
 

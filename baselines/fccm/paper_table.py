@@ -1,7 +1,7 @@
 """Honda et al. (2015) Table 1 in our setting: collaborative vs site-wise FCCM, many inits.
 
-``python -m baselines.fccm [n_trials]`` prints, over ``n_trials`` initialisations (the paper used
-50), the best and mean correlation of each method's item typicalities with the whole-data
+``python -m dptaucc.baselines.fccm [n_trials]`` prints, over ``n_trials`` initialisations (the
+paper used 50), the best and mean correlation of each method's item typicalities with the whole-data
 FCCM's (matched clusters, per site, averaged over sites) and the agreement (NMI) of the object
 partitions with the whole-data one and with the planted truth.
 """

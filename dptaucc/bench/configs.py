@@ -13,6 +13,7 @@ import itertools
 import json
 import math
 from collections.abc import Iterable, Mapping
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +24,13 @@ GROUPS = ("algorithm", "dataset", "paths", "experiment")
 _ORDER = ("dataset", "dataset.n_cols", "seed", "algorithm", "mode")
 
 
+#: Hydra's name for the packaged configs (the repository's ``conf/`` folder)
+CONFIG_MODULE = "dptaucc.conf"
+
+
 def config_dir() -> Path:
-    """The repository's ``conf/`` directory (the package is used from an editable install)."""
-    return Path(__file__).resolve().parents[2] / "conf"
+    """The packaged config directory: ``conf/`` of a checkout, ``dptaucc/conf`` of a wheel."""
+    return Path(str(resources.files(CONFIG_MODULE)))
 
 
 def to_plain(cfg: Any) -> Any:

@@ -45,12 +45,12 @@ def _load(loader: str, name: str, seed: int, params_json: str, cache_dir: str | 
           mirror: str | None, allow_unverified: bool):
     params = json.loads(params_json)
     if loader == "cluto":
-        import datasets
+        from dptaucc import datasets
 
         return datasets.load(name, seed=seed, cache_dir=cache_dir, mirror=mirror,
                              allow_unverified=allow_unverified, progress=False)
     if loader == "biclusters":
-        from datasets.synthetic import make_paper_biclusters
+        from dptaucc.datasets.synthetic import make_paper_biclusters
 
         n_cols = params.pop("n_cols")
         return make_paper_biclusters(n_cols, seed=seed, **params)

@@ -6,13 +6,9 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.metrics import normalized_mutual_info_score as nmi
-from sklearn.utils.estimator_checks import parametrize_with_checks
-
-from baselines.colored_noise import ColoredNoiseKMeans
-from baselines.colored_noise.estimator import public_domain_variances
-from baselines.colored_noise.solver import (
+from dptaucc.baselines.colored_noise import ColoredNoiseKMeans
+from dptaucc.baselines.colored_noise.estimator import public_domain_variances
+from dptaucc.baselines.colored_noise.solver import (
     DenseDeviations,
     SparseDeviations,
     constraint_values,
@@ -20,8 +16,11 @@ from baselines.colored_noise.solver import (
     min_trace_full,
     white_variance,
 )
-from baselines.dpm.gaussian import gamma
-from baselines.dpm.neighbours import CONVERSION_STEP, row_level_budget
+from dptaucc.baselines.dpm.gaussian import gamma
+from dptaucc.baselines.dpm.neighbours import CONVERSION_STEP, row_level_budget
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import normalized_mutual_info_score as nmi
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 
 def blocks(n=600, k=3, terms=10, rate=3.0, noise=0.05, seed=0):

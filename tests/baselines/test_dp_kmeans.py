@@ -9,11 +9,10 @@ import scipy.sparse as sp
 from diffprivlib.accountant import BudgetAccountant
 from diffprivlib.models import KMeans as DplKMeans
 from diffprivlib.utils import PrivacyLeakWarning
+from dptaucc.baselines.dp_kmeans import DEFAULT_BOUNDS_MAX, DPKMeans, calc_iters, su_split
 from scipy import stats
 from sklearn.metrics import normalized_mutual_info_score as nmi
 from sklearn.utils.estimator_checks import parametrize_with_checks
-
-from baselines.dp_kmeans import DEFAULT_BOUNDS_MAX, DPKMeans, calc_iters, su_split
 
 
 def blobs(seed=0, n=300, k=3, d=24):

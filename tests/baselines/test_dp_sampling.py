@@ -3,9 +3,12 @@
 import numpy as np
 import pytest
 from diffprivlib.mechanisms import GeometricFolded, LaplaceBoundedDomain
+from dptaucc.baselines.dp_sampling import (
+    bounded_domain_laplace,
+    bounded_laplace_scale,
+    folded_geometric,
+)
 from scipy import stats
-
-from baselines.dp_sampling import bounded_domain_laplace, bounded_laplace_scale, folded_geometric
 
 
 def truncated_laplace_cdf(x, v, b, lo, hi):

@@ -9,9 +9,8 @@ import subprocess
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from dptaucc.baselines.dphd import DPHD, OctaveError, OctaveNotFoundError, octave
 from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
-
-from baselines.dphd import DPHD, OctaveError, OctaveNotFoundError, octave
 
 HAVE_OCTAVE = shutil.which(octave.OCTAVE_EXECUTABLE) is not None
 

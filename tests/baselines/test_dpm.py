@@ -5,14 +5,11 @@ import math
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sklearn.metrics import normalized_mutual_info_score as nmi
-from sklearn.utils.estimator_checks import parametrize_with_checks
-
-from baselines.dpm import DPM
-from baselines.dpm.core import dpm_release
-from baselines.dpm.estimator import nearest_centre
-from baselines.dpm.gaussian import _analytic_excess, analytic_sigma, gamma, max_sensitivity
-from baselines.dpm.interval import (
+from dptaucc.baselines.dpm import DPM
+from dptaucc.baselines.dpm.core import dpm_release
+from dptaucc.baselines.dpm.estimator import nearest_centre
+from dptaucc.baselines.dpm.gaussian import _analytic_excess, analytic_sigma, gamma, max_sensitivity
+from dptaucc.baselines.dpm.interval import (
     GAP_QUANTILE,
     averaged_gaps,
     pooled_gaps,
@@ -20,9 +17,12 @@ from baselines.dpm.interval import (
     simulated_gap_scale,
     smith_quantile,
 )
-from baselines.dpm.neighbours import CONVERSION_STEP, row_level_budget
-from baselines.dpm.rows import make_embedding, normalise_rows
-from baselines.dpm.tree import TreeParams, centreness, node_utilities
+from dptaucc.baselines.dpm.neighbours import CONVERSION_STEP, row_level_budget
+from dptaucc.baselines.dpm.rows import make_embedding, normalise_rows
+from dptaucc.baselines.dpm.tree import TreeParams, centreness, node_utilities
+from sklearn.metrics import normalized_mutual_info_score as nmi
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
 from dptaucc.privacy import BudgetExceededError, PrivacyLedger
 
 

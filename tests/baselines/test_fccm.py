@@ -7,12 +7,7 @@ import math
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from scipy.special import xlogy
-from sklearn.base import clone
-from sklearn.exceptions import NotFittedError
-from sklearn.metrics import normalized_mutual_info_score as nmi
-
-from baselines.fccm import (
+from dptaucc.baselines.fccm import (
     FCCM,
     SMC_NOTE,
     CollaborativeFCCM,
@@ -26,14 +21,19 @@ from baselines.fccm import (
     split_columns,
     typicality_correlation,
 )
-from baselines.fccm.collaborative import ANALYST
-from baselines.fccm.core import (
+from dptaucc.baselines.fccm.collaborative import ANALYST
+from dptaucc.baselines.fccm.core import (
     item_aggregates,
     item_update,
     object_aggregates,
     object_update,
 )
-from baselines.fccm.secure_sum import decode_fixed, draw_zero_sum_masks, encode_fixed
+from dptaucc.baselines.fccm.secure_sum import decode_fixed, draw_zero_sum_masks, encode_fixed
+from scipy.special import xlogy
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.metrics import normalized_mutual_info_score as nmi
+
 from dptaucc.objective import contingency_table
 
 # The paper's §6.1 setting: 100 objects × 90 binary items, 4 co-clusters, items over 4 sites.

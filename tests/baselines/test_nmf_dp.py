@@ -5,13 +5,12 @@ import math
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from dptaucc.baselines.nmf_dp import DPNMF, analytic_gaussian_sigma, classical_gaussian_sigma
+from dptaucc.baselines.nmf_dp.gaussian import gaussian_delta, gaussian_epsilon, paper_noise_std
+from dptaucc.baselines.nmf_dp.init import nndsvd_init, project_columns
+from dptaucc.baselines.nmf_dp.updates import half_sq_loss
 from sklearn.metrics import normalized_mutual_info_score as nmi
 from sklearn.utils.estimator_checks import parametrize_with_checks
-
-from baselines.nmf_dp import DPNMF, analytic_gaussian_sigma, classical_gaussian_sigma
-from baselines.nmf_dp.gaussian import gaussian_delta, gaussian_epsilon, paper_noise_std
-from baselines.nmf_dp.init import nndsvd_init, project_columns
-from baselines.nmf_dp.updates import half_sq_loss
 
 
 def topics(seed=0, n=300, k=3, d=24):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-import datasets
+from dptaucc import datasets
 
 REPO = Path(__file__).resolve().parents[2]
 MIRRORED = tuple(n for n in datasets.KNOWN_DATASETS if n != "sports")

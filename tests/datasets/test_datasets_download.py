@@ -8,12 +8,12 @@ import time
 
 import numpy as np
 import pytest
+from dptaucc.datasets import ChecksumError, DatasetUnavailableError, UnverifiedDownloadWarning
+from dptaucc.datasets.download import sha256_of
+from dptaucc.datasets.registry import get_entry
 from dstest_http import serve
 
-import datasets
-from datasets import ChecksumError, DatasetUnavailableError, UnverifiedDownloadWarning
-from datasets.download import sha256_of
-from datasets.registry import get_entry
+from dptaucc import datasets
 
 
 def _copy(mirror_dir, dest, *files):
@@ -212,7 +212,7 @@ def test_stale_cached_file_is_never_trusted(mirror_dir, tmp_path, clean_env):
 
 
 def test_npz_cache_write_is_atomic(mirror_dir, tmp_path, clean_env, monkeypatch):
-    import datasets.cache as cache_mod
+    import dptaucc.datasets.cache as cache_mod
 
     cache = tmp_path / "cache"
     ref = datasets.load("cstr", cache_dir=cache, mirror=mirror_dir, progress=False)
@@ -256,7 +256,7 @@ def test_sports_from_directory_mirror_and_changed_file(mirror_dir, tmp_path, cle
 
 
 def test_default_source_is_the_public_url(mirror_dir, tmp_path, clean_env, monkeypatch):
-    import datasets.download as dl
+    import dptaucc.datasets.download as dl
 
     seen = []
 

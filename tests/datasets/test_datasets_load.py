@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from dptaucc.datasets.__main__ import main
+from dptaucc.datasets.registry import get_entry
 
-import datasets
-from datasets.__main__ import main
-from datasets.registry import get_entry
+from dptaucc import datasets
 
 # Measured from the stored files (reference-experiments §10); density % as Table 1 (3 decimals);
 # hitech and reviews from the .mat files, whose density Table 1 gives as 1.429% / 1.009%.
@@ -119,7 +119,7 @@ def test_cli_time(parsed_cache, capsys):
 
 @pytest.mark.parametrize("name", ["hitech", "reviews"])
 def test_matlab_rows_are_in_label_file_order(mirror_dir, name):
-    from datasets.parsers import parse_labels, parse_matlab_dtm
+    from dptaucc.datasets.parsers import parse_labels, parse_matlab_dtm
 
     entry = get_entry(name)
     X, classid = parse_matlab_dtm(mirror_dir / entry.matrix.file, entry.n_rows, entry.n_cols)

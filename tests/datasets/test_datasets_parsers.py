@@ -6,10 +6,9 @@ import numpy as np
 import pytest
 import scipy.io as sio
 import scipy.sparse as sp
-
-from datasets.loader import parse_dataset
-from datasets.parsers import parse_labels, parse_matlab_dtm, parse_triplets, relabel
-from datasets.registry import DatasetEntry, FileEntry
+from dptaucc.datasets.loader import parse_dataset
+from dptaucc.datasets.parsers import parse_labels, parse_matlab_dtm, parse_triplets, relabel
+from dptaucc.datasets.registry import DatasetEntry, FileEntry
 
 
 def _write(tmp_path, name, text):

@@ -5,14 +5,14 @@ from __future__ import annotations
 from importlib import resources
 
 import pytest
+from dptaucc.datasets.download import sha256_of
+from dptaucc.datasets.registry import parse_registry, registry
 
-import datasets
-from datasets.download import sha256_of
-from datasets.registry import parse_registry, registry
+from dptaucc import datasets
 
 
 def test_registry_is_the_mirror_manifest(mirror_dir):
-    bundled = resources.files("datasets").joinpath("registry.tsv").read_bytes()
+    bundled = resources.files("dptaucc.datasets").joinpath("registry.tsv").read_bytes()
     assert bundled == (mirror_dir / "MANIFEST.tsv").read_bytes()
 
 

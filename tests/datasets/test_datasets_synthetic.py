@@ -5,9 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from dptaucc.datasets.synthetic import make_paper_biclusters
 from sklearn.datasets import make_biclusters
-
-from datasets.synthetic import make_paper_biclusters
 
 
 def test_shapes_labels_and_positivity():

@@ -1,0 +1,1 @@
+"""The experiment engine's Hydra configs, installed as ``dptaucc.conf`` (read with ``pkg://``)."""
