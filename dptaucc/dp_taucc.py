@@ -1,8 +1,8 @@
 """DP-τCC: differentially private associative co-clustering (paper Algorithms 1-3).
 
 Budget (paper §4, supplement B.2): ε' = ε/(2I) per half iteration; the exponential-mechanism
-assignment gets h·ε' (utility eq. 4.9, range sensitivity eq. 4.10), the Laplace table
-(1−h)·ε' with L1 sensitivity 1 (eq. 4.11); negatives are clipped to 0 (post-processing).
+assignment gets h·ε' (utility eq. 4.9, range sensitivity eq. 4.10), the noisy table (1−h)·ε'
+with L1 sensitivity 1 (eq. 4.11); negatives are clipped to 0 (post-processing).
 Calls: one initial column assignment + (I−1) column assignments, I row assignments and 2I
 tables, i.e. I·h·ε'·2 + 2I·(1−h)·ε' = ε. Every call is charged to ``privacy_ledger_``.
 
@@ -13,22 +13,26 @@ CSR non-zeros by label; no dense n×m array is built (the blind init builds n×L
 
 Modes:
 
-* ``"corrected"`` (default): the first table uses the blind row partition R⁽⁰⁾ (paper Alg. 1
-  line 12); zero marginals are guarded in utility *and* sensitivity (see
-  :mod:`dptaucc.objective`), so Δ is always finite; the last DP row partition is released as
-  ``row_labels_`` (``row_labels_private_ = True``).
-* ``"paper"``: the authors' code where it changes results (specs §2.8): Q1 the first table is
-  built from an all-zero row incidence (pure clipped noise, still charged); Q4 an unguarded
-  NaN sensitivity makes the whole assignment uniform (still charged); Q7 ``row_labels_`` come
-  from a final *non-private* argmax on the raw data, rows whose best utility is <= 0 getting
-  label 0 (ledger ``mark_non_private``; ``row_labels_private_ = False``).
+* ``"corrected"`` (default, ε-DP end to end): the first table uses the blind row partition
+  R⁽⁰⁾ (paper Alg. 1 line 12); every table is the integer count table plus exact discrete
+  Laplace noise, clipped at 0 (so released and internal tables are integers, whose possible
+  values do not depend on the data); zero marginals are guarded in utility *and* sensitivity
+  (see :mod:`dptaucc.objective`), so Δ is always finite and computed by the mechanism from the
+  weights themselves; the last DP row partition is released as ``row_labels_``.
+  ``secure=True`` draws all noise from OpenDP's exact samplers with OS randomness.
+* ``"paper"``: the authors' code where it changes results: (Q1) the first table is built from
+  an all-zero row incidence (pure clipped noise, still charged); (Q4) an unguarded NaN
+  sensitivity makes the whole assignment uniform (still charged); tables carry textbook float
+  Laplace noise; (Q7) ``row_labels_`` come from a final *non-private* argmax on the raw data,
+  rows whose best utility is <= 0 getting label 0 (ledger ``mark_non_private``, so
+  ``epsilon_spent_`` is inf; ``row_labels_private_ = False``).
 
-Both modes keep the reference's forced diversity (Q6, post-processing of DP labels with fresh
+Both modes keep the reference's forced diversity (post-processing of DP labels with fresh
 randomness): if an assignment puts every object in one cluster, ``c`` random objects get labels
 0..c−1; if one cluster is left after relabelling, ⌊n/100⌋ (at least 1) random objects move to
 cluster 1. It is skipped when only one cluster was requested.
-Known deviation in both modes: sampling is exact Gumbel-max, not the reference's shift-to-100
-softmax whose overflow handling differs when ε·u/Δ exceeds ~709 (spec §2.3 d, Q5).
+Known deviation in both modes: the choices are sampled exactly (Gumbel-max), not with the
+reference's shift-to-100 softmax, whose overflow handling differs when ε·u/Δ exceeds ~709.
 """
 
 from __future__ import annotations
@@ -45,22 +49,31 @@ from dptaucc.init import blind_block_init
 from dptaucc.objective import (
     aggregate_columns,
     aggregate_rows,
-    column_range_sensitivity,
     column_weights,
     goodman_kruskal_tau,
     group_sum,
     relabel,
-    row_range_sensitivity,
     row_weights,
     tau_hat,
 )
 from dptaucc.privacy import (
+    DP,
+    LEDGER_ATTRIBUTES,
+    NON_PRIVATE,
+    POST_PROCESSING,
+    PUBLIC,
     PrivacyLedger,
+    ReleaseKindsMixin,
+    Sampler,
     check_epsilon,
+    discrete_laplace_mechanism,
     exponential_mechanism,
-    laplace_mechanism,
+    float_laplace_mechanism,
+    linear_exponential_mechanism,
+    linear_range_sensitivity,
+    make_sampler,
 )
-from dptaucc.validation import check_count_matrix, check_fraction, check_n_clusters, make_generator
+from dptaucc.validation import check_count_matrix, check_fraction, check_n_clusters
 
 __all__ = ["DPTauCC", "MODES"]
 
@@ -72,29 +85,39 @@ MODES = ("corrected", "paper")
 SENSITIVITY_FLOOR = 1e-9
 
 
-def _private_assignment(
-    utilities: np.ndarray, sensitivity: float, epsilon: float, rng: np.random.Generator,
-    ledger: PrivacyLedger, step: str,
-) -> np.ndarray:
-    """Exponential mechanism over the columns of ``utilities``; charged in every case.
+def _assign_corrected(profiles, weights, epsilon, sampler, ledger, step) -> np.ndarray:
+    """Alg. 3: exponential mechanism on u = P Wᵀ, Δ from W (eq. 4.9-4.10)."""
+    return linear_exponential_mechanism(profiles, weights, epsilon, sampler, ledger, step,
+                                        sensitivity_floor=SENSITIVITY_FLOOR)
 
-    A NaN sensitivity (paper mode, Q4) or a zero one (all utilities equal across choices, so
-    every ε gives the uniform law) samples uniformly; that is the same charge, no data read.
+
+def _assign_paper(profiles, weights, raw_weights, epsilon, sampler, ledger, step) -> np.ndarray:
+    """The authors' assignment: utilities from guarded weights, Δ from the unguarded ones.
+
+    A NaN Δ (a zero marginal, Q4) or a zero one samples uniformly; charged in every case.
     """
-    if math.isfinite(sensitivity) and sensitivity > 0:
-        return exponential_mechanism(utilities, epsilon, sensitivity, rng, ledger, step)
-    why = ("NaN sensitivity (paper Q4): uniform assignment" if math.isnan(sensitivity)
+    utilities = np.asarray(profiles @ weights.T, dtype=float)
+    delta = linear_range_sensitivity(raw_weights)
+    if math.isfinite(delta) and delta > 0:
+        return exponential_mechanism(utilities, epsilon, delta, sampler, ledger, step)
+    why = ("NaN sensitivity (paper Q4): uniform assignment" if math.isnan(delta)
            else "zero sensitivity: utilities equal across choices, uniform assignment")
-    return exponential_mechanism(np.zeros_like(utilities), epsilon, 1.0, rng, ledger, step,
+    return exponential_mechanism(np.zeros_like(utilities), epsilon, 1.0, sampler, ledger, step,
                                  note=why)
 
 
-def _noisy_table(
-    exact: np.ndarray, epsilon: float, rng: np.random.Generator, ledger: PrivacyLedger,
-    step: str, note: str = "",
-) -> np.ndarray:
-    """Alg. 2: T̃ = max(0, T + Lap(1/ε)), L1 sensitivity 1 (eq. 4.11)."""
-    return np.maximum(laplace_mechanism(exact, epsilon, 1.0, rng, ledger, step, note), 0.0)
+def _noisy_table(exact: np.ndarray, epsilon: float, sampler: Sampler, ledger: PrivacyLedger,
+                 step: str, paper: bool, note: str = "") -> np.ndarray:
+    """Alg. 2: T̃ = max(0, T + noise), L1 sensitivity 1 (eq. 4.11).
+
+    Corrected: exact discrete Laplace on the integer table (int64 result). Paper: the
+    authors' float Laplace.
+    """
+    if paper:
+        noisy = float_laplace_mechanism(exact, epsilon, 1.0, sampler, ledger, step, note)
+        return np.maximum(noisy, 0.0)
+    noisy = discrete_laplace_mechanism(np.rint(exact), epsilon, 1, sampler, ledger, step, note)
+    return np.maximum(noisy, 0)
 
 
 def paper_final_row_labels(
@@ -130,7 +153,7 @@ def prototype_row_labels(
     return np.argmax(AC @ row_weights(table, guard=True).T, axis=1).astype(np.intp)
 
 
-class DPTauCC(BiclusterMixin, BaseEstimator):
+class DPTauCC(ReleaseKindsMixin, BiclusterMixin, BaseEstimator):
     """ε-differentially private co-clustering by the de-normalised Goodman–Kruskal τ̂.
 
     Parameters
@@ -146,7 +169,13 @@ class DPTauCC(BiclusterMixin, BaseEstimator):
     mode : {"corrected", "paper"}
         See the module docstring.
     random_state : None, int or numpy Generator
-        Seeds the one Generator all randomness of a fit is drawn from.
+        Seeds the one Generator all randomness of a fit is drawn from (seeded path).
+    secure : bool, default False
+        Draw every mechanism's noise from OpenDP's exact samplers with the operating system's
+        randomness (needs the ``secure`` extra; ``random_state`` must be None; corrected mode
+        only). Use it for a release you publish; the seeded default is for reproducible
+        research. Same ledger, same distributions, slower (one OpenDP call per object and
+        assignment).
 
     Attributes
     ----------
@@ -154,15 +183,33 @@ class DPTauCC(BiclusterMixin, BaseEstimator):
     row_labels_private_ : bool, True iff ``row_labels_`` is a DP output.
     dp_row_labels_ : the last DP row partition (both modes; rows of ``contingency_``).
     column_labels_ : last DP column partition.
-    contingency_ : the last released noisy table T̃ (K×L, clipped at 0).
+    contingency_ : the last released noisy table T̃ (K×L, clipped at 0; int64 in corrected
+        mode, float in paper mode).
     tau_rc_, tau_cr_ : de-normalised τ̂_{R|C}, τ̂_{C|R} (eq. 3.2) of T̃, as the paper's Fig. 3.
     gk_tau_rc_, gk_tau_cr_ : normalised Goodman–Kruskal τ of T̃.
-    privacy_ledger_, epsilon_spent_, delta_spent_ (= 0) : the fit's privacy accounting.
+    privacy_ledger_, epsilon_spent_ (inf in paper mode), delta_spent_ (= 0) : the fit's
+        privacy accounting.
     n_row_clusters_, n_col_clusters_, rows_, columns_, n_iter_ (= I), n_features_in_.
+
+    The kind of every fitted attribute (DP output, post-processing, public, non-private) is
+    declared in ``release_kinds()``.
     """
 
+    _release_kinds = {
+        "row_labels_": DP, "dp_row_labels_": DP, "column_labels_": DP, "contingency_": DP,
+        "row_labels_private_": PUBLIC, "n_iter_": PUBLIC, "n_features_in_": PUBLIC,
+        "tau_rc_": POST_PROCESSING, "tau_cr_": POST_PROCESSING,
+        "gk_tau_rc_": POST_PROCESSING, "gk_tau_cr_": POST_PROCESSING,
+        "n_row_clusters_": POST_PROCESSING, "n_col_clusters_": POST_PROCESSING,
+        "rows_": POST_PROCESSING, "columns_": POST_PROCESSING,
+        **LEDGER_ATTRIBUTES,
+    }
+    # Q7: the final labels read the raw rows
+    _paper_release_kinds = {"row_labels_": NON_PRIVATE, "rows_": NON_PRIVATE,
+                            "n_row_clusters_": NON_PRIVATE}
+
     def __init__(self, n_row_clusters=2, n_col_clusters=2, epsilon=1.0, n_iterations=4, h=0.9,
-                 mode="corrected", random_state=None):
+                 mode="corrected", random_state=None, secure=False):
         self.n_row_clusters = n_row_clusters
         self.n_col_clusters = n_col_clusters
         self.epsilon = epsilon
@@ -170,12 +217,18 @@ class DPTauCC(BiclusterMixin, BaseEstimator):
         self.h = h
         self.mode = mode
         self.random_state = random_state
+        self.secure = secure
 
     # ------------------------------------------------------------------ fit
     def fit(self, X, y=None):
         """Co-cluster the count matrix X (dense or scipy.sparse, whole non-negative counts)."""
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        if not isinstance(self.secure, (bool, np.bool_)):
+            raise TypeError(f"secure must be True or False, got {self.secure!r}")
+        if self.secure and self.mode == "paper":
+            raise ValueError("secure=True is for corrected mode; paper mode reproduces the "
+                             "authors' float noise")
         epsilon = check_epsilon(self.epsilon)
         n_iter = check_positive_int(self.n_iterations, "n_iterations")
         h = check_fraction(self.h, "h")
@@ -183,28 +236,32 @@ class DPTauCC(BiclusterMixin, BaseEstimator):
         n, m = X.shape
         K0 = check_n_clusters(self.n_row_clusters, n, "n_row_clusters", "rows")
         L0 = check_n_clusters(self.n_col_clusters, m, "n_col_clusters", "columns")
-        rng = make_generator(self.random_state)
+        sampler = make_sampler(self.random_state, bool(self.secure))
+        rng = sampler.rng  # data-independent draws and post-processing
         paper = self.mode == "paper"
-        guard = not paper
 
         ledger = PrivacyLedger(budget_epsilon=epsilon, strict=True)
         eps_half = epsilon / (2 * n_iter)
         eps_assign = h * eps_half
         eps_table = (1.0 - h) * eps_half
 
-        def assign(util, weights_for_delta, sens_fn, n_choices, n_requested, step):
-            delta = sens_fn(weights_for_delta)
-            if guard and delta > 0:
-                delta = max(delta, SENSITIVITY_FLOOR)
-            labels = _private_assignment(util, delta, eps_assign, rng, ledger, step)
+        def assign(profiles, table_weights, raw_weights, n_choices, n_requested, step):
+            if paper:
+                labels = _assign_paper(profiles, table_weights, raw_weights, eps_assign,
+                                       sampler, ledger, step)
+            else:
+                labels = _assign_corrected(profiles, table_weights, eps_assign, sampler,
+                                           ledger, step)
             return force_diversity(labels, n_choices, n_requested, rng)
 
-        # Alg. 1 lines 4-6: blind init, then C⁽¹⁾ from Aᵀ and the synthetic rows of S0.
+        def table_of(exact, step, note=""):
+            return _noisy_table(exact, eps_table, sampler, ledger, step, paper, note)
+
+        # Alg. 1 lines 4-6: blind init, then C⁽¹⁾ from Aᵀ and the synthetic rows of S0
+        # (profiles: the columns of A over the n rows; weights γ0 of S0, one row per choice).
         init = blind_block_init(n, m, K0, L0, rng)
-        gamma0 = column_weights(init.S0, guard=True)
-        util0 = np.asarray(X.T @ gamma0)
-        c, L = assign(util0, column_weights(init.S0, guard=guard), column_range_sensitivity,
-                      L0, L0, "init/column-assignment")
+        c, L = assign(X.T, column_weights(init.S0, guard=True).T,
+                      column_weights(init.S0, guard=False).T, L0, L0, "init/column-assignment")
         if paper:
             r, K = None, K0
         else:
@@ -212,25 +269,20 @@ class DPTauCC(BiclusterMixin, BaseEstimator):
         table = np.zeros((K, L))  # replaced at t = 1 before any use
 
         for t in range(1, n_iter + 1):
-            if t > 1:  # Alg. 1 line 10: C from Aᵀ R and T̃ᵀ
+            if t > 1:  # Alg. 1 line 10: C from Aᵀ R (profiles m×K) and T̃ (weights L×K)
                 AR = aggregate_rows(X, r, K)
-                util = AR.T @ column_weights(table, guard=True)
-                c, L = assign(util, column_weights(table, guard=guard),
-                              column_range_sensitivity, table.shape[1], L0,
+                c, L = assign(AR.T, column_weights(table, guard=True).T,
+                              column_weights(table, guard=False).T, table.shape[1], L0,
                               f"iter{t}/column-assignment")
             AC = aggregate_columns(X, c, L)
             if r is None:  # paper Q1: all-zero row incidence, a data-independent table
-                table = _noisy_table(np.zeros((K0, L)), eps_table, rng, ledger,
-                                     f"iter{t}/table-before-rows",
-                                     note="paper Q1: all-zero row incidence (pure noise)")
+                table = table_of(np.zeros((K0, L)), f"iter{t}/table-before-rows",
+                                 "paper Q1: all-zero row incidence (pure noise)")
             else:
-                table = _noisy_table(group_sum(r, AC, K), eps_table, rng, ledger,
-                                     f"iter{t}/table-before-rows")
-            util = AC @ row_weights(table, guard=True).T
-            r, K = assign(util, row_weights(table, guard=guard), row_range_sensitivity,
+                table = table_of(group_sum(r, AC, K), f"iter{t}/table-before-rows")
+            r, K = assign(AC, row_weights(table, guard=True), row_weights(table, guard=False),
                           table.shape[0], K0, f"iter{t}/row-assignment")
-            table = _noisy_table(group_sum(r, AC, K), eps_table, rng, ledger,
-                                 f"iter{t}/table-after-rows")
+            table = table_of(group_sum(r, AC, K), f"iter{t}/table-after-rows")
 
         self.privacy_ledger_ = ledger
         self.epsilon_spent_ = ledger.epsilon_spent
@@ -249,6 +301,7 @@ class DPTauCC(BiclusterMixin, BaseEstimator):
             ledger.mark_non_private(
                 "final/row-assignment",
                 "paper Q7: argmax of the raw rows against T̃ (label 0 if best utility <= 0)")
+            self.epsilon_spent_ = ledger.epsilon_spent
             self.row_labels_ = paper_final_row_labels(X, c, table,
                                                       np.random.default_rng(self._final_seed))
             self.row_labels_private_ = False
@@ -283,5 +336,5 @@ class DPTauCC(BiclusterMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         tags.input_tags.positive_only = True
-        tags.non_deterministic = False
+        tags.non_deterministic = bool(self.secure)
         return tags

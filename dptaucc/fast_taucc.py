@@ -27,6 +27,7 @@ from dptaucc.objective import (
     row_weights,
     tau_hat,
 )
+from dptaucc.privacy import NON_PRIVATE, PUBLIC, ReleaseKindsMixin
 from dptaucc.validation import check_count_matrix, check_n_clusters, make_generator
 
 __all__ = ["FastTauCC"]
@@ -61,7 +62,7 @@ def _col_w_t(table_t):
     return column_weights(table_t.T, guard=True).T
 
 
-class FastTauCC(BiclusterMixin, BaseEstimator):
+class FastTauCC(ReleaseKindsMixin, BiclusterMixin, BaseEstimator):
     """Non-private Fast-τCC co-clustering (Battaglia, Peiretti & Pensa 2024).
 
     Parameters
@@ -87,6 +88,15 @@ class FastTauCC(BiclusterMixin, BaseEstimator):
     n_iter_ : total number of inner passes (the reference's ``_actual_n_iterations``),
     n_outer_iter_, converged_, row_labels_private_ (False), n_features_in_.
     """
+
+    # non-private: everything it learns is read from the data
+    _release_kinds = {
+        **dict.fromkeys(("row_labels_", "column_labels_", "n_row_clusters_", "n_col_clusters_",
+                         "contingency_", "tau_rc_", "tau_cr_", "tau_hat_rc_", "tau_hat_cr_",
+                         "rows_", "columns_", "n_iter_", "n_outer_iter_", "converged_"),
+                        NON_PRIVATE),
+        "row_labels_private_": PUBLIC, "n_features_in_": PUBLIC,
+    }
 
     def __init__(self, n_row_clusters=2, n_col_clusters=2, max_iter=500, max_iter_per_mode=101,
                  random_state=None):

@@ -36,8 +36,9 @@ def check_count_matrix(X, *, integer: bool = True, name: str = "X") -> sp.csr_ma
     input is never densified and never modified in place. Generic problems are caught first by
     scikit-learn's ``check_array`` with its own messages (non-2-D input, empty matrix, complex
     data, NaN/inf, non-numeric object entries -> ``TypeError``). Then the count checks, each a
-    ``ValueError`` naming the problem: negative entries ("Negative values in data passed to X"),
-    fractional counts (``integer=True``) and a matrix of all zeros.
+    ``ValueError`` naming the problem: negative entries ("Negative values in data passed to X")
+    and fractional counts (``integer=True``). A matrix of all zeros is a valid count matrix: a
+    DP estimator must accept it (refusing it would itself reveal that every count is zero).
     """
     if X is None:
         raise TypeError(f"{name} must be a 2-D array or sparse matrix, got None")
@@ -56,8 +57,6 @@ def check_count_matrix(X, *, integer: bool = True, name: str = "X") -> sp.csr_ma
     if integer and data.size and np.any(data != np.round(data)):
         raise ValueError(f"{name} contains fractional entries; counts must be whole numbers")
     X.eliminate_zeros()
-    if X.nnz == 0:
-        raise ValueError(f"{name} is all zeros: a count matrix needs at least one positive entry")
     X.sort_indices()
     return X
 

@@ -172,7 +172,7 @@ class ColoredNoiseKMeans(CountMatrixTagsMixin, ClusterMixin, BaseEstimator):
         else:
             centres, covs, gap, g = self._fit_hardened(Y, k, eps_r, delta_r, calibration, rng,
                                                        ledger)
-        charge_cell_level_conversion(ledger, ledger.epsilon_spent, ledger.delta_spent)
+        charge_cell_level_conversion(ledger, ledger.epsilon_mechanisms, ledger.delta_spent)
 
         self.embedding_ = emb
         self.n_features_in_ = d

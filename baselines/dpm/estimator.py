@@ -167,7 +167,7 @@ class DPM(CountMatrixTagsMixin, ClusterMixin, BaseEstimator):
         centres, counts, tree, sigma, n_bins = (rel.centres, rel.counts, rel.tree, rel.sigma,
                                                 rel.n_bins)
 
-        eps_row_spent, delta_row_spent = ledger.epsilon_spent, ledger.delta_spent
+        eps_row_spent, delta_row_spent = ledger.epsilon_mechanisms, ledger.delta_spent
         charge_cell_level_conversion(ledger, eps_row_spent, delta_row_spent)
 
         self.embedding_ = emb

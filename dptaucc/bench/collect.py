@@ -16,7 +16,8 @@ import pandas as pd
 from dptaucc.bench.run import COLUMNS
 from dptaucc.bench.store import RunStore
 
-NUMERIC = ["epsilon", "delta", "epsilon_spent", "delta_spent", "nmi_rows", "ari_rows",
+NUMERIC = ["epsilon", "delta", "epsilon_spent", "epsilon_mechanisms", "delta_spent",
+           "nmi_rows", "ari_rows",
            "nmi_rows_private", "ari_rows_private", "nmi_rows_released", "ari_rows_released",
            "nmi_cols", "ari_cols", "tau_rc", "tau_cr", "k_found", "l_found", "fit_time_s",
            "eval_time_s", "peak_rss_mb", "n_rows", "n_cols", "nnz", "n_classes", "seed",

@@ -28,7 +28,8 @@ from dptaucc.bench.store import RunStore
 #: the record columns of DESIGN §4 (plus a few extras), in table order; p_* columns follow
 COLUMNS = [
     "run_id", "experiment", "algorithm", "mode", "dataset", "seed",
-    "epsilon", "delta", "epsilon_spent", "delta_spent", "end_to_end_dp", "non_private_steps",
+    "epsilon", "delta", "epsilon_spent", "epsilon_mechanisms", "delta_spent", "end_to_end_dp",
+    "non_private_steps",
     "private", "n_rows", "n_cols", "nnz", "n_classes",
     "nmi_rows", "ari_rows", "nmi_rows_private", "ari_rows_private", "nmi_rows_released",
     "ari_rows_released", "row_labels_private", "nmi_cols", "ari_cols", "tau_rc", "tau_cr",
@@ -124,11 +125,13 @@ def evaluate(est, X, dataset) -> dict:
     released labels whatever their privacy.
     """
     rec: dict[str, Any] = {}
-    released = np.asarray(est.row_labels_)
-    is_private = bool(getattr(est, "row_labels_private_", False))
+    released = getattr(est, "row_labels_", None)  # absent: the method releases no row labels
+    released = None if released is None else np.asarray(released)
+    is_private = bool(getattr(est, "row_labels_private_", False)) and released is not None
     paper = est.evaluation_row_labels(X) if hasattr(est, "evaluation_row_labels") else released
     rec["nmi_rows"], rec["ari_rows"] = _scores(dataset.row_labels, paper)
-    same = np.shape(paper) == released.shape and np.array_equal(paper, released)
+    same = released is not None and np.shape(paper) == released.shape and np.array_equal(
+        paper, released)
     rec["nmi_rows_released"], rec["ari_rows_released"] = (
         (rec["nmi_rows"], rec["ari_rows"]) if same else _scores(dataset.row_labels, released))
     if is_private:
@@ -142,7 +145,7 @@ def evaluate(est, X, dataset) -> dict:
     rec["tau_rc"] = float(getattr(est, "tau_rc_", NAN))
     rec["tau_cr"] = float(getattr(est, "tau_cr_", NAN))
     k = getattr(est, "n_row_clusters_", None)
-    rec["k_found"] = int(k) if k is not None else int(len(np.unique(released)))
+    rec["k_found"] = int(k) if k is not None else int(len(np.unique(paper)))
     l_found = getattr(est, "n_col_clusters_", None)
     if l_found is None and cols is not None:
         l_found = len(np.unique(np.asarray(cols)))
@@ -167,6 +170,7 @@ def _privacy(est, job: Mapping) -> dict:
             claimed = ledger.budget_delta  # the estimator's own default, e.g. DPM's 1/(n√n)
         rec["delta"] = NAN if claimed is None else float(claimed)
     if ledger is not None:
+        rec["epsilon_mechanisms"] = float(ledger.epsilon_mechanisms)
         rec["end_to_end_dp"] = bool(ledger.end_to_end_dp)
         rec["non_private_steps"] = json.dumps(list(ledger.non_private_steps))
         rec["ledger"] = json.dumps(ledger.to_records(), default=str)

@@ -1,151 +1,189 @@
-"""Statistical checks of the mechanisms as DP-τCC uses them, and an empirical privacy test."""
+"""DP-τCC's privacy at every call site: the noise each mechanism call really draws, the
+sensitivity each assignment uses, and a neighbour test of the released table at its own ε.
+
+Expected scales are written out here from the paper (table: L1 sensitivity 1 at
+ε_T = (1−h)ε/(2I), eq. 4.11; assignment: range sensitivity of its weights at h·ε/(2I),
+eqs. 4.9-4.10), never read back from the code under test.
+"""
 
 import math
 
 import numpy as np
 import pytest
-from scipy import stats
+import scipy.sparse as sp
 
 import dptaucc.dp_taucc as dp_mod
 from dptaucc import DPTauCC
-from dptaucc.objective import aggregate_columns, row_range_sensitivity, row_weights
-from dptaucc.privacy import PrivacyLedger, exponential_mechanism
+from dptaucc.objective import contingency_table, relabel
+from dptaucc.privacy import Sampler, SeededSampler
+from dptaucc.privacy.checks import (
+    RecordingSampler,
+    discrete_laplace_pvalue,
+    neighbour_log_ratio_bounds,
+)
 
 
-@pytest.mark.parametrize("scale", [1.0, 1e6])
-def test_exponential_mechanism_frequencies_chi_square(scale):
-    """Sample frequencies match exp(ε·u/Δ)/Z, also with huge utility scales (log-space)."""
-    u = np.array([0.0, 0.4, 1.0, -0.7, 0.9]) * scale
-    eps, delta, N = 1.3, 0.5 * scale, 40_000
-    rng = np.random.default_rng(2024)
-    labels = exponential_mechanism(np.tile(u, (N, 1)), eps, delta, rng, PrivacyLedger(), "s")
-    logits = eps * u / delta
-    p = np.exp(logits - logits.max())
-    p /= p.sum()
-    observed = np.bincount(labels, minlength=u.size)
-    _, pvalue = stats.chisquare(observed, N * p)
-    assert pvalue > 1e-3
+@pytest.fixture(scope="module")
+def counts():
+    rng = np.random.default_rng(11)
+    X = rng.poisson(0.8, size=(60, 45)).astype(float)
+    X[:20, :15] += rng.poisson(3, size=(20, 15))
+    X[20:40, 15:30] += rng.poisson(3, size=(20, 15))
+    return X
 
 
-def test_exponential_mechanism_does_not_overflow():
-    u = np.array([[1e300, -1e300, 0.0]])
-    labels = exponential_mechanism(u, 1.0, 1e-3, np.random.default_rng(0), PrivacyLedger(), "s")
-    assert labels.tolist() == [0]
+def _fit(X, seed, monkeypatch=None, **kwargs):
+    """Fit with a recording sampler (and, given monkeypatch, a spy on the assignments)."""
+    rec = RecordingSampler(SeededSampler(np.random.default_rng(seed)))
+    calls = []
+    if monkeypatch is not None:
+        original = dp_mod.linear_exponential_mechanism
+
+        def spy(profiles, weights, epsilon, *args, **kw):
+            calls.append((profiles.copy(), np.array(weights), epsilon))
+            return original(profiles, weights, epsilon, *args, **kw)
+
+        monkeypatch.setattr(dp_mod, "linear_exponential_mechanism", spy)
+    model = DPTauCC(random_state=rec, **kwargs).fit(X)
+    return model, rec, calls
 
 
-def _ratio_bound_holds(counts_a, counts_b, eps, alpha):
-    """No outcome is *significantly* more than e^ε times likelier under one input.
-
-    Slack: for every outcome with enough mass, the one-sided Clopper–Pearson lower bound of
-    p_a must not exceed e^ε times the upper bound of p_b (and vice versa), each at level
-    alpha / (2·#outcomes) (Bonferroni), so a correct mechanism fails with prob. < alpha.
-    """
-    na, nb = counts_a.sum(), counts_b.sum()
-    level = alpha / (2 * counts_a.size)
-    worst = 0.0
-    for ca, cb in zip(counts_a, counts_b, strict=True):
-        lo_a = stats.beta.ppf(level, ca, na - ca + 1) if ca > 0 else 0.0
-        hi_b = stats.beta.ppf(1 - level, cb + 1, nb - cb) if cb < nb else 1.0
-        lo_b = stats.beta.ppf(level, cb, nb - cb + 1) if cb > 0 else 0.0
-        hi_a = stats.beta.ppf(1 - level, ca + 1, na - ca) if ca < na else 1.0
-        worst = max(worst, lo_a / hi_b, lo_b / hi_a)
-    return worst <= math.exp(eps), worst
+@pytest.mark.parametrize("eps,n_iterations,h", [(2.0, 4, 0.9), (1.0, 2, 0.5), (8.0, 1, 0.3)])
+def test_every_table_call_draws_discrete_laplace_at_the_charged_scale(counts, eps,
+                                                                       n_iterations, h):
+    scale = 2 * n_iterations / ((1 - h) * eps)  # 1/ε_T, L1 sensitivity 1 (eq. 4.11)
+    noise = []
+    for seed in range(40):
+        model, rec, _ = _fit(counts, seed, n_row_clusters=3, n_col_clusters=3, epsilon=eps,
+                             n_iterations=n_iterations, h=h)
+        draws = rec.of_kind("discrete_laplace")
+        assert len(draws) == 2 * n_iterations
+        assert all(d.scale == pytest.approx(scale, rel=1e-12) for d in draws)
+        tables = [e for e in model.privacy_ledger_.entries if "laplace" in e.mechanism]
+        assert [e.sensitivity for e in tables] == [1.0] * len(draws)
+        noise.extend(np.concatenate([d.output.ravel() for d in draws]))
+    assert discrete_laplace_pvalue(np.array(noise), scale) > 1e-4
 
 
-def _one_assignment(A, c, table, eps, rng, sens=None):
-    """One row assignment of DP-τCC (Alg. 3) given released C and T̃."""
-    beta = row_weights(table, guard=True)
-    delta = row_range_sensitivity(beta) if sens is None else sens
-    util = aggregate_columns(A, c, table.shape[1]) @ beta.T
-    return dp_mod._private_assignment(util, delta, eps, rng, PrivacyLedger(), "s")
+def test_released_table_is_the_exact_table_plus_the_last_recorded_noise(counts):
+    model, rec, _ = _fit(counts, 3, n_row_clusters=3, n_col_clusters=3, epsilon=4.0)
+    r, k = relabel(model.dp_row_labels_)
+    c, ell = relabel(model.column_labels_)
+    exact = contingency_table(sp.csr_matrix(counts), r, c, k, ell)
+    last = rec.of_kind("discrete_laplace")[-1].output
+    np.testing.assert_array_equal(model.contingency_, np.maximum(exact + last, 0))
+    assert model.contingency_.dtype == np.int64
 
 
-def _neighbour_counts(row, eps, N, seed, sens=None):
-    """Labels of row u = 0 under A and A' (a_uv + 1 with v = 3) over N independent runs."""
-    import scipy.sparse as sp
-
-    c = np.array([0, 1, 0, 1])
-    table = np.array([[9.0, 1.0], [1.0, 6.0], [3.0, 3.0]])  # released, public
-    row2 = np.array(row, dtype=float)
-    row2[3] += 1
-    counts = []
-    for k, r in enumerate((np.array(row, dtype=float), row2)):
-        rep = sp.csr_matrix(np.tile(r, (N, 1)))  # N replicates = N independent runs
-        labels = _one_assignment(rep, c, table, eps, np.random.default_rng(seed + k), sens)
-        counts.append(np.bincount(labels, minlength=3))
-    return counts
+def _range_sensitivity(weights):
+    """max over coordinates d of the spread of W[:, d]: a neighbour adds one to one profile
+    entry, which moves that object's utilities by the column W[:, d]."""
+    return max(float(np.ptp(weights[:, d])) for d in range(weights.shape[1]))
 
 
-def test_row_assignment_is_eps_dp_on_neighbours():
-    """P[label_u = k] under A and A' differ by at most e^ε; this pair's true loss is 0.94ε."""
-    ca, cb = _neighbour_counts([5, 0, 1, 0], 1.0, 60_000, 1)
-    ok, worst = _ratio_bound_holds(ca, cb, 1.0, alpha=1e-3)
-    assert ok, worst
-    assert worst > 1.5  # the loss is real and measured close to the bound
+@pytest.mark.parametrize("eps,n_iterations,h", [(2.0, 4, 0.9), (0.5, 3, 0.4)])
+def test_every_assignment_samples_at_the_range_sensitivity_of_its_weights(
+        counts, monkeypatch, eps, n_iterations, h):
+    model, rec, calls = _fit(counts, 5, monkeypatch, n_row_clusters=3, n_col_clusters=3,
+                             epsilon=eps, n_iterations=n_iterations, h=h)
+    choices = rec.of_kind("choose")
+    assert len(calls) == len(choices) == 2 * n_iterations
+    eps_assign = h * eps / (2 * n_iterations)
+    X = sp.csr_matrix(counts)
+    for i, ((profiles, weights, epsilon), draw) in enumerate(zip(calls, choices, strict=True)):
+        assert epsilon == pytest.approx(eps_assign, rel=1e-12)
+        delta = max(_range_sensitivity(weights), dp_mod.SENSITIVITY_FLOOR)
+        assert draw.scale == pytest.approx(delta / eps_assign, rel=1e-12)
+        np.testing.assert_allclose(draw.inputs, np.asarray(profiles @ weights.T), rtol=1e-12)
+        # the profiles are counts, so a one-cell neighbour moves one entry by exactly one
+        dense = profiles.toarray() if sp.issparse(profiles) else profiles
+        if i == 0:  # init: the columns of A over the rows
+            np.testing.assert_array_equal(dense, counts.T)
+        elif dense.shape[0] == X.shape[0]:  # rows over column clusters
+            np.testing.assert_allclose(dense.sum(axis=1), counts.sum(axis=1))
+        else:  # columns over row clusters
+            np.testing.assert_allclose(dense.sum(axis=1), counts.sum(axis=0))
+    expo = [e for e in model.privacy_ledger_.entries if e.mechanism == "exponential"]
+    assert [e.noise_scale for e in expo] == pytest.approx([d.scale for d in choices])
 
 
-def test_empirical_privacy_test_detects_a_broken_mechanism():
-    """Power check: spending 3ε under the ε label (true loss 1.8 > 1) is caught."""
-    table = np.array([[9.0, 1.0], [1.0, 6.0], [3.0, 3.0]])
-    delta = row_range_sensitivity(row_weights(table))
-    ca, cb = _neighbour_counts([1, 0, 0, 0], 3.0, 20_000, 5, sens=delta)
-    ok, worst = _ratio_bound_holds(ca, cb, 1.0, alpha=1e-3)
-    assert not ok, worst
+class _HalfScale(Sampler):
+    """A broken sampler: every noise scale halved (what a mis-stated sensitivity does)."""
+
+    def __init__(self, seed):
+        self.inner = SeededSampler(np.random.default_rng(seed))
+        self.rng = self.inner.rng
+
+    def discrete_laplace(self, size, scale):
+        return self.inner.discrete_laplace(size, scale / 2)
+
+    def choose(self, scores, scale):
+        return self.inner.choose(scores, scale / 2)
 
 
-def test_whole_fit_released_outputs_are_eps_dp_empirically():
-    """Full DPTauCC fits on a tiny A and its neighbour A' (one entry +1), ε = 1, many seeds.
-
-    Released outputs checked: the column label of the changed column v (relative to column 0,
-    a label-permutation-invariant event) and one cell of T̃ binned in 6 bins. Slack as in
-    :func:`_ratio_bound_holds` (Clopper–Pearson, Bonferroni, alpha = 1e-3).
-    """
-    A = np.array([[3, 0, 2, 0, 1], [0, 2, 0, 3, 0], [2, 0, 3, 0, 1], [0, 3, 0, 2, 1]],
-                 dtype=float)
-    A2 = A.copy()
-    A2[1, 4] += 1
-    eps, runs = 1.0, 1500
-
-    def outcomes(X, seed0):
-        same, cells = [], []
-        for s in range(runs):
-            model = DPTauCC(2, 2, epsilon=eps, n_iterations=1, random_state=seed0 + s).fit(X)
-            same.append(int(model.column_labels_[4] == model.column_labels_[0]))
-            T = model.contingency_
-            cells.append(T[0, 0] if T.shape == (2, 2) else -1.0)
-        return np.array(same), np.array(cells)
-
-    sa, ta = outcomes(A, 0)
-    sb, tb = outcomes(A2, 10_000)
-    ok, worst = _ratio_bound_holds(np.bincount(sa, minlength=2), np.bincount(sb, minlength=2),
-                                   eps, alpha=1e-3)
-    assert ok, worst
-    edges = np.array([-np.inf, -0.5, 1e-9, 10, 30, 60, np.inf])
-    ha = np.histogram(ta, bins=edges)[0]
-    hb = np.histogram(tb, bins=edges)[0]
-    ok, worst = _ratio_bound_holds(ha, hb, eps, alpha=1e-3)
-    assert ok, worst
+def _released_total_at_most(X, threshold, runs, seed0, broken=False):
+    """Fits with one row and one column cluster, I = 1, h = ½ and ε = 4: the released 1×1
+    table's mechanism runs at its own ε_T = 1. Counts {T̃ <= threshold}."""
+    hits = 0
+    for s in range(runs):
+        state = _HalfScale(seed0 + s) if broken else seed0 + s
+        model = DPTauCC(1, 1, epsilon=4.0, n_iterations=1, h=0.5, random_state=state).fit(X)
+        hits += int(model.contingency_[0, 0] <= threshold)
+    return hits
 
 
-def test_dp_row_assignment_frequencies_follow_eq_4_9_and_4_10():
-    """Chi-square: DP-τCC's row assignment samples ∝ exp(ε σ(a_i, t_k)/Δ) with σ, Δ written
-    out by hand from eqs. (4.9)/(4.10)."""
-    import scipy.sparse as sp
+@pytest.mark.parametrize("broken", [False, True])
+def test_released_table_neighbours_at_the_tables_own_epsilon(broken):
+    """D and D' = D + e_uv: P(T̃ <= N | D) / P(T̃ <= N | D') = e^{ε_T} = e exactly for the
+    discrete Laplace (true log ratio 1; 2 with half the noise, which the test must flag)."""
+    D = np.array([[3, 0, 2], [1, 4, 0]], dtype=float)
+    D2 = D.copy()
+    D2[1, 2] += 1
+    runs, total = 3000, int(D.sum())
+    ha = _released_total_at_most(D, total, runs, 0, broken)
+    hb = _released_total_at_most(D2, total, runs, 50_000, broken)
+    lower, upper = neighbour_log_ratio_bounds(ha, runs, hb, runs)
+    if broken:
+        assert lower > 1.0
+    else:
+        assert lower <= 1.0 <= upper
 
-    table = np.array([[7.0, 2.0, 0.5], [1.0, 5.0, 3.0], [2.0, 2.0, 2.0], [0.0, 1.0, 6.0]])
-    row = np.array([2.0, 0.0, 1.0, 3.0, 0.0, 1.0])
-    c = np.array([0, 1, 2, 0, 1, 2])
-    K, L = table.shape
-    t, t_k, t_l = table.sum(), table.sum(axis=1), table.sum(axis=0)
-    beta = [[table[k, l] / t_l[l] - t_k[k] / t for l in range(L)] for k in range(K)]
-    a_l = [sum(row[j] for j in range(6) if c[j] == l) for l in range(L)]
-    sigma = np.array([sum(a_l[l] * beta[k][l] for l in range(L)) for k in range(K)])
-    delta = max(max(beta[k][l] for k in range(K)) - min(beta[k][l] for k in range(K))
-                for l in range(L))
-    eps, N = 0.8, 30_000
-    p = np.exp(eps * sigma / delta)
-    p /= p.sum()
-    rep = sp.csr_matrix(np.tile(row, (N, 1)))
-    labels = _one_assignment(rep, c, table, eps, np.random.default_rng(9))
-    _, pvalue = stats.chisquare(np.bincount(labels, minlength=K), N * p)
-    assert pvalue > 1e-3
+
+def test_secure_path_fits_with_the_same_ledger_and_integer_tables(counts):
+    seeded = DPTauCC(3, 3, epsilon=2.0, random_state=0).fit(counts)
+    secure = DPTauCC(3, 3, epsilon=2.0, secure=True).fit(counts)
+    assert secure.contingency_.dtype == np.int64
+    strip = [(e.step, e.mechanism, e.epsilon, e.composition)
+             for e in seeded.privacy_ledger_.entries]
+    assert [(e.step, e.mechanism, e.epsilon, e.composition)
+            for e in secure.privacy_ledger_.entries] == strip
+    assert secure.epsilon_spent_ == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(secure=True, random_state=0), "random_state"),
+    (dict(secure=True, mode="paper"), "corrected mode"),
+    (dict(secure="yes"), "secure must be True or False"),
+])
+def test_secure_path_refuses_seeds_and_paper_mode(counts, kwargs, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        DPTauCC(2, 2, **kwargs).fit(counts)
+
+
+def test_infinite_epsilon_draws_no_noise(counts):
+    model, rec, _ = _fit(counts, 0, n_row_clusters=3, n_col_clusters=3, epsilon=math.inf)
+    assert all(d.scale == 0.0 for d in rec.draws)
+    assert all((d.output == 0).all() for d in rec.of_kind("discrete_laplace"))
+
+
+def test_corrected_assignment_floors_a_tiny_sensitivity_at_1e_minus_9():
+    """Weights whose columns spread by 1e-13: Δ is raised to the floor 1e-9 (more noise,
+    never less), and the choice samples at that scale."""
+    from dptaucc.privacy import PrivacyLedger
+
+    weights = np.array([[1.0, 2.0], [1.0 + 1e-13, 2.0]])
+    ledger = PrivacyLedger()
+    rec = RecordingSampler(0)
+    dp_mod._assign_corrected(np.ones((4, 2)), weights, 0.5, rec, ledger, "s")
+    assert ledger.entries[0].sensitivity == 1e-9
+    assert rec.draws[0].scale == pytest.approx(1e-9 / 0.5)

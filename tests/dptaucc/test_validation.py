@@ -44,8 +44,6 @@ def test_sparse_input_left_untouched_explicit_zeros_dropped_duplicates_summed():
     (np.array([[1.0, -1.0]]), ValueError, "Negative values in data passed to X: counts must"),
     (sp.csc_matrix(np.array([[1.0, -1.0]])), ValueError, "Negative values in data passed to X"),
     (np.array([[1.0, 0.5]]), ValueError, "X contains fractional entries"),
-    (np.zeros((2, 2)), ValueError, "X is all zeros"),
-    (sp.csr_matrix((2, 2)), ValueError, "X is all zeros"),
 ])
 def test_bad_input_messages(X, exc, match):
     with pytest.raises(exc, match=match):
@@ -64,3 +62,9 @@ def test_n_clusters_message_names_samples_and_features():
         check_n_clusters(3, 1, "k", "rows")
     with pytest.raises(ValueError, match=r"columns \(n_features=2\)"):
         check_n_clusters(3, 2, "k", "columns")
+
+
+@pytest.mark.parametrize("X", [np.zeros((2, 3)), sp.csr_matrix((2, 3))])
+def test_all_zero_matrix_is_valid(X):
+    out = check_count_matrix(X)
+    assert out.shape == (2, 3) and out.nnz == 0

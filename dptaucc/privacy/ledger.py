@@ -1,0 +1,149 @@
+"""The privacy ledger: every mechanism call of one ``fit``, and what the fit really spent.
+
+Neighbouring relation of the suite (paper §4.1): ``A' = A + e_u e_vᵀ`` (one cell of the count
+matrix incremented by one); an estimator that proves its guarantee under another relation
+(e.g. replacing one row, which covers a one-cell change) says so in its entries' notes.
+
+Composition conventions of an entry:
+
+* ``"sequential"`` — one release; its (ε, δ) adds to the total.
+* ``"parallel"`` — one call of a mechanism applied independently to disjoint objects (e.g. one
+  exponential mechanism per row); by parallel composition the family costs its per-object
+  (ε, δ) once, and that is what the entry holds. It adds to the total too.
+* ``"non-private"`` — a step that reads the private data outside any mechanism (a paper-mode
+  quirk, or an initialisation a published method leaves unbudgeted). Its privacy loss is
+  unbounded: :attr:`PrivacyLedger.epsilon_spent` is then ``inf``, so that no finite number
+  understates what the fit spent, while :attr:`PrivacyLedger.epsilon_mechanisms` still says
+  what the mechanisms themselves cost.
+
+Evaluation-only steps (the paper's protocol of assigning rows to released prototypes) are not
+part of a fit and are never charged here: they are methods the user calls on data they hold.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+__all__ = ["LedgerEntry", "PrivacyLedger", "BudgetExceededError", "check_epsilon", "COMPOSITIONS"]
+
+COMPOSITIONS = ("sequential", "parallel", "non-private")
+
+
+class BudgetExceededError(RuntimeError):
+    """A strict ledger was asked to spend more than its budget."""
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """One mechanism call (or one named non-private step).
+
+    ``noise_scale`` is the scale of the noise the call actually drew (Laplace/discrete Laplace
+    b = Δ/ε, Gaussian σ, Gumbel β = Δ/ε of the exponential mechanism); NaN for steps that
+    draw none.
+    """
+
+    step: str
+    mechanism: str
+    epsilon: float
+    delta: float = 0.0
+    sensitivity: float = math.nan
+    composition: str = "sequential"
+    note: str = ""
+    noise_scale: float = math.nan
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class PrivacyLedger:
+    """Per-fit record of every privacy-relevant step.
+
+    ``budget_epsilon``/``budget_delta`` are what the caller asked for. With ``strict=True``
+    a charge that would take the mechanisms beyond the budget (beyond a relative 1e-9 for
+    float round-off) raises :class:`BudgetExceededError` *before* the mechanism runs
+    (check-then-spend). Paper-mode estimators use ``strict=False`` because the published code
+    overspends; the ledger then records the real spend.
+    """
+
+    budget_epsilon: float = math.inf
+    budget_delta: float = 0.0
+    strict: bool = False
+    entries: list[LedgerEntry] = field(default_factory=list)
+
+    def charge(
+        self,
+        step: str,
+        mechanism: str,
+        epsilon: float,
+        delta: float = 0.0,
+        sensitivity: float = math.nan,
+        composition: str = "sequential",
+        note: str = "",
+        noise_scale: float = math.nan,
+    ) -> LedgerEntry:
+        """Record a mechanism call, checking the budget first when strict."""
+        if composition not in COMPOSITIONS:
+            raise ValueError(f"composition must be one of {COMPOSITIONS}, got {composition!r}")
+        if composition != "non-private":
+            if not (epsilon >= 0) or not (0 <= delta <= 1):
+                raise ValueError(f"invalid charge epsilon={epsilon!r}, delta={delta!r}")
+            if self.strict:
+                eps_after = self.epsilon_mechanisms + epsilon
+                delta_after = self.delta_spent + delta
+                tol = 1e-9 * max(1.0, self.budget_epsilon)
+                if eps_after > self.budget_epsilon + tol or delta_after > self.budget_delta + 1e-15:
+                    raise BudgetExceededError(
+                        f"step {step!r} would spend (ε={eps_after:.6g}, δ={delta_after:.3g}) "
+                        f"of a budget (ε={self.budget_epsilon:.6g}, δ={self.budget_delta:.3g})"
+                    )
+        entry = LedgerEntry(step, mechanism, float(epsilon), float(delta), float(sensitivity),
+                            composition, note, float(noise_scale))
+        self.entries.append(entry)
+        return entry
+
+    def mark_non_private(self, step: str, note: str) -> LedgerEntry:
+        """Name a step that reads the private data outside any mechanism (ε = ∞)."""
+        return self.charge(step, "none", math.inf, 0.0, math.nan, "non-private", note)
+
+    @property
+    def epsilon_mechanisms(self) -> float:
+        """Sequential (basic-composition) sum of ε over the mechanism calls."""
+        return math.fsum(e.epsilon for e in self.entries if e.composition != "non-private")
+
+    @property
+    def epsilon_spent(self) -> float:
+        """What the fit really spent: the mechanisms' sum, or ``inf`` after a non-private step."""
+        return math.inf if self.non_private_steps else self.epsilon_mechanisms
+
+    @property
+    def delta_spent(self) -> float:
+        """Sum of δ over the mechanism calls."""
+        return math.fsum(e.delta for e in self.entries if e.composition != "non-private")
+
+    @property
+    def non_private_steps(self) -> list[str]:
+        return [e.step for e in self.entries if e.composition == "non-private"]
+
+    @property
+    def end_to_end_dp(self) -> bool:
+        return not self.non_private_steps
+
+    def to_records(self) -> list[dict]:
+        return [e.as_dict() for e in self.entries]
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+
+def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
+    """Validate a privacy parameter: a finite or infinite real number > 0."""
+    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a positive number, got {type(epsilon).__name__}")
+    epsilon = float(epsilon)
+    if math.isnan(epsilon) or epsilon <= 0:
+        raise ValueError(f"{name} must be > 0, got {epsilon}")
+    return epsilon

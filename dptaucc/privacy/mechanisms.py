@@ -1,0 +1,231 @@
+"""The mechanisms, each with its privacy map stated where it is defined.
+
+Every function charges the fit's :class:`~dptaucc.privacy.ledger.PrivacyLedger` *before* it
+draws (check-then-spend on strict ledgers), records the scale of the noise it draws, and takes
+its noise from a :class:`~dptaucc.privacy.samplers.Sampler` (a bare ``numpy.random.Generator``
+is accepted and wrapped in a seeded sampler).
+
+Released values have a data-independent output set: integers for counts
+(:func:`discrete_laplace_mechanism`), indices for choices, and for the continuous Gaussian a
+fixed grid (:func:`snap_to_grid`). :func:`float_laplace_mechanism` is the exception, kept only
+for paper mode, which reproduces the authors' textbook float noise.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.sparse as sp
+
+from dptaucc.privacy.ledger import PrivacyLedger
+from dptaucc.privacy.samplers import Sampler, SeededSampler
+
+__all__ = [
+    "as_sampler",
+    "exponential_mechanism",
+    "linear_exponential_mechanism",
+    "linear_range_sensitivity",
+    "discrete_laplace_mechanism",
+    "float_laplace_mechanism",
+    "gaussian_mechanism",
+    "snap_to_grid",
+    "grid_granularity",
+]
+
+#: Bits of resolution below the noise scale kept by :func:`snap_to_grid`.
+GRID_BITS = 24
+
+
+def as_sampler(source: Sampler | np.random.Generator) -> Sampler:
+    """A Sampler as is; a numpy Generator wrapped in a :class:`SeededSampler`."""
+    if isinstance(source, Sampler):
+        return source
+    return SeededSampler(source)
+
+
+def _check_sensitivity(sensitivity: float) -> float:
+    sensitivity = float(sensitivity)
+    if not (math.isfinite(sensitivity) and sensitivity > 0):
+        raise ValueError(f"sensitivity must be finite and > 0, got {sensitivity}")
+    return sensitivity
+
+
+def _charge_scaled(ledger: PrivacyLedger, step: str, mechanism: str, epsilon: float,
+                   sensitivity: float, composition: str, note: str) -> float:
+    """Charge a mechanism whose noise scale is Δ/ε (0 at ε = ∞) and return that scale."""
+    sensitivity = _check_sensitivity(sensitivity)
+    scale = 0.0 if math.isinf(epsilon) else sensitivity / epsilon
+    ledger.charge(step, mechanism, epsilon, 0.0, sensitivity, composition, note, scale)
+    return scale
+
+
+def exponential_mechanism(
+    utilities: np.ndarray,
+    epsilon: float,
+    sensitivity: float,
+    sampler: Sampler | np.random.Generator,
+    ledger: PrivacyLedger,
+    step: str,
+    note: str = "",
+) -> np.ndarray:
+    """One choice per row of ``utilities`` with P(k) ∝ exp(ε·u_k/Δ).
+
+    Privacy map: if Δ bounds the *range* sensitivity of each row's utility vector (over
+    neighbours, max_k Δu_k − min_k Δu_k; Dong, Durfee & Rogers 2020, paper eq. 4.10), each
+    row's choice is ε-DP without the factor ½ of the textbook mechanism. Rows are disjoint
+    objects, so the call costs ε once (parallel composition). ε = ∞ gives the argmax.
+    """
+    utilities = np.asarray(utilities, dtype=float)
+    if utilities.ndim != 2 or utilities.shape[1] == 0:
+        raise ValueError("utilities must be a 2-D array with at least one choice per row")
+    if not np.all(np.isfinite(utilities)):
+        raise ValueError("utilities must be finite")
+    scale = _charge_scaled(ledger, step, "exponential", epsilon, sensitivity, "parallel", note)
+    return as_sampler(sampler).choose(utilities, scale)
+
+
+def linear_range_sensitivity(weights: np.ndarray) -> float:
+    """Δ = max_d (max_c W_cd − min_c W_cd): the range sensitivity of ``u = P Wᵀ`` when a
+    neighbour changes one entry of one profile by one (paper eq. 4.10); NaN if W has NaN."""
+    weights = np.asarray(weights, dtype=float)
+    if np.isnan(weights).any():
+        return math.nan
+    return float(np.max(weights.max(axis=0) - weights.min(axis=0)))
+
+
+def linear_exponential_mechanism(
+    profiles: np.ndarray | sp.spmatrix,
+    weights: np.ndarray,
+    epsilon: float,
+    sampler: Sampler | np.random.Generator,
+    ledger: PrivacyLedger,
+    step: str,
+    *,
+    sensitivity_floor: float = 0.0,
+    note: str = "",
+) -> np.ndarray:
+    """Choose for each object i (row of ``profiles``, N×D) one of the C rows of ``weights``
+    (C×D) with the linear utility u_ic = Σ_d P_id W_cd (paper eq. 4.9).
+
+    Privacy map: a neighbour changes one entry (i, d) of the profiles by one, which moves object
+    i's utilities by the column W_{·d}; so Δ = :func:`linear_range_sensitivity` (raised to
+    ``sensitivity_floor``, which only adds privacy) bounds the range sensitivity and every
+    object's choice is ε-DP (:func:`exponential_mechanism`). If every column of W is constant
+    (Δ = 0) all choices score alike for every input: the choice is uniform, charged all the same.
+    The sensitivity is computed here from W, never passed in, so a call site cannot mis-state it.
+    """
+    weights = np.asarray(weights, dtype=float)
+    utilities = np.asarray(profiles @ weights.T, dtype=float)
+    delta = linear_range_sensitivity(weights)
+    if math.isnan(delta):
+        raise ValueError("weights contain NaN")
+    if delta > 0:
+        delta = max(delta, float(sensitivity_floor))
+        return exponential_mechanism(utilities, epsilon, delta, sampler, ledger, step, note)
+    note = (note + "; " if note else "") + "Δ = 0: utilities equal across choices, uniform choice"
+    return exponential_mechanism(np.zeros_like(utilities), epsilon, 1.0, sampler, ledger, step,
+                                 note)
+
+
+def _integer_values(values) -> np.ndarray:
+    arr = np.asarray(values)
+    if arr.dtype.kind in "iub":
+        return arr.astype(np.int64)
+    if arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
+        return arr.astype(np.int64)
+    raise TypeError("the discrete Laplace mechanism releases integer values; got "
+                    f"{arr.dtype} values that are not all whole numbers")
+
+
+def discrete_laplace_mechanism(
+    values: np.ndarray,
+    epsilon: float,
+    sensitivity: int,
+    sampler: Sampler | np.random.Generator,
+    ledger: PrivacyLedger,
+    step: str,
+    note: str = "",
+) -> np.ndarray:
+    """Release integer ``values`` + discrete Laplace noise of scale b = Δ/ε (int64 output).
+
+    Privacy map: if the L1 distance between the values of two neighbours is at most Δ, the
+    output densities differ by at most e^{Δ/b} = e^ε at every point: ε-DP. The output set is
+    ℤ^shape whatever the input, so no floating-point artefact can reveal the input.
+    """
+    exact = _integer_values(values)
+    scale = _charge_scaled(ledger, step, "discrete-laplace", epsilon, sensitivity, "sequential",
+                           note)
+    return exact + as_sampler(sampler).discrete_laplace(exact.shape, scale)
+
+
+def float_laplace_mechanism(
+    values: np.ndarray,
+    epsilon: float,
+    sensitivity: float,
+    sampler: Sampler | np.random.Generator,
+    ledger: PrivacyLedger,
+    step: str,
+    note: str = "",
+) -> np.ndarray:
+    """PAPER MODE ONLY: ``values + Laplace(0, Δ/ε)`` in floating point, as the authors' code.
+
+    The ε charged is the textbook one, but the released doubles are not safe: which doubles
+    ``x + noise`` can produce depends on x (Mironov 2012), so a released value can identify
+    the input. Corrected mode never calls this.
+    """
+    values = np.asarray(values, dtype=float)
+    scale = _charge_scaled(ledger, step, "laplace-float", epsilon, sensitivity, "sequential",
+                           (note + "; " if note else "") + "textbook float Laplace (paper mode)")
+    if scale == 0.0:
+        return values.copy()
+    return values + as_sampler(sampler).rng.laplace(0.0, scale, size=values.shape)
+
+
+def grid_granularity(scale: float, bits: int = GRID_BITS) -> float:
+    """The power of two 2^(⌊log₂ scale⌋ − bits): a grid far finer than the noise, fixed by
+    public parameters only."""
+    if not (math.isfinite(scale) and scale > 0):
+        raise ValueError(f"noise scale must be finite and > 0, got {scale}")
+    return math.ldexp(1.0, math.floor(math.log2(scale)) - bits)
+
+
+def snap_to_grid(noisy: np.ndarray, scale: float, bits: int = GRID_BITS) -> np.ndarray:
+    """Round noisy values to the grid of :func:`grid_granularity` (post-processing).
+
+    A float ``x + noise`` carries x in its low-order bits; rounded to a grid 2²⁴ times finer
+    than the noise but far coarser than a double's resolution, every grid point is reachable
+    from every input and its probability is the ideal mechanism's up to a relative 2⁻²⁸, so
+    the release keeps its (ε, δ) up to that rounding.
+    """
+    g = grid_granularity(scale, bits)
+    return np.round(np.asarray(noisy, dtype=float) / g) * g
+
+
+def gaussian_mechanism(
+    values: np.ndarray,
+    sigma: float,
+    epsilon: float,
+    delta: float,
+    sensitivity: float,
+    sampler: Sampler | np.random.Generator,
+    ledger: PrivacyLedger,
+    step: str,
+    note: str = "",
+) -> np.ndarray:
+    """Release ``values + N(0, σ²)`` snapped to a σ-relative grid (:func:`snap_to_grid`).
+
+    Privacy map: the caller calibrates σ to the L2 ``sensitivity`` so that the Gaussian
+    mechanism is (ε, δ)-DP (e.g. the analytic Gaussian of Balle & Wang 2018) and charges that
+    (ε, δ); rounding to the grid is post-processing.
+    """
+    values = np.asarray(values, dtype=float)
+    sensitivity = _check_sensitivity(sensitivity)
+    sigma = float(sigma)
+    if not (sigma >= 0 and math.isfinite(sigma)):
+        raise ValueError(f"sigma must be finite and >= 0, got {sigma}")
+    ledger.charge(step, "gaussian", epsilon, delta, sensitivity, "sequential", note, sigma)
+    if sigma == 0.0:
+        return values.copy()
+    noisy = values + as_sampler(sampler).rng.normal(0.0, sigma, size=values.shape)
+    return snap_to_grid(noisy, sigma)

@@ -1,0 +1,188 @@
+"""Where a fit's noise comes from: a seeded sampler for research, a secure one for releases.
+
+Two interchangeable sources, chosen per fit (never a global):
+
+* :class:`SeededSampler` (default) draws everything from one ``numpy.random.Generator`` built
+  from ``random_state``: reproducible, what the benchmark uses. Its samplers are exact in law up
+  to double rounding, with the tails cut far out: every exponential variate is built from a
+  106-bit uniform (two 53-bit draws), so it reaches 74.2 instead of 36.7. Consequences, stated
+  as guarantees: a discrete-Laplace variate never exceeds 74.2·b in size (true probability of
+  that tail < 2⁻¹⁰⁶), and in the exponential mechanism a choice trailing the best by more than
+  78.5 logits is never drawn (true probability < e⁻⁷⁸·⁵ < 2⁻¹¹³). Each call is therefore
+  (ε, δ)-DP with δ below 2⁻¹⁰⁰ per sampled value, up to double rounding of the scores (a
+  relative error of 2⁻⁵³), instead of pure ε-DP. Integer outputs (discrete Laplace) have a
+  data-independent output set, so the floating-point attack on textbook Laplace noise
+  (Mironov 2012) does not apply.
+* :class:`SecureSampler` draws every mechanism's noise from OpenDP's exact samplers (exact
+  discrete Laplace; report-noisy-max with Gumbel noise, i.e. the exponential mechanism) with
+  the operating system's randomness, and other random choices (data-independent
+  initialisations, post-processing) from a ``Generator`` seeded by the OS. No seed, nothing to
+  replay: use it for a release you publish. Needs the ``secure`` extra (``opendp``).
+
+Both implement the same two mechanism samplers (:meth:`discrete_laplace`, :meth:`choose`) with
+the same distributions (tested by chi-square); :func:`make_sampler` picks one.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dptaucc.validation import make_generator
+
+__all__ = ["Sampler", "SeededSampler", "SecureSampler", "make_sampler", "MAX_NOISE_SCALE"]
+
+#: Largest noise scale the integer samplers accept: beyond it a variate (≤ 74.2·scale) would
+#: not fit the 53-bit integer range of a double exactly.
+MAX_NOISE_SCALE = 2.0**45
+
+_TWO_M53 = 2.0**-53
+
+
+class Sampler:
+    """A source of noise for one fit: the two samplers every mechanism here draws from.
+
+    ``rng`` serves the random choices that are not mechanism noise (data-independent
+    initialisations, tie-breaking, post-processing); ``exact`` tells whether the mechanism
+    samplers are OpenDP's exact ones.
+    """
+
+    exact: bool = False
+    rng: np.random.Generator
+
+    def discrete_laplace(self, size: int | tuple[int, ...], scale: float) -> np.ndarray:
+        """int64 variates with P(z) ∝ exp(−|z|/scale) (two-sided geometric)."""
+        raise NotImplementedError
+
+    def choose(self, scores: np.ndarray, scale: float) -> np.ndarray:
+        """One index per row of ``scores`` with P(k) ∝ exp(score_k/scale); scale 0 = argmax."""
+        raise NotImplementedError
+
+    # -- shared helpers ---------------------------------------------------------------------
+    def _argmax_ties_uniform(self, scores: np.ndarray) -> np.ndarray:
+        """ε = ∞: the best choice of each row, ties broken uniformly at random."""
+        best = scores == scores.max(axis=1, keepdims=True)
+        return np.argmax(np.where(best, self.rng.random(scores.shape), -1.0), axis=1)
+
+
+def _check_scale(scale: float) -> float:
+    scale = float(scale)
+    if not (0.0 <= scale <= MAX_NOISE_SCALE):
+        raise ValueError(f"noise scale must lie in [0, {MAX_NOISE_SCALE:g}], got {scale}")
+    return scale
+
+
+class SeededSampler(Sampler):
+    """Noise from one seeded ``numpy.random.Generator`` (see the module docstring)."""
+
+    exact = False
+
+    def __init__(self, rng: np.random.Generator):
+        if not isinstance(rng, np.random.Generator):
+            raise TypeError(f"SeededSampler needs a numpy Generator, got {type(rng).__name__}")
+        self.rng = rng
+
+    def standard_exponential(self, size: int | tuple[int, ...]) -> np.ndarray:
+        """Exp(1) variates −log U with U uniform on a 2⁻¹⁰⁶ grid (midpoints) of (0, 1).
+
+        U = hi + (lo + 2⁻⁵⁴)·2⁻⁵³ from two 53-bit draws; for U ≥ ½ the logarithm is taken of
+        1 − U = (1 − hi) − tail, computed without cancellation, so the largest value is
+        107·ln 2 ≈ 74.2 instead of 53·ln 2 ≈ 36.7 from a single draw.
+        """
+        hi = self.rng.random(size)
+        tail = (self.rng.random(size) + 2.0**-54) * _TWO_M53
+        out = np.empty_like(hi)
+        upper = hi >= 0.5
+        out[upper] = -np.log1p(-((1.0 - hi[upper]) - tail[upper]))
+        lower = ~upper
+        out[lower] = -np.log(hi[lower] + tail[lower])
+        return out
+
+    def discrete_laplace(self, size: int | tuple[int, ...], scale: float) -> np.ndarray:
+        """⌊E₁·b⌋ − ⌊E₂·b⌋ with E Exp(1): P(⌊E·b⌋ ≥ k) = e^{−k/b}, so the difference of two
+        independent copies has P(z) ∝ e^{−|z|/b}."""
+        scale = _check_scale(scale)
+        if scale == 0.0:
+            return np.zeros(size, dtype=np.int64)
+        g1 = np.floor(self.standard_exponential(size) * scale)
+        g2 = np.floor(self.standard_exponential(size) * scale)
+        return (g1 - g2).astype(np.int64)
+
+    def gumbel(self, size: int | tuple[int, ...]) -> np.ndarray:
+        """Standard Gumbel variates −log E (E from :meth:`standard_exponential`)."""
+        return -np.log(self.standard_exponential(size))
+
+    def choose(self, scores: np.ndarray, scale: float) -> np.ndarray:
+        """Gumbel-max: argmax_k (score_k/scale + G_k) has P(k) ∝ exp(score_k/scale); it never
+        exponentiates, so any score magnitude is sampled exactly."""
+        scores = np.asarray(scores, dtype=float)
+        scale = _check_scale(scale) if math.isfinite(scale) else -1.0
+        if scale < 0:
+            raise ValueError(f"scale must be finite, got {scale}")
+        if scale == 0.0:
+            return self._argmax_ties_uniform(scores)
+        return np.argmax(scores / scale + self.gumbel(scores.shape), axis=1)
+
+
+class SecureSampler(Sampler):
+    """OpenDP's exact samplers with OS randomness (no seed; see the module docstring).
+
+    Cost: one OpenDP call per row of :meth:`choose` (tens of µs each) and one call per table
+    of :meth:`discrete_laplace`.
+    """
+
+    exact = True
+
+    def __init__(self):
+        try:
+            import opendp.prelude as dp
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError(
+                "secure noise needs OpenDP: pip install 'dptaucc-bench[secure]' (or opendp)"
+            ) from exc
+        dp.enable_features("contrib")
+        self._dp = dp
+        self.rng = np.random.default_rng()  # OS entropy: nothing to replay
+
+    def discrete_laplace(self, size: int | tuple[int, ...], scale: float) -> np.ndarray:
+        scale = _check_scale(scale)
+        shape = (size,) if isinstance(size, (int, np.integer)) else tuple(size)
+        count = int(np.prod(shape, dtype=np.int64))
+        if scale == 0.0 or count == 0:
+            return np.zeros(shape, dtype=np.int64)
+        dp = self._dp
+        meas = dp.m.make_laplace(dp.vector_domain(dp.atom_domain(T="i64")),
+                                 dp.l1_distance(T="i64"), scale=scale)
+        return np.asarray(meas([0] * count), dtype=np.int64).reshape(shape)
+
+    def choose(self, scores: np.ndarray, scale: float) -> np.ndarray:
+        """Report-noisy-max with Gumbel noise of scale ``scale`` (OpenDP ``make_noisy_max``
+        with a zCDP output measure): exactly P(k) ∝ exp(score_k/scale)."""
+        scores = np.asarray(scores, dtype=float)
+        scale = _check_scale(scale)
+        if scale == 0.0:
+            return self._argmax_ties_uniform(scores)
+        dp = self._dp
+        space = (dp.vector_domain(dp.atom_domain(T=float, nan=False), size=scores.shape[1]),
+                 dp.linf_distance(T=float))
+        meas = dp.m.make_noisy_max(*space, dp.zero_concentrated_divergence(), scale=scale)
+        return np.fromiter((meas(row) for row in scores.tolist()), dtype=np.intp,
+                           count=scores.shape[0])
+
+
+def make_sampler(random_state=None, secure: bool = False) -> Sampler:
+    """The fit's noise source: seeded from ``random_state``, or secure (``random_state`` None).
+
+    A :class:`Sampler` passed as ``random_state`` is used as is (tests inject recording ones).
+    """
+    if isinstance(random_state, Sampler):
+        if secure and not random_state.exact:
+            raise ValueError("secure=True needs an exact sampler, got a seeded one")
+        return random_state
+    if secure:
+        if random_state is not None:
+            raise ValueError("secure=True draws unpredictable OS randomness: leave random_state "
+                             f"None (got {random_state!r}); use secure=False to seed a fit")
+        return SecureSampler()
+    return SeededSampler(make_generator(random_state))

@@ -1,0 +1,104 @@
+"""What fitted estimators hold: every public fitted attribute is declared, and in corrected
+mode none is read from the private data (nor equals a raw-data recomputation).
+
+Add every estimator of the suite to ``CASES`` (both modes where it has them).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.metrics import normalized_mutual_info_score as nmi
+
+from dptaucc import DPTauCC, FastTauCC
+from dptaucc.objective import contingency_table, relabel
+from dptaucc.privacy import NON_PRIVATE, attributes_of_kind, undeclared_attributes
+
+
+def _counts(seed=11):
+    rng = np.random.default_rng(seed)
+    X = rng.poisson(0.8, size=(60, 45)).astype(float)
+    X[:20, :15] += rng.poisson(3, size=(20, 15))
+    X[20:40, 15:30] += rng.poisson(3, size=(20, 15))
+    return X
+
+
+#: (id, factory(mode) -> unfitted estimator, modes, is a DP estimator)
+CASES = [
+    ("DPTauCC", lambda mode: DPTauCC(3, 3, epsilon=1.0, mode=mode, random_state=0),
+     ("corrected", "paper"), True),
+    ("FastTauCC", lambda mode: FastTauCC(3, 3, random_state=0), (None,), False),
+]
+
+FITS = [pytest.param(factory, mode, dp, id=f"{name}-{mode}")
+        for name, factory, modes, dp in CASES for mode in modes]
+
+
+@pytest.mark.parametrize("factory,mode,dp", FITS)
+def test_every_fitted_attribute_is_declared(factory, mode, dp):
+    est = factory(mode).fit(_counts())
+    assert undeclared_attributes(est) == []
+
+
+@pytest.mark.parametrize("factory,mode,dp", FITS)
+def test_corrected_mode_holds_nothing_raw(factory, mode, dp):
+    if not dp or mode == "paper":
+        pytest.skip("paper mode and non-private methods may hold non-private attributes")
+    est = factory(mode).fit(_counts())
+    assert attributes_of_kind(est, NON_PRIVATE) == []
+    ledger = est.privacy_ledger_
+    assert ledger.end_to_end_dp and np.isfinite(est.epsilon_spent_)
+
+
+@pytest.mark.parametrize("factory,mode,dp", FITS)
+def test_non_private_fits_never_show_a_finite_epsilon(factory, mode, dp):
+    est = factory(mode).fit(_counts())
+    if attributes_of_kind(est, NON_PRIVATE) and hasattr(est, "epsilon_spent_"):
+        assert est.epsilon_spent_ == np.inf
+        assert not est.privacy_ledger_.end_to_end_dp
+
+
+def raw_recomputations(est, X) -> dict[str, np.ndarray]:
+    """Quantities only the raw data gives, from the model's released outputs and X."""
+    out = {}
+    for method in ("evaluation_row_labels", "predict", "transform"):
+        if hasattr(est, method):
+            try:
+                out[method] = np.asarray(getattr(est, method)(X))
+            except (AttributeError, NotImplementedError, TypeError):
+                pass
+    if hasattr(est, "column_labels_") and "evaluation_row_labels" in out:
+        r, k = relabel(out["evaluation_row_labels"])
+        c, ell = relabel(np.asarray(est.column_labels_))
+        out["exact table of the evaluation labels"] = contingency_table(
+            sp.csr_matrix(X), r, c, k, ell)
+    if hasattr(est, "dp_row_labels_") and hasattr(est, "column_labels_"):
+        r, k = relabel(np.asarray(est.dp_row_labels_))
+        c, ell = relabel(np.asarray(est.column_labels_))
+        out["exact table of the released labels"] = contingency_table(
+            sp.csr_matrix(X), r, c, k, ell)
+    return out
+
+
+def _equal(a, b) -> bool:
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape or a.dtype.kind not in "biuf" or b.dtype.kind not in "biuf":
+        return False
+    if a.ndim == 1 and a.size > 1 and a.dtype.kind in "biu" and b.dtype.kind in "biu":
+        return nmi(a, b) == pytest.approx(1.0)  # the same partition under other names
+    return bool(np.allclose(a, b, rtol=1e-9, atol=1e-12))
+
+
+@pytest.mark.parametrize("factory,mode,dp", FITS)
+def test_no_released_attribute_equals_a_raw_recomputation(factory, mode, dp):
+    if not dp or mode == "paper":
+        pytest.skip("only corrected DP estimators promise this")
+    X = _counts()
+    est = factory(mode).fit(X)
+    raw = raw_recomputations(est, X)
+    assert raw, "the test found nothing to recompute from the raw data"
+    clashes = [(attr, name) for attr in vars(est) if attr.endswith("_") and
+               not attr.startswith("_") for name, value in raw.items()
+               if _equal(getattr(est, attr), value)]
+    assert clashes == []
