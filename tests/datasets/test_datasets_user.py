@@ -196,3 +196,16 @@ def test_as_dataset_from_dense_and_rejects_bad_input():
         as_dataset(np.ones(3))
     with pytest.raises(ValueError, match="numbers"):
         as_dataset(np.array([["a", "b"]]))
+
+
+def test_check_command(tmp_path, capsys):
+    from dptaucc.datasets.__main__ import main
+
+    path = _write(tmp_path, "mtx")
+    (tmp_path / "y.txt").write_text("a\nb\na\nb\nb\n")
+    assert main(["check", str(path), "--labels", str(tmp_path / "y.txt")]) == 0
+    out = capsys.readouterr().out
+    assert "m.mtx: 5 x 4, nnz 10, density 50.000%, 2 classes" in out
+    assert "class sizes: [2, 3]" in out
+    assert main(["check", str(path), "--sha256", "0" * 64]) == 1
+    assert "checksum mismatch" in capsys.readouterr().err
