@@ -1,4 +1,5 @@
-"""Command line: ``python -m dptaucc.datasets list | fetch NAME... | fetch --all | time``."""
+"""Command line: ``python -m dptaucc.datasets list | fetch NAME... | fetch --all | time``, and
+``check FILE`` for your own matrix."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import time
 from .download import DatasetError, cache_dir
 from .loader import load
 from .registry import KNOWN_DATASETS, get_entry
+from .user import MATRIX_FORMATS, load_matrix
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -29,7 +31,34 @@ def _parser() -> argparse.ArgumentParser:
                             "cache hit of each dataset, in a throw-away cache")
     timing.add_argument("names", nargs="*", metavar="NAME",
                         help="datasets to time (default: every one available)")
+    check = sub.add_parser("check", help="read your own count matrix (and labels) with the checks "
+                           "the engine applies, and describe it")
+    check.add_argument("path", help="a .npz (scipy.sparse.save_npz), .mtx or triplet .csv file")
+    check.add_argument("--labels", help="row classes, one per line")
+    check.add_argument("--col-labels", help="column classes, one per line")
+    check.add_argument("--format", choices=MATRIX_FORMATS, help="default: from the file name")
+    check.add_argument("--sha256", help="expected SHA-256 of the matrix file")
     return parser
+
+
+def _describe(name: str, m: dict) -> str:
+    classes = "no labels" if m["n_classes"] is None else f"{m['n_classes']} classes"
+    return (f"{name}: {m['n_rows']} x {m['n_cols']}, nnz {m['nnz']}, "
+            f"density {m['density']:.3f}%, {classes}")
+
+
+def _check(args) -> int:
+    try:
+        ds = load_matrix(args.path, args.labels, col_labels=args.col_labels, format=args.format,
+                         sha256=args.sha256)
+    except (ValueError, TypeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    m = ds.meta
+    print(_describe(args.path, m) + f", total count {m['total_count']}, max {m['max_count']}")
+    if m["class_sizes"] is not None:
+        print(f"class sizes: {m['class_sizes']}")
+    return 0
 
 
 def _list(args) -> int:
@@ -72,10 +101,7 @@ def _fetch(args) -> int:
             print(f"{name}: FAILED: {exc}", file=sys.stderr)
             failed.append(name)
             continue
-        m = ds.meta
-        print(f"{name}: {m['n_rows']} x {m['n_cols']}, nnz {m['nnz']}, "
-              f"density {m['density']:.3f}%, {m['n_classes']} classes "
-              f"({time.perf_counter() - start:.2f} s)")
+        print(f"{_describe(name, ds.meta)} ({time.perf_counter() - start:.2f} s)")
     return 1 if failed else 0
 
 
@@ -118,7 +144,7 @@ def _time(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    commands = {"list": _list, "fetch": _fetch, "time": _time}
+    commands = {"list": _list, "fetch": _fetch, "time": _time, "check": _check}
     return commands[args.command](args)
 
 

@@ -19,12 +19,13 @@ class Dataset:
     """A count matrix with its ground truth.
 
     ``X``: CSR int64 counts (no explicit zeros, sorted indices); ``row_labels``: int64 classes
-    0..k-1; ``col_labels``: int64 column groups or None (real data has none); ``meta``: at least
-    n_rows, n_cols, nnz, density (percent, as the paper's Table 1), n_classes, class_sizes, seed.
+    0..k-1 (None only for a user's unlabelled data); ``col_labels``: int64 column groups or
+    None (real data has none); ``meta``: at least n_rows, n_cols, nnz, density (percent, as the
+    paper's Table 1), n_classes, class_sizes, seed.
     """
 
     X: sp.csr_matrix
-    row_labels: np.ndarray
+    row_labels: np.ndarray | None
     col_labels: np.ndarray | None
     name: str
     meta: dict = field(default_factory=dict)
@@ -37,8 +38,8 @@ class Dataset:
 def permutation(seed: int, n_rows: int, n_cols: int) -> tuple[np.ndarray, np.ndarray]:
     """Row and column permutations drawn from ``seed`` alone (same seed -> same permutations).
 
-    Real data are shuffled once per run as in the authors' scripts (spec §1.1 step 5); here
-    the Generator is seeded, so every algorithm of a seed sees the same matrix.
+    The authors' scripts shuffle the real data's rows and columns once per run with an unseeded
+    generator; here the generator is seeded, so every algorithm of a seed sees the same matrix.
     """
     seed = _check_seed(seed)
     rng = np.random.default_rng(np.random.SeedSequence([seed, PERMUTATION_STREAM]))
@@ -53,26 +54,31 @@ def _check_seed(seed) -> int:
     return int(seed)
 
 
-def permute(X: sp.csr_matrix, row_labels: np.ndarray, col_labels: np.ndarray | None,
-            seed: int) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray | None]:
+def permute(X: sp.csr_matrix, row_labels: np.ndarray | None, col_labels: np.ndarray | None,
+            seed: int) -> tuple[sp.csr_matrix, np.ndarray | None, np.ndarray | None]:
     """Apply ``permutation(seed, ...)``: new row i is old row ``rows[i]`` (labels follow)."""
     rows, cols = permutation(seed, *X.shape)
     Xp = X[rows][:, cols].tocsr()
     Xp.sort_indices()
-    return Xp, row_labels[rows], None if col_labels is None else col_labels[cols]
+    return (Xp, None if row_labels is None else row_labels[rows],
+            None if col_labels is None else col_labels[cols])
 
 
-def describe(X: sp.csr_matrix, row_labels: np.ndarray, seed: int | None) -> dict:
-    """The metadata every Dataset carries (plain Python types, JSON-serialisable)."""
+def describe(X: sp.csr_matrix, row_labels: np.ndarray | None, seed: int | None) -> dict:
+    """The metadata every Dataset carries (plain Python types, JSON-serialisable); without
+    row labels, ``n_classes`` and ``class_sizes`` are None."""
     n_rows, n_cols = X.shape
-    sizes = np.bincount(row_labels) if row_labels.size else np.zeros(0, dtype=np.int64)
+    if row_labels is None:
+        sizes = None
+    else:
+        sizes = np.bincount(row_labels) if row_labels.size else np.zeros(0, dtype=np.int64)
     return {
         "n_rows": int(n_rows),
         "n_cols": int(n_cols),
         "nnz": int(X.nnz),
         "density": float(100.0 * X.nnz / (n_rows * n_cols)),
-        "n_classes": int(sizes.size),
-        "class_sizes": [int(s) for s in sizes],
+        "n_classes": None if sizes is None else int(sizes.size),
+        "class_sizes": None if sizes is None else [int(s) for s in sizes],
         "total_count": int(X.data.sum()),
         "max_count": int(X.data.max()) if X.nnz else 0,
         "seed": None if seed is None else int(seed),

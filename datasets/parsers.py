@@ -16,32 +16,42 @@ import scipy.sparse as sp
 
 __all__ = ["parse_triplets", "parse_labels", "parse_matlab_dtm", "relabel"]
 
-_TRIPLET_COLUMNS = ("doc", "word", "cluster")
+#: accepted headers: the CLUTO files' names (``cluster`` is the count) and plain names
+_TRIPLET_HEADERS = (("doc", "word", "cluster"), ("row", "col", "count"))
 
 
 def _read_header(path: Path) -> list[str]:
-    with open(path, encoding="utf-8", errors="strict") as fh:
-        first = fh.readline()
+    try:
+        with open(path, encoding="utf-8", errors="strict") as fh:
+            first = fh.readline()
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path.name}: not a text file of triplets ({exc})") from exc
     if not first.strip():
         raise ValueError(f"{path.name}: empty file, expected a header 'doc,word,cluster'")
     return [c.strip().strip('"') for c in first.rstrip("\r\n").split(",")]
 
 
+def _triplet_columns(path: Path, header: list[str]) -> list[int]:
+    """Positions of the (row id, column id, count) columns, found by header name."""
+    best = max(_TRIPLET_HEADERS, key=lambda names: sum(c in header for c in names))
+    missing = [c for c in best if c not in header]
+    if missing:
+        raise ValueError(f"{path.name}: header {header} lacks column(s) {missing}; "
+                         f"expected {', '.join(_TRIPLET_HEADERS[0])} "
+                         f"(or {', '.join(_TRIPLET_HEADERS[1])})")
+    return [header.index(c) for c in best]
+
+
 def parse_triplets(path: str | os.PathLike) -> sp.csr_matrix:
     """Parse a ``doc,word,cluster`` CSV (``cluster`` is the count a_ij) into CSR int64.
 
-    Columns are found by header name, so the extra unnamed index column of tr11/tr41 is
-    skipped. The shape follows the authors' rule (spec §1.1): #distinct doc ids ×
-    #distinct word ids, cell ``[doc, word]``; ids outside that range, duplicate pairs,
+    Columns are found by header name (``row,col,count`` is accepted too), so the extra unnamed
+    index column of tr11/tr41 is skipped. The shape follows the authors' loader: #distinct doc
+    ids × #distinct word ids, cell ``[doc, word]``; ids outside that range, duplicate pairs,
     negative or non-integer counts are errors. Stored zero counts (cstr) are dropped.
     """
     path = Path(path)
-    header = _read_header(path)
-    missing = [c for c in _TRIPLET_COLUMNS if c not in header]
-    if missing:
-        raise ValueError(f"{path.name}: header {header} lacks column(s) {missing}; "
-                         f"expected {', '.join(_TRIPLET_COLUMNS)}")
-    usecols = [header.index(c) for c in _TRIPLET_COLUMNS]
+    usecols = _triplet_columns(path, _read_header(path))
     try:
         with warnings.catch_warnings():  # an empty body is reported below, not as a warning
             warnings.simplefilter("ignore", UserWarning)

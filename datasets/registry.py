@@ -1,7 +1,7 @@
 """The registry of the paper's Table 1 datasets, read from the bundled ``registry.tsv``.
 
-``registry.tsv`` is a byte-identical copy of the offline mirror's ``MANIFEST.tsv``
-(``../shared/data/cluto``); a test keeps the two in sync. One line per file: dataset, role
+``registry.tsv`` is a byte-identical copy of the ``MANIFEST.tsv`` of the offline mirror
+(``$DPTAUCC_MIRROR``); a test keeps the two in sync. One line per file: dataset, role
 (``matrix`` | ``labels``), file name, public URL, SHA-256 (``-`` when unknown), format
 (``triplets`` | ``matlab-dtm`` | ``labels-txt``), rows, columns and classes of Table 1.
 """

@@ -1,6 +1,6 @@
 """The supplement's synthetic biclusters (§C.3), built as the authors' script builds them.
 
-Spec §1.5: ``sklearn.datasets.make_biclusters(shape=(1000, m), n_clusters=3, noise=3,
+The authors call ``sklearn.datasets.make_biclusters(shape=(1000, m), n_clusters=3, noise=3,
 minval=1, maxval=10, shuffle=True, random_state=42)``, then (undocumented in the paper)
 truncation to integers, negatives set to 0, and every 0 replaced by ONE integer
 c ~ U{1..4} drawn once per matrix. The authors drew c from the unseeded global

@@ -1,7 +1,10 @@
 """``python -m dptaucc.bench.collect``: per-job records -> results/<experiment>.parquet and .csv.
 
-The parquet table holds every column (ledger included); the CSV leaves out the bulky ``ledger``
-and ``versions`` columns so that it stays readable.
+The local records are merged into the existing table: a run_id present in both keeps the newer
+record (later ``started_at``; the local one on a tie), every other row is kept. So a user adds a
+method or a dataset to the committed comparison by running only its jobs; ``--replace`` rebuilds a
+table from the local records alone. The parquet table holds every column (ledger included); the
+CSV leaves out the bulky ``ledger`` and ``versions`` columns so that it stays readable.
 """
 
 from __future__ import annotations
@@ -26,8 +29,14 @@ CSV_DROP = ("ledger", "versions")
 
 
 def records_frame(records: Sequence[dict]) -> pd.DataFrame:
-    """Records -> one typed DataFrame: DESIGN §4 columns first, then the ``p_*`` parameters."""
-    df = pd.DataFrame.from_records(list(records))
+    """Records -> one typed DataFrame: the record columns first (``run.COLUMNS``), then the
+    ``p_*`` parameters, then anything else."""
+    return typed(pd.DataFrame.from_records(list(records)))
+
+
+def typed(df: pd.DataFrame) -> pd.DataFrame:
+    """Column order and dtypes of a results table, sorted by algorithm, mode, dataset, ε, seed."""
+    df = df.copy()
     for col in COLUMNS:
         if col not in df:
             df[col] = None
@@ -51,14 +60,30 @@ def records_frame(records: Sequence[dict]) -> pd.DataFrame:
                           na_position="first", kind="stable").reset_index(drop=True)
 
 
-def collect_experiment(results_dir: str | os.PathLike, experiment: str) -> pd.DataFrame | None:
-    """Write ``<results_dir>/<experiment>.parquet`` and ``.csv``; None if nothing is stored."""
+def merge(existing: pd.DataFrame | None, new: pd.DataFrame) -> pd.DataFrame:
+    """Union of two tables, one row per run_id: the later ``started_at`` wins (``new`` on a tie
+    or when a time is missing on both sides)."""
+    if existing is None or existing.empty:
+        return typed(new)
+    both = pd.concat([existing.assign(_new=0), new.assign(_new=1)], ignore_index=True)
+    both["_t"] = pd.to_datetime(both["started_at"], utc=True, errors="coerce", format="ISO8601")
+    both = both.sort_values(["_t", "_new"], na_position="first", kind="stable")
+    both = both.drop_duplicates("run_id", keep="last").drop(columns=["_t", "_new"])
+    return typed(both)
+
+
+def collect_experiment(results_dir: str | os.PathLike, experiment: str,
+                       replace: bool = False) -> pd.DataFrame | None:
+    """Write ``<results_dir>/<experiment>.parquet`` and ``.csv`` from the local records merged
+    into the existing table (``replace``: the local records only); None if there is nothing."""
     results_dir = Path(results_dir)
     store = RunStore(results_dir / "runs", experiment)
     records = list(store.records())
+    existing = None if replace else load_table(results_dir, experiment)
     if not records:
-        return None
-    df = records_frame(records)
+        return existing
+    df = merge(existing, records_frame(records))
+    results_dir.mkdir(parents=True, exist_ok=True)
     df.to_parquet(results_dir / f"{experiment}.parquet", index=False)
     df.drop(columns=list(CSV_DROP)).to_csv(results_dir / f"{experiment}.csv", index=False)
     return df
@@ -70,11 +95,11 @@ def stored_experiments(results_dir: str | os.PathLike) -> list[str]:
 
 
 def collect(results_dir: str | os.PathLike = "results",
-            experiments: Sequence[str] | None = None) -> dict[str, int]:
-    """Collect every (or the named) experiment; returns ``{experiment: n_records}``."""
+            experiments: Sequence[str] | None = None, replace: bool = False) -> dict[str, int]:
+    """Collect every (or the named) experiment; returns ``{experiment: rows in its table}``."""
     out = {}
     for exp in experiments or stored_experiments(results_dir):
-        df = collect_experiment(results_dir, exp)
+        df = collect_experiment(results_dir, exp, replace=replace)
         out[exp] = 0 if df is None else len(df)
     return out
 
@@ -87,9 +112,12 @@ def load_table(results_dir: str | os.PathLike, experiment: str) -> pd.DataFrame 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m dptaucc.bench.collect", description=__doc__)
     ap.add_argument("--results-dir", default=os.environ.get("DPTAUCC_RESULTS_DIR", "results"))
+    ap.add_argument("--replace", action="store_true",
+                    help="rebuild each table from the local records only (default: merge them "
+                         "into the existing table, the newer record winning per run_id)")
     ap.add_argument("experiments", nargs="*", help="default: every experiment in runs/")
     args = ap.parse_args(argv)
-    for exp, n in collect(args.results_dir, args.experiments or None).items():
+    for exp, n in collect(args.results_dir, args.experiments or None, args.replace).items():
         print(f"{exp}: {n} records -> {Path(args.results_dir) / (exp + '.parquet')}")
     return 0
 

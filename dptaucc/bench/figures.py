@@ -1,7 +1,12 @@
 """``python -m dptaucc.bench.figures``: every paper/supplement figure from the stored tables.
 
 Reads only ``results/<experiment>.parquet`` (no recomputation) and writes PDF + PNG to
-``results/figures/``. Aggregation follows the authors' notebooks (spec §1.8, :mod:`aggregate`).
+``results/figures/``. Aggregation follows the authors' notebooks (:mod:`aggregate`: mean ± one
+sample standard deviation per point; non-private methods pooled into a horizontal band).
+Algorithms are discovered from the tables: the paper's methods are drawn where the paper draws
+them, and any other algorithm found (e.g. your own) is added to every comparison, with a style
+of its own. Experiments other than the paper's get a generic "NMI vs ε" figure. Every title
+states the scale read off the table (seeds per point).
 """
 
 from __future__ import annotations
@@ -9,7 +14,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import matplotlib
@@ -18,10 +23,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import NullFormatter  # noqa: E402
 
 from dptaucc.bench.aggregate import (  # noqa: E402
     COLORS,
+    EXTRA_METHODS,
+    LABELS,
     PAPER_METHODS,
     label,
     mean_std,
@@ -34,6 +42,54 @@ DATASET_ORDER = ("classic3", "cstr", "hitech", "k1b", "reviews", "sports", "tr11
 METRIC_NAMES = {"nmi_rows": "NMI (rows)", "ari_rows": "ARI (rows)", "nmi_cols": "NMI (columns)",
                 "ari_cols": "ARI (columns)", "tau_rc": r"$\hat\tau_{R|C}$",
                 "fit_time_s": "fit time (s)"}
+#: the paper's experiments (drawn by dedicated functions); any other table gets a generic figure
+PAPER_EXPERIMENTS = ("fig2_real", "fig3_iterations", "supp_h", "supp_synthetic", "supp_runtime")
+#: styles of algorithms without a fixed colour (a user's own), handed out in name order
+_SPARE_COLORS = ("tab:pink", "tab:olive", "tab:cyan", "#1b9e77", "#d95f02", "#7570b3",
+                 "#e7298a", "#66a61e", "#e6ab02", "#a6761d")
+_SPARE_MARKERS = ("s", "^", "D", "v", "P", "X", "*", "<", ">", "h")
+_styles: dict[str, tuple[str, str]] = {}
+
+
+def register_algorithms(names: Sequence[str]) -> None:
+    """Give every algorithm without a fixed style its own colour and marker (in name order, so
+    one algorithm keeps its style across all figures drawn after this call)."""
+    for name in sorted(set(names) - set(COLORS) - set(_styles)):
+        i = len(_styles)
+        _styles[name] = (_SPARE_COLORS[i % len(_SPARE_COLORS)],
+                         _SPARE_MARKERS[(i + i // len(_SPARE_COLORS)) % len(_SPARE_MARKERS)])
+
+
+def style(alg: str) -> tuple[str, str]:
+    """(colour, marker) of an algorithm: fixed for the known ones, registered for the others."""
+    if alg in COLORS:
+        return COLORS[alg], "o"
+    if alg not in _styles:
+        register_algorithms([alg])
+    return _styles[alg]
+
+
+def discovered(df: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """Algorithms of a table that the paper does not have, split into (private, non-private)
+    by the table's ``private`` column."""
+    mine = sorted(set(df["algorithm"].dropna()) - set(LABELS))
+    private = {a for a in mine
+               if df.loc[df["algorithm"] == a, "private"].fillna(True).astype(bool).any()}
+    return [a for a in mine if a in private], [a for a in mine if a not in private]
+
+
+def scale_text(points: Sequence[int], bands: Sequence[int] = ()) -> str:
+    """The scale of a figure, e.g. "10 seeds per point; bands pool 10 runs each"."""
+    def span(ns: Sequence[int]) -> str:
+        lo, hi = int(min(ns)), int(max(ns))
+        return f"{lo}" if lo == hi else f"{lo}–{hi}"
+
+    parts = []
+    if points:
+        parts.append(f"{span(points)} seed{'s' if max(points) > 1 else ''} per point")
+    if bands:
+        parts.append(f"bands pool {span(bands)} run{'s' if max(bands) > 1 else ''} each")
+    return "; ".join(parts) if parts else "no successful runs"
 
 
 def _save(fig, out_dir: Path, name: str, formats: Sequence[str] = ("pdf", "png")) -> list[Path]:
@@ -62,24 +118,30 @@ def _datasets(df: pd.DataFrame) -> list[str]:
     return sorted(present, key=lambda d: (DATASET_ORDER.index(d) if d in DATASET_ORDER else 99, d))
 
 
-def _curve(ax, d: pd.DataFrame, x: str, metric: str, alg: str, style: str = "-o") -> None:
+def _curve(ax, d: pd.DataFrame, x: str, metric: str, alg: str, line: str = "-",
+           counts: list[int] | None = None) -> None:
+    """Mean ± std of ``metric`` against ``x``; the seeds of each point go to ``counts``."""
     s = mean_std(d, [x], metric).sort_values(x)
     if s.empty:
         return
-    c = COLORS.get(alg)
-    ax.plot(s[x], s["mean"], style, color=c, ms=3, lw=1.4, label=label(alg))
+    c, marker = style(alg)
+    ax.plot(s[x], s["mean"], line, marker=marker, color=c, ms=3, lw=1.4, label=label(alg))
     ax.fill_between(s[x], s["mean"] - s["std"].fillna(0), s["mean"] + s["std"].fillna(0),
                     color=c, alpha=0.18, lw=0)
+    if counts is not None:
+        counts.extend(int(n) for n in s["n"])
 
 
-def _band(ax, d: pd.DataFrame, metric: str, alg: str) -> None:
+def _band(ax, d: pd.DataFrame, metric: str, alg: str, counts: list[int] | None = None) -> None:
     m, sd, n = pooled(d, metric)
     if n == 0:
         return
-    c = COLORS.get(alg)
+    c, _ = style(alg)
     ax.axhline(m, color=c, lw=1.4, ls="--", label=f"{label(alg)} (not DP)")
     if not math.isnan(sd):
         ax.axhspan(m - sd, m + sd, color=c, alpha=0.12, lw=0)
+    if counts is not None:
+        counts.append(n)
 
 
 def fig_metric_vs_eps(df: pd.DataFrame, metric: str, mode: str, methods: Sequence[str],
@@ -89,25 +151,29 @@ def fig_metric_vs_eps(df: pd.DataFrame, metric: str, mode: str, methods: Sequenc
 
     ``private_labels`` adds DP-τCC's score on its released DP labels (dotted) beside the
     paper protocol's (rows assigned to the released table, evaluation only); ``calibration``
-    (dataset, algorithm, eps, nmi) adds the paper's values as crosses."""
+    (dataset, algorithm, eps, nmi) adds the paper's values as crosses. The title ends with the
+    scale (seeds per point) read off the plotted points."""
     dsets = _datasets(df)
     fig, axes = _grid(len(dsets))
+    points: list[int] = []
+    pooled_runs: list[int] = []
     for ax, ds in zip(axes, dsets, strict=False):
         d = df[df["dataset"] == ds]
         for alg in bands:
-            _band(ax, d[d["algorithm"] == alg], metric, alg)
+            _band(ax, d[d["algorithm"] == alg], metric, alg, pooled_runs)
         for alg in methods:
-            _curve(ax, d[(d["algorithm"] == alg) & (d["mode"] == mode)], "epsilon", metric, alg)
+            _curve(ax, d[(d["algorithm"] == alg) & (d["mode"] == mode)], "epsilon", metric, alg,
+                   counts=points)
         if calibration is not None:
             cal = calibration[(calibration["dataset"] == ds) & calibration["eps"].notna()]
             cal = cal[cal["algorithm"].isin(methods)]
             for alg, c in cal.groupby("algorithm"):
-                ax.plot(c["eps"], c["nmi"], "x", color=COLORS.get(alg), ms=7, mew=2)
+                ax.plot(c["eps"], c["nmi"], "x", color=style(alg)[0], ms=7, mew=2)
             if not cal.empty:
                 ax.plot([], [], "x", color="k", ms=7, mew=2, label="paper's Fig. 2 (by eye)")
         if private_labels and f"{metric}_private" in d:
             sel = d[(d["algorithm"] == "dp_taucc") & (d["mode"] == mode)]
-            _curve(ax, sel, "epsilon", f"{metric}_private", "dp_taucc", style=":")
+            _curve(ax, sel, "epsilon", f"{metric}_private", "dp_taucc", line=":")
             if ax.lines and ax.lines[-1].get_label() == label("dp_taucc"):
                 ax.lines[-1].set_label(f"{label('dp_taucc')}, its DP labels")
         ax.set_title(ds)
@@ -117,7 +183,7 @@ def fig_metric_vs_eps(df: pd.DataFrame, metric: str, mode: str, methods: Sequenc
             ax.set_xlim(0, xmax)
         ax.grid(alpha=0.3)
     _legend(fig, axes)
-    fig.suptitle(title)
+    fig.suptitle(f"{title}\n{scale_text(points, pooled_runs)}")
     return fig
 
 
@@ -134,8 +200,8 @@ def _legend(fig, axes) -> None:
 
 
 def fig_heatmap(df: pd.DataFrame, param: str, ylabel: str, title: str, metric: str = "tau_rc"):
-    """Mean ``metric`` per (param, ε), one panel per dataset (own colour scale), log ε axis
-    (spec §1.8)."""
+    """Mean ``metric`` per (param, ε), one panel per dataset (own colour scale), log ε axis,
+    as the authors' heatmap notebooks draw it."""
     dsets = _datasets(df)
     fig, axes = _grid(len(dsets), size=(4.0, 3.0))
     agg = mean_std(df, ["dataset", param, "epsilon"], metric)
@@ -160,7 +226,7 @@ def fig_heatmap(df: pd.DataFrame, param: str, ylabel: str, title: str, metric: s
         ax.set_xlabel("ε (log scale)")
         ax.set_ylabel(ylabel)
         fig.colorbar(mesh, ax=ax, shrink=0.9, label=METRIC_NAMES.get(metric, metric))
-    fig.suptitle(title)
+    fig.suptitle(f"{title}\n{scale_text(list(agg['n'])).replace('point', 'cell')}")
     return fig
 
 
@@ -186,7 +252,9 @@ def _pick(values: Sequence[float], k: int = 4, prefer: Sequence[float] = ()) -> 
 
 def fig_synthetic(df: pd.DataFrame, metric_kind: str, mode: str, vs: str):
     """Supp. Figs. 4-5: rows and columns ``nmi``/``ari`` vs ε (four sizes) or vs m (four ε)."""
-    methods = [a for a in PAPER_METHODS if a in set(df["algorithm"])]
+    mine, mine_bands = discovered(df)
+    methods = [a for a in PAPER_METHODS if a in set(df["algorithm"])] + mine
+    bands = ["fast_taucc", *mine_bands]
     if vs == "eps":
         panels = _pick(df["n_cols"].dropna(), prefer=(100, 1000, 5000, 10000))
         key, x, xlabel = "n_cols", "epsilon", "ε"
@@ -195,21 +263,24 @@ def fig_synthetic(df: pd.DataFrame, metric_kind: str, mode: str, vs: str):
         key, x, xlabel = "epsilon", "n_cols", "columns m"
     fig, axes = plt.subplots(2, len(panels), figsize=(3.6 * len(panels), 5.6), squeeze=False,
                              layout="constrained")
+    points: list[int] = []
+    pooled_runs: list[int] = []
     for j, p in enumerate(panels):
         for i, side in enumerate(("rows", "cols")):
             metric = f"{metric_kind}_{side}"
             ax = axes[i][j]
             d = df[np.isclose(df[key].astype(float), p)] if vs == "eps" else df
-            if vs == "eps":
-                _band(ax, d[d["algorithm"] == "fast_taucc"], metric, "fast_taucc")
-            else:
-                fast = df[df["algorithm"] == "fast_taucc"]
-                _curve(ax, fast, "n_cols", metric, "fast_taucc", style="--")
+            for alg in bands:
+                if vs == "eps":
+                    _band(ax, d[d["algorithm"] == alg], metric, alg, pooled_runs)
+                else:
+                    _curve(ax, df[df["algorithm"] == alg], "n_cols", metric, alg, line="--",
+                           counts=points)
             for alg in methods:
                 sel = d[(d["algorithm"] == alg) & (d["mode"] == mode)]
                 if vs != "eps":
                     sel = sel[np.isclose(sel["epsilon"].astype(float), p)]
-                _curve(ax, sel, x, metric, alg)
+                _curve(ax, sel, x, metric, alg, counts=points)
             if vs != "eps":
                 ax.set_xscale("log")
             ax.set_title(f"{'m' if vs == 'eps' else 'ε'} = {p:g}")
@@ -217,81 +288,112 @@ def fig_synthetic(df: pd.DataFrame, metric_kind: str, mode: str, vs: str):
             ax.set_ylabel(METRIC_NAMES.get(metric, metric))
             ax.grid(alpha=0.3)
     _legend(fig, list(axes.flat))
-    fig.suptitle(f"Synthetic biclusters, {metric_kind.upper()} vs {xlabel} ({mode} mode)")
+    fig.suptitle(f"Synthetic biclusters, {metric_kind.upper()} vs {xlabel} ({mode} mode)\n"
+                 f"{scale_text(points, pooled_runs)}")
     return fig
 
 
 def fig_runtime(df: pd.DataFrame):
     """Supp. Fig. 6: mean ± std fit time vs columns, log-log, per algorithm and mode."""
     fig, ax = plt.subplots(figsize=(6, 4.2), layout="constrained")
+    points: list[int] = []
     for alg in dict.fromkeys(df["algorithm"]):
         for mode, d in df[df["algorithm"] == alg].groupby("mode", dropna=False):
             s = mean_std(d, ["n_cols"], "fit_time_s").sort_values("n_cols")
             if s.empty:
                 continue
+            points.extend(int(n) for n in s["n"])
             lab = label(alg) + ("" if pd.isna(mode) else f" ({mode})")
-            ax.errorbar(s["n_cols"], s["mean"], yerr=s["std"].fillna(0), marker="o", ms=3,
-                        capsize=2, color=COLORS.get(alg), label=lab)
+            color, marker = style(alg)
+            ax.errorbar(s["n_cols"], s["mean"], yerr=s["std"].fillna(0), marker=marker, ms=3,
+                        capsize=2, color=color, label=lab)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("columns m (rows n = 1000)")
     ax.set_ylabel("fit time (s)")
     threads = sorted(set(ok(df)["blas_threads"].dropna().astype(int)))
-    ax.set_title(f"Runtime at ε = 0.99999 (serial, BLAS threads {threads})")
+    ax.set_title(f"Runtime at ε = 0.99999 (serial, BLAS threads {threads})\n"
+                 f"{scale_text(points)}")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
     return fig
+
+
+def _modes(df: pd.DataFrame) -> list[str]:
+    present = set(df["mode"].dropna())
+    return [m for m in ("paper", "corrected") if m in present] + sorted(
+        present - {"paper", "corrected"})
+
+
+def real_data_figures(real: pd.DataFrame) -> Iterator[tuple[str, Figure]]:
+    """Fig. 2 / supp. Fig. 1 (both modes) and the extra-methods comparison, your methods added."""
+    from dptaucc.bench.report import calibration as _calibration
+
+    cal = _calibration()
+    mine, mine_bands = discovered(real)
+    for mode in ("paper", "corrected"):
+        for metric, name in (("nmi_rows", "fig2_nmi"), ("ari_rows", "supp_fig1_ari")):
+            yield f"{name}_{mode}", fig_metric_vs_eps(
+                real, metric, mode, [*PAPER_METHODS, *mine], ["fast_taucc", *mine_bands],
+                f"{METRIC_NAMES[metric]} vs ε, real data ({mode} mode)",
+                private_labels=mode == "corrected",
+                calibration=cal if (mode, metric) == ("paper", "nmi_rows") else None)
+        extra = ["dp_taucc", *(a for a in EXTRA_METHODS if a != "fccm"), *mine]
+        yield f"fig2_extra_methods_{mode}", fig_metric_vs_eps(
+            real, "nmi_rows", mode, extra, ["fast_taucc", "fccm", *mine_bands],
+            f"Other privacy-preserving methods vs DP-τCC ({mode} mode)")
+
+
+def other_experiment_figures(experiment: str, df: pd.DataFrame) -> Iterator[tuple[str, Figure]]:
+    """A table of your own experiment: row NMI vs ε per dataset, every algorithm it holds."""
+    private = sorted(set(df.loc[df["private"].fillna(True).astype(bool), "algorithm"].dropna()))
+    bands = sorted(set(df["algorithm"].dropna()) - set(private))
+    for mode in _modes(df) or ["corrected"]:
+        yield f"{experiment}_nmi_{mode}", fig_metric_vs_eps(
+            df, "nmi_rows", mode, private, bands,
+            f"{experiment}: {METRIC_NAMES['nmi_rows']} vs ε ({mode} mode)", xmax=None)
+
+
+def experiment_figures(exp: str, df: pd.DataFrame) -> Iterator[tuple[str, Figure]]:
+    """(file stem, figure) of every figure drawn from the table of ``exp``."""
+    if exp == "fig2_real":
+        yield from real_data_figures(df)
+    elif exp in ("fig3_iterations", "supp_h"):
+        param, ylabel, name = (("p_n_iterations", "iterations I", "fig3_supp_fig2_iterations_tau")
+                               if exp == "fig3_iterations" else ("p_h", "h", "supp_fig3_h_tau"))
+        for mode in [m for m in ("paper", "corrected") if m in set(df["mode"].dropna())]:
+            yield f"{name}_{mode}", fig_heatmap(
+                df[df["mode"] == mode], param, ylabel,
+                rf"DP-τCC: mean $\hat\tau_{{R|C}}$ of the released table ({mode} mode)")
+    elif exp == "supp_synthetic":
+        for mode in [m for m in ("paper", "corrected") if m in set(df["mode"].dropna())]:
+            for kind, num in (("nmi", 4), ("ari", 5)):
+                for vs in ("eps", "size"):
+                    yield (f"supp_fig{num}_synthetic_{kind}_vs_{vs}_{mode}",
+                           fig_synthetic(df, kind, mode, vs))
+    elif exp == "supp_runtime":
+        yield "supp_fig6_runtime", fig_runtime(df)
+    else:
+        yield from other_experiment_figures(exp, df)
+
+
+def experiment_tables(results_dir: str | os.PathLike) -> dict[str, pd.DataFrame]:
+    """Every collected table in ``results_dir``: the paper's experiments first, then the rest."""
+    names = sorted(p.stem for p in Path(results_dir).glob("*.parquet"))
+    names.sort(key=lambda e: PAPER_EXPERIMENTS.index(e) if e in PAPER_EXPERIMENTS else 99)
+    return {e: df for e in names if (df := load_table(results_dir, e)) is not None}
 
 
 def make_figures(results_dir: str | os.PathLike = "results",
                  formats: Sequence[str] = ("pdf", "png")) -> list[Path]:
     """Draw every figure whose table exists (in ``formats``); returns the files written."""
     results_dir = Path(results_dir)
-    out = results_dir / "figures"
-
-    def save(fig, name: str) -> list[Path]:
-        return _save(fig, out, name, formats)
-
+    tables = experiment_tables(results_dir)
+    register_algorithms([a for df in tables.values() for a in df["algorithm"].dropna()])
     written: list[Path] = []
-    real = load_table(results_dir, "fig2_real")
-    if real is not None:
-        from dptaucc.bench.report import calibration as _calibration
-
-        cal = _calibration()
-        for mode in ("paper", "corrected"):
-            for metric, name in (("nmi_rows", "fig2_nmi"), ("ari_rows", "supp_fig1_ari")):
-                fig = fig_metric_vs_eps(real, metric, mode, PAPER_METHODS, ("fast_taucc",),
-                                        f"{METRIC_NAMES[metric]} vs ε, real data ({mode} mode)",
-                                        private_labels=mode == "corrected",
-                                        calibration=cal if (mode, metric) == ("paper",
-                                                                              "nmi_rows") else None)
-                written += save(fig, f"{name}_{mode}")
-            fig = fig_metric_vs_eps(real, "nmi_rows", mode, ("dp_taucc", "dpm", "colored_noise"),
-                                    ("fast_taucc", "fccm"),
-                                    f"Other privacy-preserving methods vs DP-τCC ({mode} mode)")
-            written += save(fig, f"fig2_extra_methods_{mode}")
-    for exp, param, ylabel, name in (
-        ("fig3_iterations", "p_n_iterations", "iterations I", "fig3_supp_fig2_iterations_tau"),
-        ("supp_h", "p_h", "h", "supp_fig3_h_tau"),
-    ):
-        df = load_table(results_dir, exp)
-        if df is None:
-            continue
-        for mode in [m for m in ("paper", "corrected") if m in set(df["mode"].dropna())]:
-            d = df[df["mode"] == mode]
-            fig = fig_heatmap(d, param, ylabel, rf"DP-τCC: mean $\hat\tau_{{R|C}}$ of the "
-                              f"released table ({mode} mode)")
-            written += save(fig, f"{name}_{mode}")
-    syn = load_table(results_dir, "supp_synthetic")
-    if syn is not None:
-        for mode in [m for m in ("paper", "corrected") if m in set(syn["mode"].dropna())]:
-            for kind, num in (("nmi", 4), ("ari", 5)):
-                for vs in ("eps", "size"):
-                    fig = fig_synthetic(syn, kind, mode, vs)
-                    written += save(fig, f"supp_fig{num}_synthetic_{kind}_vs_{vs}_{mode}")
-    rt = load_table(results_dir, "supp_runtime")
-    if rt is not None:
-        written += save(fig_runtime(rt), "supp_fig6_runtime")
+    for exp, df in tables.items():
+        for name, fig in experiment_figures(exp, df):
+            written += _save(fig, results_dir / "figures", name, formats)
     return written
 
 

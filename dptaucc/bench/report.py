@@ -1,8 +1,10 @@
 """``python -m dptaucc.bench.report``: results/REPORT.md from the stored tables.
 
 Per dataset and ε, mean ± std of every method in both modes next to the paper's values read off
-its Fig. 2 (``conf/calibration/fig2_paper_values.tsv``); ε claimed vs ε spent per method (from
-the ledgers); runtime; failed jobs.
+its Fig. 2 (the packaged ``calibration/fig2_paper_values.tsv``); ε claimed vs ε spent per method
+(from the ledgers); runtime; failed jobs. Algorithms and experiments are discovered from the
+tables, so your own method or experiment gets its rows and tables too. The report is a list of
+sections (:data:`SECTIONS`), each a function of the tables returning Markdown lines.
 """
 
 from __future__ import annotations
@@ -11,17 +13,16 @@ import argparse
 import datetime as _dt
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pandas as pd
 
 from dptaucc.bench.aggregate import EXTRA_METHODS, PAPER_METHODS, label, mean_std, ok, pooled
-from dptaucc.bench.collect import load_table
 from dptaucc.bench.configs import config_dir
-from dptaucc.bench.figures import _datasets
+from dptaucc.bench.figures import PAPER_EXPERIMENTS, _datasets, discovered, experiment_tables
 
-EXPERIMENTS = ("fig2_real", "fig3_iterations", "supp_h", "supp_synthetic", "supp_runtime")
+EXPERIMENTS = PAPER_EXPERIMENTS
 
 
 def calibration() -> pd.DataFrame:
@@ -57,7 +58,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 
 
 def fig2_section(df: pd.DataFrame, metric: str = "nmi_rows") -> list[str]:
-    cal = calibration()
+    """Fig. 2 (NMI) or supp. Fig. 1 (ARI): the paper's methods, the extra ones and yours."""
     name = metric.split("_")[0].upper()
     fig = "Fig. 2" if name == "NMI" else "Supp. Fig. 1"
     lines = [f"## {fig}: row {name} on the real data (paper protocol, mean ± std over seeds)",
@@ -65,23 +66,34 @@ def fig2_section(df: pd.DataFrame, metric: str = "nmi_rows") -> list[str]:
     if name == "NMI":
         lines += ["Paper values in brackets are read by eye off the paper's Fig. 2 (±0.02), "
                   "paper mode; DPNMF runs for ε < 1 only; DPHD is 0 in the paper.", ""]
-    methods = [a for a in (*PAPER_METHODS, *EXTRA_METHODS) if a != "fccm"]
+    return lines + comparison_tables(df, metric, calibrated=metric == "nmi_rows")
+
+
+def comparison_tables(df: pd.DataFrame, metric: str, calibrated: bool = False) -> list[str]:
+    """Per dataset: the non-private methods' pooled score, then ``metric`` per ε (rows) for every
+    private method and mode (columns); ``calibrated`` adds the paper's Fig. 2 values."""
+    cal = calibration() if calibrated else None
+    name = metric.split("_")[0].upper()
+    mine, mine_bands = discovered(df)
+    methods = [a for a in (*PAPER_METHODS, *EXTRA_METHODS) if a != "fccm"] + mine
     methods = [a for a in methods if a in set(df["algorithm"])]
+    lines: list[str] = []
     for ds in _datasets(df):
         d = df[df["dataset"] == ds]
         lines.append(f"### {ds} ({name})")
         lines.append("")
-        for alg in ("fast_taucc", "fccm"):
+        for alg in ("fast_taucc", "fccm", *mine_bands):
             m, s, n = pooled(d[d["algorithm"] == alg], metric)
             if n:
-                pv = _paper_value(cal, ds, alg, None) if metric == "nmi_rows" else None
+                pv = None if cal is None else _paper_value(cal, ds, alg, None)
                 extra = "" if pv is None else f" [paper {pv:.2f}]"
                 lines.append(f"- {label(alg)} (not DP, {n} runs): {_fmt(m, s, n)}{extra}")
         lines.append("")
         agg = mean_std(d[d["algorithm"].isin(methods)], ["algorithm", "mode", "epsilon"], metric)
         if agg.empty:
             continue
-        cols = [(a, m) for a in methods for m in ("paper", "corrected")
+        modes = ["paper", "corrected", *sorted(set(agg["mode"].dropna()) - {"paper", "corrected"})]
+        cols = [(a, m) for a in methods for m in modes
                 if not agg[(agg["algorithm"] == a) & (agg["mode"] == m)].empty]
         header = ["ε"] + [f"{label(a)} ({m})" for a, m in cols]
         rows = []
@@ -91,15 +103,30 @@ def fig2_section(df: pd.DataFrame, metric: str = "nmi_rows") -> list[str]:
                 r = agg[(agg["algorithm"] == a) & (agg["mode"] == m) & (agg["epsilon"] == eps)]
                 cell = "–" if r.empty else _fmt(r["mean"].iloc[0], r["std"].iloc[0],
                                                 int(r["n"].iloc[0]))
-                pv = (_paper_value(cal, ds, a, eps) if m == "paper" and metric == "nmi_rows"
+                pv = (_paper_value(cal, ds, a, eps) if m == "paper" and cal is not None
                       else None)
                 if pv is not None:
                     cell += f" [paper {pv:.2f}]"
                 row.append(cell)
             rows.append(row)
-        n_seeds = int(agg["n"].max())
         lines += _table(header, rows)
-        lines += ["", f"(up to {n_seeds} seeds per cell)", ""]
+        lines += ["", f"({_seeds_per_cell(agg['n'])} per cell)", ""]
+    return lines
+
+
+def _seeds_per_cell(n: pd.Series) -> str:
+    lo, hi = int(n.min()), int(n.max())
+    return f"{hi} seed{'s' if hi > 1 else ''}" if lo == hi else f"{lo}–{hi} seeds"
+
+
+def other_experiments_section(frames: dict[str, pd.DataFrame]) -> list[str]:
+    """Every table that is not one of the paper's experiments (e.g. your own): row NMI per ε."""
+    lines: list[str] = []
+    for exp, df in frames.items():
+        if exp in PAPER_EXPERIMENTS:
+            continue
+        lines += [f"## {exp}: row NMI (paper protocol, mean ± std over seeds)", ""]
+        lines += comparison_tables(df, "nmi_rows")
     return lines
 
 
@@ -232,9 +259,8 @@ def synthetic_section(df: pd.DataFrame) -> list[str]:
                           rows) + [""]
 
 
-def write_report(results_dir: str | os.PathLike = "results") -> Path:
-    results_dir = Path(results_dir)
-    frames = {e: df for e in EXPERIMENTS if (df := load_table(results_dir, e)) is not None}
+def header_lines(frames: dict[str, pd.DataFrame], results_dir: Path) -> list[str]:
+    """Title, generation time, code versions, and the size of every table."""
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = ["# dptaucc-bench: results", "",
              f"Generated {now} by `python -m dptaucc.bench.report` from "
@@ -247,18 +273,34 @@ def write_report(results_dir: str | os.PathLike = "results") -> Path:
                                                f"..{int(df['n_cols'].max())})"
                                                if set(df["dataset"]) == {"biclusters"} else "")
               for e, df in frames.items()]
-    lines += ["", "Paper scale is 10 seeds per point (`make reproduce`); fewer seeds mean a "
-              "quick-scale run (`make reproduce-quick`).", ""]
-    if "fig2_real" in frames:
-        lines += fig2_section(frames["fig2_real"], "nmi_rows")
-        lines += fig2_section(frames["fig2_real"], "ari_rows")
+    return lines + ["", "Paper scale is 10 seeds per point (`make reproduce`); fewer seeds mean a "
+                    "quick-scale run (`make reproduce-quick`).", ""]
+
+
+def _real_data(frames: dict[str, pd.DataFrame]) -> list[str]:
+    real = frames.get("fig2_real")
+    return [] if real is None else fig2_section(real, "nmi_rows") + fig2_section(real, "ari_rows")
+
+
+def _synthetic(frames: dict[str, pd.DataFrame]) -> list[str]:
+    syn = frames.get("supp_synthetic")
+    return [] if syn is None else synthetic_section(syn)
+
+
+Section = Callable[[dict[str, pd.DataFrame]], list[str]]
+#: the report's sections, in order; each maps the tables ({experiment: DataFrame}) to Markdown
+#: lines (an empty list leaves the section out)
+SECTIONS: list[Section] = [_real_data, other_experiments_section, privacy_section,
+                           runtime_section, heatmap_section, _synthetic, status_section]
+
+
+def write_report(results_dir: str | os.PathLike = "results") -> Path:
+    results_dir = Path(results_dir)
+    frames = experiment_tables(results_dir)
+    lines = header_lines(frames, results_dir)
     if frames:
-        lines += privacy_section(frames)
-        lines += runtime_section(frames)
-        lines += heatmap_section(frames)
-        if "supp_synthetic" in frames:
-            lines += synthetic_section(frames["supp_synthetic"])
-        lines += status_section(frames)
+        for section in SECTIONS:
+            lines += section(frames)
     path = results_dir / "REPORT.md"
     results_dir.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -41,6 +41,10 @@ NAN = float("nan")
 
 
 # ---------------------------------------------------------------- datasets (cached per process)
+#: dataset loaders a config may name (``dataset.loader``)
+LOADERS = ("cluto", "biclusters", "matrix", "callable")
+
+
 @lru_cache(maxsize=3)
 def _load(loader: str, name: str, seed: int, params_json: str, cache_dir: str | None,
           mirror: str | None, allow_unverified: bool):
@@ -55,7 +59,15 @@ def _load(loader: str, name: str, seed: int, params_json: str, cache_dir: str | 
 
         n_cols = params.pop("n_cols")
         return make_paper_biclusters(n_cols, seed=seed, **params)
-    raise ValueError(f"unknown dataset loader {loader!r} (expected 'cluto' or 'biclusters')")
+    if loader == "matrix":
+        from dptaucc.datasets import load_matrix
+
+        return load_matrix(name=name, seed=seed, **params)
+    if loader == "callable":
+        from dptaucc.datasets import load_callable
+
+        return load_callable(params["target"], params["params"], name=name, seed=seed)
+    raise ValueError(f"unknown dataset loader {loader!r} (expected one of {', '.join(LOADERS)})")
 
 
 def load_dataset(job: Mapping):
@@ -64,9 +76,21 @@ def load_dataset(job: Mapping):
     params = dict(ds.get("params") or {})
     if ds["loader"] == "biclusters":
         params["n_cols"] = int(ds["n_cols"])
+    if ds["loader"] == "callable":
+        params = {"target": ds.get("target"), "params": params}
     paths = job.get("paths") or {}
-    return _load(ds["loader"], ds["name"], int(job["seed"]), json.dumps(params, sort_keys=True),
-                 paths.get("data_dir"), paths.get("mirror"), bool(ds.get("allow_unverified")))
+    dataset = _load(ds["loader"], ds["name"], int(job["seed"]),
+                    json.dumps(params, sort_keys=True), paths.get("data_dir"),
+                    paths.get("mirror"), bool(ds.get("allow_unverified")))
+    if dataset.row_labels is None:
+        sentinels = [k for k, v in (job["algorithm"].get("params") or {}).items()
+                     if v in ("classes", "col_classes")]
+        if sentinels:
+            raise ValueError(
+                f"dataset {ds['name']!r} has no labels, so algorithm parameter(s) "
+                f"{', '.join(sentinels)} cannot be set from its number of classes: give them "
+                "explicitly (e.g. algorithm.params.n_row_clusters=5) or add a labels file")
+    return dataset
 
 
 # ---------------------------------------------------------------- estimator

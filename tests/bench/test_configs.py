@@ -15,6 +15,7 @@ from dptaucc.bench.configs import (
     run_id,
     set_dotted,
 )
+from dptaucc.bench.run import LOADERS
 
 EPS14 = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.99999, 1.5, 2, 2.5, 3]
 
@@ -23,7 +24,7 @@ def test_groups_present():
     assert set(list_group("algorithm")) >= {"dp_taucc", "fast_taucc", "dp_kmeans", "dphd",
                                             "dpnmf", "dpm", "colored_noise", "fccm"}
     assert set(list_group("dataset")) == {"classic3", "cstr", "tr11", "tr41", "hitech", "k1b",
-                                          "reviews", "sports", "biclusters"}
+                                          "reviews", "sports", "biclusters", "matrix", "callable"}
     assert set(list_experiments()) == {"fig2_real", "fig3_iterations", "supp_h",
                                        "supp_synthetic", "supp_runtime", "quick"}
 
@@ -38,7 +39,7 @@ def test_every_group_option_composes(composer, group):
             assert alg["name"] == name and "." in alg["target"]
             assert isinstance(alg["private"], bool) and isinstance(alg["params"], dict)
         if group == "dataset":
-            assert plain["dataset"]["loader"] in ("cluto", "biclusters")
+            assert plain["dataset"]["loader"] in LOADERS
 
 
 @pytest.mark.parametrize("experiment", list_experiments())

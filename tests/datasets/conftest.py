@@ -9,25 +9,24 @@ import pytest
 
 from dptaucc import datasets
 
-REPO = Path(__file__).resolve().parents[2]
 MIRRORED = tuple(n for n in datasets.KNOWN_DATASETS if n != "sports")
 
 
 def _find_mirror() -> Path | None:
-    candidates = [os.environ.get("DPTAUCC_MIRROR"), REPO.parent / "shared" / "data" / "cluto"]
-    for c in candidates:
-        if c and not str(c).startswith(("http://", "https://")):
-            if (Path(c) / "MANIFEST.tsv").is_file():
-                return Path(c)
+    """The offline mirror directory named by ``$DPTAUCC_MIRROR`` (the Makefile sets it)."""
+    c = os.environ.get("DPTAUCC_MIRROR")
+    if c and not c.startswith(("http://", "https://")) and (Path(c) / "MANIFEST.tsv").is_file():
+        return Path(c)
     return None
 
 
 @pytest.fixture(scope="session")
 def mirror_dir() -> Path:
-    """The offline mirror (``$DPTAUCC_MIRROR`` or ``../shared/data/cluto`` from the repo root)."""
+    """The offline mirror (``$DPTAUCC_MIRROR``, a directory holding ``MANIFEST.tsv``)."""
     found = _find_mirror()
     if found is None:
-        pytest.skip("offline mirror not found (set DPTAUCC_MIRROR or provide ../shared/data/cluto)")
+        pytest.skip("offline mirror not found (set DPTAUCC_MIRROR to a directory holding the "
+                    "CLUTO files and MANIFEST.tsv; `make test` does)")
     return found
 
 

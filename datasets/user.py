@@ -1,0 +1,248 @@
+"""Your own data as a ``Dataset``: count-matrix files (``load_matrix``) or a function
+(``load_callable``).
+
+Matrix formats: a scipy sparse ``.npz`` (``scipy.sparse.save_npz``), a MatrixMarket ``.mtx``
+(optionally ``.mtx.gz``), or a triplet CSV like the CLUTO files (header ``doc,word,cluster`` or
+``row,col,count``, one non-zero cell per line). Labels files hold one class per line (integers
+or names) in row order. Every check runs before any fit, and every error names the file and the
+problem. Like the paper's datasets, rows and columns are permuted by ``seed`` (the same for every
+algorithm), so repeated runs differ only by the seed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from .dataset import Dataset, _check_seed, describe, permute
+from .download import ChecksumError, sha256_of
+from .parsers import _canonical, parse_triplets, relabel
+
+__all__ = ["MATRIX_FORMATS", "read_matrix", "read_labels", "load_matrix", "load_callable",
+           "as_dataset"]
+
+#: format name -> file-name endings recognised when ``format`` is not given
+MATRIX_FORMATS = {"npz": (".npz",), "mtx": (".mtx", ".mtx.gz"),
+                  "triplets": (".csv", ".txt", ".tsv")}
+
+
+def _existing_file(path: str | os.PathLike, what: str) -> Path:
+    if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
+        raise TypeError(f"{what} must be a file path, got {path!r}")
+    p = Path(path).expanduser()
+    if not p.is_file():
+        state = "is a directory" if p.is_dir() else "does not exist"
+        raise ValueError(f"{what} {p} {state} (relative paths are read from the working "
+                         f"directory {Path.cwd()})")
+    return p
+
+
+def _check_sha256(path: Path, expected: str | None) -> str | None:
+    """Compare the file's SHA-256 with ``expected`` (if given); return the digest seen."""
+    if expected is None:
+        return None
+    want = str(expected).strip().lower()
+    if want.startswith("sha256:"):
+        want = want[len("sha256:"):]
+    if len(want) != 64 or any(c not in "0123456789abcdef" for c in want):
+        raise ValueError(f"the SHA-256 given for {path} is not 64 hex digits: {expected!r}")
+    got = sha256_of(path)
+    if got != want:
+        raise ChecksumError(f"checksum mismatch for {path}: expected SHA-256 {want}, got {got} "
+                            "(wrong or changed file?)")
+    return got
+
+
+def _format_of(path: Path, fmt: str | None) -> str:
+    if fmt is not None:
+        if fmt not in MATRIX_FORMATS:
+            raise ValueError(f"unknown matrix format {fmt!r} for {path}; "
+                             f"expected one of {', '.join(MATRIX_FORMATS)}")
+        return fmt
+    name = path.name.lower()
+    for key, endings in MATRIX_FORMATS.items():
+        if name.endswith(endings):
+            return key
+    raise ValueError(f"cannot tell the format of {path} from its name; pass format= one of "
+                     f"{', '.join(MATRIX_FORMATS)} (.npz, .mtx, or a .csv of triplets)")
+
+
+def counts_matrix(X: Any, source: str) -> sp.csr_matrix:
+    """Check that ``X`` is a 2-D matrix of finite non-negative integer counts; CSR int64."""
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+    else:
+        X = np.asarray(X)
+        if X.dtype.kind not in "biuf":
+            raise ValueError(f"{source}: counts must be numbers, got dtype {X.dtype}")
+        if X.ndim != 2:
+            raise ValueError(f"{source}: expected a 2-D matrix, got {X.ndim} dimension(s)")
+        X = sp.csr_matrix(X)
+    if X.shape[0] < 1 or X.shape[1] < 1:
+        raise ValueError(f"{source}: the matrix is empty (shape {X.shape})")
+    data = X.data
+    kind = data.dtype.kind
+    if kind not in "biuf":
+        raise ValueError(f"{source}: counts must be numbers, got dtype {data.dtype}")
+    if kind == "f":
+        if not np.all(np.isfinite(data)):
+            raise ValueError(f"{source}: the matrix holds NaN or infinite values")
+        fractional = data != np.floor(data)
+        if fractional.any():
+            raise ValueError(f"{source}: counts must be whole numbers, found "
+                             f"{int(fractional.sum())} fractional value(s), e.g. "
+                             f"{data[fractional][0]!r}")
+    if data.size and data.min() < 0:
+        raise ValueError(f"{source}: counts must be non-negative, found {int((data < 0).sum())} "
+                         f"negative value(s), e.g. {data[data < 0][0]!r}")
+    X = _canonical(X)
+    if X.nnz == 0:
+        raise ValueError(f"{source}: every count is zero")
+    return X
+
+
+def read_matrix(path: str | os.PathLike, format: str | None = None) -> sp.csr_matrix:
+    """Read a count matrix (``npz``, ``mtx`` or ``triplets``; by default from the file name)."""
+    p = _existing_file(path, "matrix file")
+    fmt = _format_of(p, format)
+    if fmt == "triplets":
+        return counts_matrix(parse_triplets(p), str(p))
+    try:
+        if fmt == "npz":
+            X = sp.load_npz(p)
+        else:
+            from scipy.io import mmread
+
+            X = mmread(p)
+    except Exception as exc:  # scipy raises many types on a foreign file
+        hint = ("written by scipy.sparse.save_npz" if fmt == "npz"
+                else "a MatrixMarket file ('%%MatrixMarket' header)")
+        raise ValueError(f"{p}: not a readable {fmt} matrix (expected {hint}): {exc}") from exc
+    return counts_matrix(X, str(p))
+
+
+def read_labels(path: str | os.PathLike, n_rows: int, what: str = "labels") -> np.ndarray:
+    """One class per line (integers or names), ``n_rows`` of them; returned as 0..k-1."""
+    p = _existing_file(path, f"{what} file")
+    try:
+        lines = p.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{p}: not a text file of {what} ({exc})") from exc
+    while lines and not lines[-1].strip():
+        lines.pop()
+    tokens = [line.strip() for line in lines]
+    blank = [i + 1 for i, t in enumerate(tokens) if not t]
+    if blank:
+        raise ValueError(f"{p}: line {blank[0]} is empty (one class per line expected)")
+    if any(len(t.split()) > 1 for t in tokens):
+        raise ValueError(f"{p}: expected one class per line, found several values on a line")
+    if len(tokens) != n_rows:
+        raise ValueError(f"{p}: {len(tokens)} {what} for a matrix with {n_rows} "
+                         f"{'rows' if what == 'labels' else 'columns'}")
+    try:
+        values = np.array([int(t) for t in tokens], dtype=np.int64)
+    except ValueError:
+        values = np.array(tokens)
+    return relabel(values)
+
+
+def load_matrix(path: str | os.PathLike, labels: str | os.PathLike | None = None, *,
+                col_labels: str | os.PathLike | None = None, format: str | None = None,
+                sha256: str | None = None, labels_sha256: str | None = None,
+                col_labels_sha256: str | None = None, name: str | None = None,
+                seed: int | None = None) -> Dataset:
+    """Your count matrix (and optional row/column class files) as a ``Dataset``.
+
+    ``sha256`` / ``labels_sha256`` / ``col_labels_sha256``: if given, the file must have this
+    SHA-256 (``ChecksumError`` otherwise). Without ``labels`` the row metrics are left empty
+    (NaN) and the number of clusters must be given explicitly. With ``seed``, rows and
+    columns are permuted by that seed only (labels follow).
+    """
+    if seed is not None:
+        seed = _check_seed(seed)
+    p = _existing_file(path, "matrix file")
+    sources = {p.name: _check_sha256(p, sha256)}
+    X = read_matrix(p, format)
+    row = col = None
+    if labels is not None:
+        lp = _existing_file(labels, "labels file")
+        sources[lp.name] = _check_sha256(lp, labels_sha256)
+        row = read_labels(lp, X.shape[0])
+    if col_labels is not None:
+        cp = _existing_file(col_labels, "column labels file")
+        sources[cp.name] = _check_sha256(cp, col_labels_sha256)
+        col = read_labels(cp, X.shape[1], "column labels")
+    meta = {"format": _format_of(p, format), "path": str(p),
+            "sources": {k: v for k, v in sources.items() if v is not None}}
+    return _finish(X, row, col, name or p.name.split(".")[0], seed, meta)
+
+
+def _import_target(target: str):
+    if not isinstance(target, str) or "." not in target:
+        raise ValueError(f"dataset target must be 'package.module.function', got {target!r}")
+    module, _, attr = target.rpartition(".")
+    try:
+        obj = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"cannot import dataset target {target!r}: {exc} (is its package "
+                         "installed or on PYTHONPATH?)") from exc
+    if not callable(obj):
+        raise TypeError(f"dataset target {target!r} is not callable")
+    return obj
+
+
+def load_callable(target: str, params: Mapping[str, Any] | None = None, *,
+                  name: str | None = None, seed: int | None = None) -> Dataset:
+    """Call ``target(**params)`` (``'mypkg.load_my_data'``), which must return a ``Dataset``;
+    its matrix and labels are checked like a file's, then permuted by ``seed``."""
+    if seed is not None:
+        seed = _check_seed(seed)
+    fn = _import_target(target)
+    out = fn(**dict(params or {}))
+    if not isinstance(out, Dataset):
+        raise TypeError(f"dataset target {target!r} returned {type(out).__name__}, expected a "
+                        "dptaucc.datasets.Dataset (see dptaucc.datasets.as_dataset)")
+    meta = {k: v for k, v in out.meta.items() if k not in _DESCRIBED}
+    meta["target"] = target
+    return _finish(counts_matrix(out.X, target), _labels(out.row_labels, out.X.shape[0], target),
+                   _labels(out.col_labels, out.X.shape[1], target, "column labels"),
+                   name or out.name, seed, meta)
+
+
+def as_dataset(X: Any, row_labels: Any = None, col_labels: Any = None, *, name: str = "data",
+               meta: Mapping[str, Any] | None = None) -> Dataset:
+    """Build a checked ``Dataset`` from in-memory counts (dense or scipy.sparse) and labels."""
+    Xc = counts_matrix(X, name)
+    return _finish(Xc, _labels(row_labels, Xc.shape[0], name),
+                   _labels(col_labels, Xc.shape[1], name, "column labels"), name, None,
+                   dict(meta or {}))
+
+
+def _labels(values: Any, n: int, source: str, what: str = "labels") -> np.ndarray | None:
+    if values is None:
+        return None
+    arr = np.asarray(values).ravel()
+    if arr.size != n:
+        side = "rows" if what == "labels" else "columns"
+        raise ValueError(f"{source}: {arr.size} {what} for a matrix with {n} {side}")
+    return relabel(arr)
+
+
+_DESCRIBED = ("n_rows", "n_cols", "nnz", "density", "n_classes", "class_sizes", "total_count",
+              "max_count", "seed")
+
+
+def _finish(X: sp.csr_matrix, row: np.ndarray | None, col: np.ndarray | None, name: str,
+            seed: int | None, extra: dict) -> Dataset:
+    if seed is not None:
+        X, row, col = permute(X, row, col, seed)
+    meta = describe(X, row, seed)
+    meta.update(extra)
+    meta["labelled"] = row is not None
+    return Dataset(X=X, row_labels=row, col_labels=col, name=name, meta=meta)
