@@ -1,9 +1,9 @@
 """Contingency tables, the de-normalised Goodman–Kruskal τ̂ and the DP-τCC utilities.
 
 Everything works on a CSR count matrix ``A`` (n×m) and integer label vectors; no dense n×m
-array is ever formed. Aggregations make one pass over the non-zeros, O(nnz): a CSR product
-with the dense label incidence for up to ``DENSE_INCIDENCE_MAX`` clusters (fastest there),
-a scatter-add by label (``np.bincount``) above.
+array is ever formed. Aggregations make one pass over the non-zeros, O(nnz), with a compiled
+scatter-add by label (:mod:`dptaucc.kernels`) whose cost does not grow with the number of
+clusters.
 
 Equations cited are those of Battaglia & Pensa (SDM 2025):
 
@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+
+from dptaucc.kernels import sum_by_column_label, sum_by_row_label
 
 __all__ = [
     "nnz_row_indices",
@@ -48,37 +50,14 @@ def nnz_row_indices(X: sp.csr_matrix) -> np.ndarray:
     return np.repeat(np.arange(X.shape[0], dtype=np.intp), np.diff(X.indptr))
 
 
-def _one_hot(labels: np.ndarray, n_clusters: int) -> np.ndarray:
-    """Dense label incidence (len(labels)×n_clusters, float64)."""
-    out = np.zeros((labels.size, n_clusters))
-    out[np.arange(labels.size), labels] = 1.0
-    return out
-
-
-# Up to this many clusters a CSR × dense-incidence product (nnz·k multiply-adds streamed in
-# one pass, memory-bound) beats a scatter-add (which moves several nnz-long temporaries);
-# above it the scatter-add's O(nnz) wins (measured on reviews: equal near k = 12-16).
-DENSE_INCIDENCE_MAX = 12
-
-
 def aggregate_columns(X: sp.csr_matrix, col_labels: np.ndarray, n_col_clusters: int) -> np.ndarray:
     """``A C`` (n×L): row profiles summed over column clusters, one pass over the non-zeros."""
-    if n_col_clusters <= DENSE_INCIDENCE_MAX:
-        return np.asarray(X @ _one_hot(col_labels, n_col_clusters))
-    n = X.shape[0]
-    keys = nnz_row_indices(X) * n_col_clusters + col_labels[X.indices]
-    out = np.bincount(keys, weights=X.data, minlength=n * n_col_clusters)
-    return out.reshape(n, n_col_clusters)
+    return sum_by_column_label(X, col_labels, n_col_clusters)
 
 
 def aggregate_rows(X: sp.csr_matrix, row_labels: np.ndarray, n_row_clusters: int) -> np.ndarray:
     """``Rᵀ A`` (K×m): column profiles summed over row clusters, one pass over the non-zeros."""
-    if n_row_clusters <= DENSE_INCIDENCE_MAX:
-        return np.asarray(X.T @ _one_hot(row_labels, n_row_clusters)).T
-    m = X.shape[1]
-    keys = row_labels[nnz_row_indices(X)] * m + X.indices
-    out = np.bincount(keys, weights=X.data, minlength=n_row_clusters * m)
-    return out.reshape(n_row_clusters, m)
+    return sum_by_row_label(X, row_labels, n_row_clusters)
 
 
 def group_sum(labels: np.ndarray, values: np.ndarray, n_groups: int) -> np.ndarray:

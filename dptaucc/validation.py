@@ -8,6 +8,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import check_array
 
+from dptaucc.kernels import value_summary
+
 __all__ = [
     "CountMatrixTagsMixin", "check_count_matrix", "check_fraction", "check_n_clusters",
     "make_generator",
@@ -39,25 +41,52 @@ def check_count_matrix(X, *, integer: bool = True, name: str = "X") -> sp.csr_ma
     ``ValueError`` naming the problem: negative entries ("Negative values in data passed to X")
     and fractional counts (``integer=True``). A matrix of all zeros is a valid count matrix: a
     DP estimator must accept it (refusing it would itself reveal that every count is zero).
+
+    Cost: a canonical CSR float64 input is returned as is (one pass over its values to check
+    them); other CSR input costs one conversion of its values, sharing the index arrays.
     """
     if X is None:
         raise TypeError(f"{name} must be a 2-D array or sparse matrix, got None")
     if isinstance(X, np.matrix):  # check_array refuses np.matrix; its data is a plain 2-D array
         X = np.asarray(X)
-    sparse = sp.issparse(X)
-    # ensure_all_finite exists in every scikit-learn the project allows (>= 1.6).
-    X = check_array(X, accept_sparse=["csr", "csc", "coo"], dtype=np.float64, copy=sparse,
-                    ensure_all_finite=True, ensure_2d=True, allow_nd=False,
-                    ensure_min_samples=1, ensure_min_features=1, input_name=name)
-    X = sp.csr_matrix(X)
-    X.sum_duplicates()  # canonical CSR: duplicates summed, indices sorted
-    data = X.data
-    if data.size and data.min() < 0:
+    if not sp.issparse(X):
+        X = check_array(X, dtype=np.float64, ensure_all_finite=True, ensure_2d=True,
+                        allow_nd=False, ensure_min_samples=1, ensure_min_features=1,
+                        input_name=name)
+        X = sp.csr_matrix(X)
+    else:
+        # structure and dtype checks with sklearn's messages; values are checked below
+        X = check_array(X, accept_sparse=["csr", "csc", "coo"], dtype=None, copy=False,
+                        ensure_all_finite=False, ensure_2d=True, allow_nd=False,
+                        ensure_min_samples=1, ensure_min_features=1, input_name=name)
+        X = _as_canonical_csr(X)
+    lowest, whole, finite, zeros = value_summary(X.data)
+    if not finite:
+        what = "NaN" if np.isnan(X.data).any() else "infinity or a value too large for " \
+            "dtype('float64')"
+        raise ValueError(f"Input {name} contains {what}.")
+    if lowest < 0:
         raise ValueError(f"Negative values in data passed to {name}: counts must be >= 0")
-    if integer and data.size and np.any(data != np.round(data)):
+    if integer and not whole:
         raise ValueError(f"{name} contains fractional entries; counts must be whole numbers")
-    X.eliminate_zeros()
-    X.sort_indices()
+    if zeros:
+        X = X.copy()
+        X.eliminate_zeros()
+    return X
+
+
+def _as_canonical_csr(X) -> sp.csr_matrix:
+    """CSR float64 with sorted, summed indices; the input's arrays are reused when they can be
+    (never modified)."""
+    if X.format != "csr":
+        X = sp.csr_matrix(X)  # a conversion: a new matrix
+    elif not isinstance(X, sp.csr_matrix):
+        X = sp.csr_matrix(X)  # csr_array -> csr_matrix shares the arrays
+    if X.dtype != np.float64:
+        X = sp.csr_matrix((X.data.astype(np.float64), X.indices, X.indptr), shape=X.shape)
+    if not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()  # canonical CSR: duplicates summed, indices sorted
     return X
 
 

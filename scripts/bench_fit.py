@@ -4,12 +4,13 @@
 Each (dataset, algorithm) runs in a fresh Python process that loads the matrix, fits
 ``--repeats`` times and reports the median fit wall time and the process's peak RSS
 (``resource.getrusage``, so the figure includes the interpreter, imports and the data).
-K = L = number of classes, as in the paper. Data: ``dptaucc.datasets.load`` (mirror
-``$DPTAUCC_MIRROR``, default ``../shared/data/cluto`` beside the repo); if that package is
-unavailable the mirror files are parsed directly (triplet ``.txt`` or MATLAB ``.mat``).
+K = L = number of classes, as in the paper. Data: ``dptaucc.datasets.load`` from the
+directory ``$DPTAUCC_MIRROR``; if that package is unavailable the mirror files are parsed
+directly (triplet ``.txt`` or MATLAB ``.mat``). ``--baseline REV`` also times git revision
+REV (checked out in a temporary worktree) in the same run, for a side-by-side ratio.
 
     python scripts/bench_fit.py                       # every available dataset
-    python scripts/bench_fit.py --datasets reviews --repeats 7
+    python scripts/bench_fit.py --datasets reviews --repeats 7 --baseline a8b29bf
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-DEFAULT_MIRROR = REPO.parent / "shared" / "data" / "cluto"
+from _baseline import REPO, baseline_tree
+
 DATASETS = ["cstr", "tr11", "tr41", "classic3", "hitech", "k1b", "reviews", "sports"]
 ALGORITHMS = ["dp_taucc", "fast_taucc"]
 # Targets of issue 2 (reviews, this 2-core machine); the authors' code: 5.9 s, 3 GB; 20 s.
@@ -32,7 +33,11 @@ TARGETS = {("reviews", "dp_taucc"): (0.2, 300.0), ("reviews", "fast_taucc"): (2.
 
 
 def _mirror() -> Path:
-    return Path(os.environ.get("DPTAUCC_MIRROR") or DEFAULT_MIRROR)
+    mirror = os.environ.get("DPTAUCC_MIRROR")
+    if not mirror:
+        raise SystemExit("set DPTAUCC_MIRROR to the directory holding the CLUTO files "
+                         "(make bench does)")
+    return Path(mirror)
 
 
 def _load_direct(name: str):
@@ -112,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n-iterations", type=int, default=4)
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("--json", action="store_true", help="print one JSON record per line")
+    parser.add_argument("--baseline", default=None, help="git revision to time side by side")
     parser.add_argument("--worker", nargs=2, metavar=("DATASET", "ALGORITHM"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -122,39 +128,56 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     names = args.datasets or [d for d in DATASETS if _available(d)]
+    with baseline_tree(args.baseline) as base:
+        return _table(names, args, base)
+
+
+def _time(name: str, algorithm: str, args, pythonpath: str) -> dict | str:
     env = dict(os.environ, DPTAUCC_MIRROR=str(_mirror()))
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [pythonpath, env.get("PYTHONPATH")]))
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", name, algorithm,
+           "--repeats", str(args.repeats), "--n-iterations", str(args.n_iterations),
+           "--epsilon", str(args.epsilon)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        return f"FAILED: {proc.stderr.strip().splitlines()[-1:]}"
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _table(names: list[str], args, base: str | None) -> int:
     if not args.json:
         print(f"{'dataset':9} {'algorithm':10} {'n x m':>13} {'nnz':>9} {'fit median s':>12} "
-              f"{'min s':>7} {'peak RSS MB':>11} {'RSS loaded':>10}  target")
+              f"{'min s':>7} {'peak RSS MB':>11} {'RSS loaded':>10}  target"
+              + (f"  | {args.baseline}: median s, ratio" if base else ""))
     status = 0
     for name in names:
         for algorithm in args.algorithms:
-            cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", name, algorithm,
-                   "--repeats", str(args.repeats), "--n-iterations", str(args.n_iterations),
-                   "--epsilon", str(args.epsilon)]
-            proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-            if proc.returncode != 0:
-                print(f"{name:9} {algorithm:10} FAILED: {proc.stderr.strip().splitlines()[-1:]}")
+            rec = _time(name, algorithm, args, str(REPO))
+            if isinstance(rec, str):
+                print(f"{name:9} {algorithm:10} {rec}")
                 status = 1
                 continue
-            rec = json.loads(proc.stdout.strip().splitlines()[-1])
-            target = TARGETS.get((name, algorithm))
+            old = _time(name, algorithm, args, base) if base else None
             if args.json:
-                print(json.dumps(rec))
+                print(json.dumps(rec | ({"baseline": old} if old else {})))
                 continue
+            target = TARGETS.get((name, algorithm))
             note = ""
             if target:
                 t_ok = rec["fit_median_s"] <= target[0]
                 m_ok = target[1] is None or rec["peak_rss_mb"] <= target[1]
                 note = (f"<= {target[0]} s" + (f", <= {target[1]:.0f} MB" if target[1] else "")
                         + (": met" if t_ok and m_ok else ": MISSED"))
+            if isinstance(old, dict):
+                note += (f"  | {old['fit_median_s']:.4f} s, "
+                         f"{rec['fit_median_s'] / old['fit_median_s']:.2f}x")
+            elif old:
+                note += f"  | {old}"
             shape = f"{rec['n_rows']}x{rec['n_cols']}"
             print(f"{name:9} {algorithm:10} {shape:>13} {rec['nnz']:>9} "
                   f"{rec['fit_median_s']:>12.4f} {rec['fit_min_s']:>7.4f} "
                   f"{rec['peak_rss_mb']:>11.1f} {rec['rss_after_load_mb']:>10.1f}  {note}")
     return status
-
 
 if __name__ == "__main__":
     raise SystemExit(main())

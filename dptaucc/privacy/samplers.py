@@ -29,6 +29,7 @@ import math
 
 import numpy as np
 
+from dptaucc.kernels import exponential_from_uniforms
 from dptaucc.validation import make_generator
 
 __all__ = ["Sampler", "SeededSampler", "SecureSampler", "make_sampler", "MAX_NOISE_SCALE"]
@@ -36,8 +37,6 @@ __all__ = ["Sampler", "SeededSampler", "SecureSampler", "make_sampler", "MAX_NOI
 #: Largest noise scale the integer samplers accept: beyond it a variate (≤ 74.2·scale) would
 #: not fit the 53-bit integer range of a double exactly.
 MAX_NOISE_SCALE = 2.0**45
-
-_TWO_M53 = 2.0**-53
 
 
 class Sampler:
@@ -90,14 +89,7 @@ class SeededSampler(Sampler):
         1 − U = (1 − hi) − tail, computed without cancellation, so the largest value is
         107·ln 2 ≈ 74.2 instead of 53·ln 2 ≈ 36.7 from a single draw.
         """
-        hi = self.rng.random(size)
-        tail = (self.rng.random(size) + 2.0**-54) * _TWO_M53
-        out = np.empty_like(hi)
-        upper = hi >= 0.5
-        out[upper] = -np.log1p(-((1.0 - hi[upper]) - tail[upper]))
-        lower = ~upper
-        out[lower] = -np.log(hi[lower] + tail[lower])
-        return out
+        return exponential_from_uniforms(self.rng.random(size), self.rng.random(size))
 
     def discrete_laplace(self, size: int | tuple[int, ...], scale: float) -> np.ndarray:
         """⌊E₁·b⌋ − ⌊E₂·b⌋ with E Exp(1): P(⌊E·b⌋ ≥ k) = e^{−k/b}, so the difference of two

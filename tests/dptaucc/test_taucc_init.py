@@ -5,7 +5,7 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from dptaucc.init import blind_block_init, block_sizes, distinct_uniform, pattern_matrix
+from dptaucc.init import blind_block_init, block_sizes, pattern_matrix
 
 
 @pytest.mark.parametrize("N,G,expected", [
@@ -85,27 +85,35 @@ def test_init_never_allocates_n_times_m():
     assert peak < 30e6, f"peak traced memory {peak / 1e6:.1f} MB"
 
 
-def test_large_matrix_fallback_counts(monkeypatch):
-    """Above numpy's hypergeometric limit the flips are drawn as distinct positions."""
+def test_large_matrix_fallback_flips_cells_independently(monkeypatch):
+    """Above numpy's hypergeometric limit every cell flips with probability 1 %, drawn per
+    (row, column block) group: the flips counted in S0 are the ones reported, and their
+    number is Binomial(n·m, 0.01)."""
     import dptaucc.init as init_mod
 
     monkeypatch.setattr(init_mod, "MARGINALS_LIMIT", 0)
-    n, m = 120, 90
-    init = blind_block_init(n, m, 3, 2, np.random.default_rng(2))
-    base = pattern_matrix(3, 2)[init.row_labels] * np.bincount(init.col_labels)[None, :]
-    assert np.abs(init.S0 - base).sum() == round(0.01 * n * m)
+    n, m = 400, 300
+    totals = []
+    for seed in range(200):
+        init = blind_block_init(n, m, 3, 2, np.random.default_rng(seed))
+        base = pattern_matrix(3, 2)[init.row_labels] * np.bincount(init.col_labels)[None, :]
+        assert np.abs(init.S0 - base).sum() == init.n_flips
+        totals.append(init.n_flips)
+    mean, sd = 0.01 * n * m, (0.01 * 0.99 * n * m) ** 0.5
+    assert abs(np.mean(totals) - mean) < 4 * sd / np.sqrt(200)
+    assert np.std(totals) == pytest.approx(sd, rel=0.2)
 
 
-def test_distinct_uniform_is_uniform_and_distinct():
-    rng = np.random.default_rng(3)
-    counts = np.zeros(20)
-    for _ in range(3000):
-        s = distinct_uniform(20, 7, rng)
-        assert np.unique(s).size == 7
-        counts[s] += 1
-    expected = 3000 * 7 / 20
-    chi2 = ((counts - expected) ** 2 / expected).sum()
-    assert chi2 < 43.8  # chi-square(19) 0.999 quantile
+def test_init_at_1e10_cells_is_per_block_not_per_cell():
+    """n·m = 1e10 (5e5 × 2e4): time and memory grow with n·L, not with the cells."""
+    n, m = 500_000, 20_000
+    tracemalloc.start()
+    init = blind_block_init(n, m, 4, 4, np.random.default_rng(4))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert init.S0.shape == (n, 4)
+    assert abs(init.n_flips - 0.01 * n * m) < 6 * (0.01 * n * m) ** 0.5
+    assert peak < 40 * n * 4 * 8, f"peak traced memory {peak / 1e6:.1f} MB"
 
 
 def test_init_is_data_independent_and_seeded():

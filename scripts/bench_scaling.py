@@ -1,0 +1,152 @@
+#!/usr/bin/env python
+"""DP-τCC and Fast-τCC scaling with nnz: pass-equivalents, time per non-zero, memory.
+
+For each size a synthetic count matrix is built in a fresh process (about 100 non-zeros per
+row, so n·m grows ~100x faster than nnz: any cost in n·m would show), then
+
+* ``matvec``: the median time of a bare CSR matrix-vector product ``X @ v`` (one pass);
+* ``fit``: the median fit time; ``passes`` = fit / matvec, the fit's cost in passes over
+  the matrix (DP-τCC needs 7 aggregations + 1 initial product at I = 4);
+* ``ns/nnz``: fit time per non-zero; linear scaling keeps it flat across sizes;
+* ``mem/X``: the fit's peak resident memory above what the process held before the fit,
+  divided by the CSR input's bytes (data + indices + indptr).
+
+``--baseline REV`` runs the same measurements with the package of git revision REV (checked
+out in a temporary worktree) next to the working tree, so both columns come from one run on
+one machine. Measure on an idle machine.
+
+    python scripts/bench_scaling.py                          # 1e5 .. 1e7 non-zeros
+    python scripts/bench_scaling.py --sizes 1e5 1e6 1e7 1e8 --baseline a8b29bf
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from _baseline import baseline_tree
+
+ROW_NNZ = 100
+K = 5
+
+
+def _matrix(nnz: int, seed: int = 0):
+    """A canonical CSR float64 count matrix with ~ROW_NNZ sorted distinct columns per row."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    n = max(10, nnz // ROW_NNZ)
+    m = max(200, int(10 * np.sqrt(nnz)))
+    per_row = rng.binomial(2 * ROW_NNZ, 0.5, size=n).clip(1, m)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(per_row, out=indptr[1:])
+    total = int(indptr[-1])
+    # distinct sorted columns per row: random positive gaps, cumulated within each row
+    gaps = rng.integers(1, max(2, 2 * m // ROW_NNZ), size=total).astype(np.int32)
+    starts = indptr[:-1]
+    cols = np.cumsum(gaps, dtype=np.int64)
+    cols -= np.repeat(cols[starts] - gaps[starts], per_row)
+    keep_ok = cols < m
+    if not keep_ok.all():  # rows that ran past m: wrap them to the end (still distinct)
+        cols = np.where(keep_ok, cols, m - 1 - (cols % m))
+    data = rng.geometric(0.4, size=total).astype(np.float64)
+    X = sp.csr_matrix((data, cols.astype(np.int32), indptr.astype(np.int32)), shape=(n, m))
+    X.sum_duplicates()
+    return X
+
+
+def worker(nnz: int, algorithm: str, repeats: int) -> dict:
+    import statistics
+    import time
+
+    import numpy as np
+    import psutil
+
+    from dptaucc import DPTauCC, FastTauCC
+    from dptaucc.bench.memory import PeakRSS
+
+    X = _matrix(nnz)
+    v = np.ones(X.shape[1])
+    X @ v
+    mv = []
+    for _ in range(7):
+        t = time.perf_counter()
+        X @ v
+        mv.append(time.perf_counter() - t)
+    x_bytes = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
+
+    def make(seed):
+        return (DPTauCC(K, K, epsilon=1.0, random_state=seed) if algorithm == "dp_taucc"
+                else FastTauCC(K, K, random_state=seed, max_iter=4))
+
+    make(0).fit(_matrix(1000, seed=1))  # warm up: compiled kernels, lazy imports
+    times, peaks = [], []
+    for seed in range(repeats):
+        model = make(seed)
+        before = psutil.Process().memory_info().rss
+        with PeakRSS() as mem:
+            t = time.perf_counter()
+            model.fit(X)
+            times.append(time.perf_counter() - t)
+        peaks.append(mem.peak_mb * 2**20 - before)
+    fit, matvec = statistics.median(times), statistics.median(mv)
+    return {"nnz": int(X.nnz), "n": X.shape[0], "m": X.shape[1], "algorithm": algorithm,
+            "matvec_s": matvec, "fit_s": fit, "passes": fit / matvec,
+            "ns_per_nnz": fit / X.nnz * 1e9, "mem_over_x": max(peaks) / x_bytes,
+            "x_mb": x_bytes / 2**20}
+
+
+def _run(nnz: int, algorithm: str, repeats: int, pythonpath: str | None) -> dict | None:
+    env = dict(os.environ)
+    if pythonpath:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [pythonpath, env.get("PYTHONPATH")]))
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", str(nnz), algorithm,
+           "--repeats", str(repeats)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        print(f"  failed ({algorithm}, {nnz:.0e}): {proc.stderr.strip().splitlines()[-1:]}",
+              file=sys.stderr)
+        return None
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", nargs="+", type=float, default=[1e5, 1e6, 1e7])
+    ap.add_argument("--algorithms", nargs="+", default=["dp_taucc", "fast_taucc"])
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--baseline", default=None, help="git revision to measure side by side")
+    ap.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.worker:
+        print(json.dumps(worker(int(float(args.worker[0])), args.worker[1], args.repeats)))
+        return 0
+
+    with baseline_tree(args.baseline) as base:
+        print(f"{'algorithm':10} {'nnz':>9} {'n x m':>15} {'fit s':>8} {'passes':>7} "
+              f"{'ns/nnz':>7} {'mem/X':>6}" + (f" | baseline {args.baseline}: "
+                                               "fit s, passes, ns/nnz, mem/X" if base else ""))
+        for algorithm in args.algorithms:
+            for size in args.sizes:
+                rec = _run(int(size), algorithm, args.repeats, None)
+                if rec is None:
+                    continue
+                line = (f"{algorithm:10} {rec['nnz']:>9.2e} {rec['n']:>7}x{rec['m']:<7} "
+                        f"{rec['fit_s']:>8.3f} {rec['passes']:>7.1f} "
+                        f"{rec['ns_per_nnz']:>7.1f} {rec['mem_over_x']:>6.2f}")
+                if base:
+                    old = _run(int(size), algorithm, args.repeats, base)
+                    line += (" | " + (f"{old['fit_s']:.3f}, {old['passes']:.1f}, "
+                                      f"{old['ns_per_nnz']:.1f}, {old['mem_over_x']:.2f}"
+                                      if old else "failed"))
+                print(line, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
