@@ -5,9 +5,17 @@
   noise sources;
 * :mod:`~dptaucc.privacy.mechanisms` — exponential, discrete Laplace, Gaussian (and the
   paper-mode float Laplace), each with its privacy map;
+* :mod:`~dptaucc.privacy.bounded` — the bounded-domain discrete Laplace (integers released
+  inside a public range), with its privacy map;
 * :mod:`~dptaucc.privacy.releases` — the declared kind of every fitted attribute.
 """
 
+from dptaucc.privacy.bounded import (
+    bounded_discrete_laplace,
+    bounded_discrete_laplace_epsilon,
+    bounded_discrete_laplace_mechanism,
+    bounded_discrete_laplace_scale,
+)
 from dptaucc.privacy.ledger import (
     COMPOSITIONS,
     BudgetExceededError,
@@ -40,6 +48,8 @@ from dptaucc.privacy.samplers import Sampler, SecureSampler, SeededSampler, make
 
 __all__ = [
     "COMPOSITIONS", "BudgetExceededError", "LedgerEntry", "PrivacyLedger", "check_epsilon",
+    "bounded_discrete_laplace", "bounded_discrete_laplace_epsilon",
+    "bounded_discrete_laplace_mechanism", "bounded_discrete_laplace_scale",
     "as_sampler", "discrete_laplace_mechanism", "exponential_mechanism",
     "float_laplace_mechanism", "gaussian_mechanism", "linear_exponential_mechanism",
     "linear_range_sensitivity", "snap_to_grid",

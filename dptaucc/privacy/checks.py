@@ -16,8 +16,8 @@ from scipy import stats
 
 from dptaucc.privacy.samplers import Sampler, SeededSampler
 
-__all__ = ["Draw", "RecordingSampler", "discrete_laplace_pmf", "discrete_laplace_pvalue",
-           "choice_pvalue", "neighbour_log_ratio_bounds"]
+__all__ = ["Draw", "RecordingSampler", "ScaledSampler", "discrete_laplace_pmf",
+           "discrete_laplace_pvalue", "choice_pvalue", "neighbour_log_ratio_bounds"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,26 @@ class RecordingSampler(Sampler):
 
     def of_kind(self, kind: str) -> list[Draw]:
         return [d for d in self.draws if d.kind == kind]
+
+
+class ScaledSampler(Sampler):
+    """A deliberately broken sampler for power tests: every noise scale multiplied by
+    ``factor`` (½ is what a halved sensitivity or a doubled ε at a call site does)."""
+
+    def __init__(self, inner: Sampler | np.random.Generator | int | None = None,
+                 factor: float = 0.5):
+        if not isinstance(inner, Sampler):
+            inner = SeededSampler(np.random.default_rng(inner))
+        self.inner = inner
+        self.factor = float(factor)
+        self.exact = inner.exact
+        self.rng = inner.rng
+
+    def discrete_laplace(self, size, scale):
+        return self.inner.discrete_laplace(size, scale * self.factor)
+
+    def choose(self, scores, scale):
+        return self.inner.choose(scores, scale * self.factor)
 
 
 def discrete_laplace_pmf(z: np.ndarray, scale: float) -> np.ndarray:
