@@ -2,7 +2,10 @@
 
 diffprivlib's DP-KMeans builds one mechanism object per cluster × coordinate × iteration, each
 running its own bisection and rejection loop (87 s per fit on reviews). The functions here
-draw the same distributions for whole arrays at once:
+draw the same distributions for whole arrays at once. They serve ``mode="paper"`` of
+:class:`~dptaucc.baselines.dp_kmeans.DPKMeans`, which reproduces diffprivlib's float noise
+(53-bit uniforms, real-valued sums whose possible values depend on the data); corrected mode
+uses the integer mechanisms of :mod:`dptaucc.privacy` instead.
 
 * :func:`bounded_laplace_scale` — the scale of ``LaplaceBoundedDomain`` (Holohan et al. 2020,
   "The bounded Laplace mechanism", Eq. for Δ_C), found by the same bisection, element-wise;
@@ -112,6 +115,10 @@ def folded_geometric(
     Noise: u ~ U[−½, ½)·(1 + q), q = e^{−ε/Δ}; sign s of u; ``s·⌊ln(s·u)/ln q⌋`` (the
     two-sided geometric of ``Geometric.randomise``), added, rounded, then folded about
     ``lower``/``upper`` (half-integers allowed) until inside.
+
+    A uniform of exactly ½ gives u = 0 and ln 0 (diffprivlib then fails converting an infinite
+    noise); such a draw (probability 2⁻⁵³) is redrawn, which is the law of u conditioned on
+    u ≠ 0, an event of probability 1 for the continuous uniform the formula assumes.
     """
     if not (lower <= upper):
         raise ValueError("lower bound greater than upper bound")
@@ -119,11 +126,17 @@ def folded_geometric(
     if v.dtype.kind not in "iu":
         raise TypeError("folded_geometric randomises integer values")
     log_q = -float(epsilon) / float(sensitivity)
-    u = (rng.random(v.shape) - 0.5) * (1.0 + np.exp(log_q))
+    r = rng.random(v.shape)
+    while True:
+        zero = r == 0.5
+        if not zero.any():
+            break
+        r[zero] = rng.random(int(zero.sum()))
+    u = (r - 0.5) * (1.0 + np.exp(log_q))
     sgn = np.where(u < 0, -1.0, 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         noise = sgn * np.floor(np.log(sgn * u) / log_q)
-    noise = np.nan_to_num(noise, nan=0.0)  # ε = ∞ with u = 0 exactly: no noise
+    noise = np.nan_to_num(noise, nan=0.0)  # ε = ∞ (log q = −∞): no noise
     noisy = np.round(v + noise)
     while True:
         below = noisy < lower

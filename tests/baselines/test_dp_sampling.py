@@ -125,3 +125,31 @@ def test_infinite_epsilon_adds_no_noise():
     np.testing.assert_array_equal(bounded_domain_laplace(v, 0.0, 0.0, 10.0, rng), v)
     np.testing.assert_array_equal(folded_geometric(np.array([1, 5, 9]), np.inf, 1, 0.5, np.inf,
                                                    rng), [1, 5, 9])
+
+
+class _Uniforms:
+    """A stand-in generator returning given uniforms in turn (one array per call)."""
+
+    def __init__(self, *arrays):
+        self.arrays = [np.asarray(a, dtype=float) for a in arrays]
+
+    def random(self, shape):
+        out = self.arrays.pop(0)
+        assert out.shape == (shape if isinstance(shape, tuple) else (shape,))
+        return out.copy()
+
+
+def test_folded_geometric_redraws_a_uniform_of_exactly_one_half():
+    """Audit finding: a uniform of exactly ½ gives u = 0 and log(0) (an infinite noise that
+    became a garbage int64). It is redrawn: the second uniform decides."""
+    eps = 0.7
+    q = np.exp(-eps)
+    out = folded_geometric(np.array([5, 5, 5]), eps, 1, 0.5, np.inf,
+                           _Uniforms([0.5, 0.9, 0.5], [0.25, 0.75]))
+    # reference formula of Geometric.randomise on the uniforms actually used
+    def noise(r):
+        u = (r - 0.5) * (1 + q)
+        s = -1.0 if u < 0 else 1.0
+        return s * np.floor(np.log(s * u) / -eps)
+    np.testing.assert_array_equal(out, [5 + noise(0.25), 5 + noise(0.9), 5 + noise(0.75)])
+    assert out.dtype == np.int64
