@@ -1,85 +1,129 @@
 """DP-KMeans: diffprivlib's DPLloyd (Su et al. 2016) as the paper ran it, and a corrected variant.
 
-The reference experiments (spec §5) use diffprivlib 0.6.4's ``KMeans`` with one changed line
-(the per-coordinate sensitivity of the cluster sums divided by d) and no bounds. This module
+The paper's experiments use diffprivlib 0.6.4's ``KMeans`` with one changed line (the
+per-coordinate sensitivity of the cluster sums divided by d) and no bounds. This module
 re-implements that algorithm on sparse input with vectorised samplers of the same
-distributions (:mod:`dptaucc.baselines.dp_sampling`), which makes a reviews fit take about a second
-instead of 87 s. diffprivlib is a dependency: its ``PrivacyLeakWarning`` and bounds check are
-used directly, and the tests compare our split, iteration rule and samplers with its own code.
+distributions (:mod:`dptaucc.baselines.dp_sampling`), which makes a reviews fit take about a
+second instead of 87 s. diffprivlib is a dependency: its ``PrivacyLeakWarning`` is used
+directly, and the tests compare our split, iteration rule, bounds and samplers with its code.
 
-Modes
------
-``mode="paper"`` (bug-compatible with the published curves):
+Both modes start from diffprivlib's data-independent centres (uniform in the bounds, kept apart)
+and run ``iters = int(max(min(ε/ε_m, 7), 2))`` DPLloyd iterations (diffprivlib's rule; 2 on
+every dataset of the paper): assign every row to its nearest centre, then release a noisy
+count and noisy coordinate sums per cluster and divide.
 
-* bounds = per-feature min/max of the data (diffprivlib's default without ``bounds``), with
-  its ``PrivacyLeakWarning``; the ledger names this step non-private;
-* iterations by diffprivlib's rule, ``iters = int(max(min(ε/ε_m, 7), 2))`` (2 in practice);
+Threat model of corrected mode
+------------------------------
+What is protected: the rows of the non-negative matrix X (n×d). Neighbours differ in one row,
+replaced by any other row; this covers the suite's relation ``X' = X + e_u e_vᵀ`` (one cell
+plus one). Public: n, d, k, ε, ``bounds_max``, the code. Released (the fitted attributes):
+``cluster_centers_`` and ``cluster_sizes_`` of the last iteration, and the ledger. Nothing in
+the fitted model reads the data outside the mechanisms; ``predict(X)``,
+``evaluation_row_labels(X)`` and ``score(X)`` read the rows you pass and are *not* private.
+Randomness: ``random_state`` seeds every draw (research: whoever knows the seed can replay the
+noise); ``secure=True`` draws the noise from OpenDP's exact discrete Laplace with the operating
+system's randomness, for a release you publish.
+
+``mode="corrected"`` (the default; ε-DP end to end, ledger = ε exactly, strict
+check-then-spend):
+
+* public bounds ``[0, B]`` for every coordinate, B = ``bounds_max`` (default 5 counts, fixed a
+  priori). Each cell is clipped to B and floored to a public grid of step ``g = 2⁻¹⁰`` (exact
+  for whole counts; coarser, down to 1, only when ε is so small that the noise would exceed
+  2⁴⁵ grid steps), so every clipped row lies in ``{0, g, …, B}ᵈ`` with B rounded up to the grid;
+* the split of Su et al. as intended, with a half for the row that moves:
+  ε_count = c·N/2 per cluster count and ε_coord = N/2 per cluster-coordinate sum,
+  N = ε/(iters·(d + c)), c = (4dρ²)^{1/3}, ρ = 0.225;
+* every cluster is updated at every iteration, whatever its true count (an empty cluster gets a
+  noisy count and noisy sums like any other, so nothing about which clusters are empty leaks);
+* sensitivities: within an iteration the previous centres are already released, so only the
+  replaced row u can change cluster. It stays in cluster a (a's d sums change by ≤ B each, no
+  count changes) or moves from a to b (counts of a and b change by 1 each, and in every
+  coordinate the sums of a and b change by ≤ B each). Counts: the k-vector has L1
+  sensitivity 2 and gets exact discrete Laplace noise of scale 1/ε_count, charged 2·ε_count;
+  each is then folded about ½ (``n ↦ 1 − n`` below 1: post-processing) so that it is ≥ 1.
+  Sums: each cluster-coordinate sum (in grid steps) is released by the bounded-domain discrete
+  Laplace mechanism on ``{0, …, B·ñ}`` (ñ the noisy count just released), each ε_coord-DP for
+  sensitivity B (:mod:`dptaucc.privacy.bounded`); at most 2d of them change, charged
+  2d·ε_coord. Per iteration ``2·(c·N/2) + 2d·(N/2) = (c + d)·N = ε/iters``;
+* floating point: the released count is an integer and the released sum an integer number of
+  grid steps in a range fixed by that count, so each centre coordinate ``s·g/ñ`` takes values
+  in a set that does not depend on the data (no Mironov-style reachability leak).
+
+``mode="paper"`` (bug-compatible with the published curves; not DP, ``epsilon_spent_ = inf``):
+
+* bounds = per-feature min/max of the data (diffprivlib's default without ``bounds``, with its
+  ``PrivacyLeakWarning``, widened as its ``check_bounds`` does); the ledger names this step
+  non-private;
 * the budget split of ``_split_epsilon`` unpacked swapped, as in 0.6.4 *and* 0.6.6:
-  ``N = ε / (iters·(d + c))``, ``c = (4dρ²)^{1/3}``, ``ρ = 0.225``; the count mechanism gets
-  ε_count = N and every coordinate ε_coord = c·N (spec §5.3);
-* coordinate sensitivity ``(u_t − l_t)/d`` (the authors' change, spec §5.1);
+  the count mechanism gets ε_count = N and every coordinate ε_coord = c·N;
+* coordinate sensitivity ``(u_t − l_t)/d`` (the authors' change);
+* clusters whose true count is zero keep their previous centre (diffprivlib skips them);
+  counts get diffprivlib's folded geometric noise and sums its float bounded-domain Laplace;
 * ledger: per iteration one count entry (ε_count, parallel over clusters) and one entry for
-  the d coordinate sums composed sequentially (d·c·N), so the fit records
-  ``(1 + d·c)·N·iters ≈ c·ε`` (spec §8) instead of the ε claimed.
+  the d coordinate sums composed sequentially (d·c·N), so the mechanisms record
+  ``(1 + d·c)·N·iters ≈ c·ε`` instead of the ε claimed;
+* the fit keeps the authors' outputs: ``row_labels_``/``labels_`` (nearest released centre of
+  each training row) and ``inertia_`` (its exact SSE), declared non-private (ledger step
+  "final assignment").
 
-``mode="corrected"`` (ledger = ε exactly, ``strict`` check-then-spend):
+For scale of the default B = 5: on cstr, classic3 and reviews 82 %, 99 % and 98 % of the
+non-zero cells are ≤ 5 (measured with ``dptaucc.datasets.load``); a larger cap keeps more
+signal but adds proportionally more noise to every coordinate sum.
 
-* public bounds ``[0, bounds_max]`` for every coordinate; counts above ``bounds_max`` are
-  clipped (clipping is 1-Lipschitz, so a +1 in a cell changes a clipped value by at most 1);
-* the split of Su et al. as intended: ε_count = c·N/2 per cluster count and
-  ε_coord = N/2 per cluster-coordinate sum (the ½ pays for the reassignment, below);
-* sensitivities for the paper's neighbouring relation ``A' = A + e_u e_vᵀ``. Within an
-  iteration the previous centres are already released, so only row u can change cluster.
-  Either it stays in cluster a — one coordinate sum of a changes by ≤ 1 ≤ B and no count
-  changes — or it moves from a to b: counts of a and b change by 1 each, and in every
-  coordinate t the sums of a and b change by ``x_ut ≤ B`` and ``x'_ut ≤ B``. Each scalar
-  mechanism (one per cluster count, one per cluster × coordinate sum) therefore has
-  sensitivity 1 (count) or B (sum), and at most two clusters are affected: the k counts
-  cost ``2·ε_count`` and the k×d sums ``2·d·ε_coord`` (parallel composition over the other
-  clusters, sequential over coordinates). Per iteration ``2·(c·N/2) + 2·d·(N/2) = (c+d)·N =
-  ε/iters``, so the fit spends exactly ε.
-
-In both modes the row labels are the nearest-centre assignment of the raw rows to the
-released centres. That step reads the data outside any mechanism: it is the paper's
-evaluation protocol (``evaluation_row_labels``), and ``row_labels_private_`` is False.
-
-``bounds_max`` default: :data:`DEFAULT_BOUNDS_MAX` = 5 counts, fixed a priori (not read from
-the data). For scale: on cstr, classic3 and reviews 82 %, 99 % and 98 % of the non-zero cells
-are ≤ 5 (measured with ``dptaucc.datasets.load``); a larger cap keeps more signal but adds
-proportionally more noise to every coordinate sum.
+Cost: the matrix stays sparse; row norms are computed once per fit, each iteration is one
+sparse product with the k centres and one pass for the cluster sums: O(nnz·k + d·k).
 """
 
 from __future__ import annotations
 
 import math
 import warnings
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
 from diffprivlib.utils import PrivacyLeakWarning
-from diffprivlib.validation import check_bounds
+from numba import njit
 from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.utils._param_validation import Interval, Options, StrOptions
+from sklearn.utils.validation import check_is_fitted
 
-from dptaucc.privacy import PrivacyLedger, check_epsilon
-from dptaucc.validation import (
-    CountMatrixTagsMixin,
-    check_count_matrix,
-    check_n_clusters,
-    make_generator,
+from dptaucc.kernels import sum_by_row_label
+from dptaucc.privacy import (
+    DP,
+    LEDGER_ATTRIBUTES,
+    NON_PRIVATE,
+    PUBLIC,
+    PrivacyLedger,
+    ReleaseKindsMixin,
+    Sampler,
+    bounded_discrete_laplace_mechanism,
+    check_epsilon,
+    discrete_laplace_mechanism,
+    make_sampler,
 )
+from dptaucc.privacy.samplers import MAX_NOISE_SCALE
+from dptaucc.validation import CountMatrixTagsMixin, check_count_matrix, check_n_clusters
 
 from .dp_sampling import bounded_domain_laplace, bounded_laplace_scale, folded_geometric
 
-__all__ = ["DPKMeans", "DEFAULT_BOUNDS_MAX", "calc_iters", "su_split"]
+__all__ = ["DPKMeans", "DEFAULT_BOUNDS_MAX", "SUM_GRID_BITS", "calc_iters", "su_split",
+           "sum_grid", "feature_bounds", "widen_bounds", "corrected_statistics",
+           "paper_update_centers"]
 
 DEFAULT_BOUNDS_MAX = 5.0
 RHO = 0.225
 MODES = ("corrected", "paper")
+#: corrected mode: cells are floored to multiples of 2^-SUM_GRID_BITS (exact for whole counts)
+SUM_GRID_BITS = 10
+#: diffprivlib's minimum separation of the bounds of one feature
+MIN_SEPARATION = 1e-5
 
 
 def calc_iters(epsilon: float, n_clusters: int, n_samples: int, n_dims: int,
                rho: float = RHO) -> int:
-    """diffprivlib's iteration rule: ``int(max(min(ε/ε_m, 7), 2))`` (spec §5.1)."""
+    """diffprivlib's iteration rule: ``int(max(min(ε/ε_m, 7), 2))``."""
     eps_m = math.sqrt(500 * n_clusters**3 / n_samples**2
                       * (n_dims + np.cbrt(4 * n_dims * rho**2)) ** 3)
     return int(max(min(epsilon / eps_m, 7), 2))
@@ -89,16 +133,86 @@ def su_split(epsilon: float, n_dims: int, iters: int, rho: float = RHO) -> tuple
     """Su et al.'s split as intended: ``(ε_count, ε_coord) = (c·N, N)``, N = ε/(iters(d+c)).
 
     diffprivlib's ``_split_epsilon`` returns ``(N, c·N)`` and its caller reads the pair as
-    ``(ε_count, ε_coord)`` — the swap of spec §5.3, which ``mode="paper"`` reproduces.
+    ``(ε_count, ε_coord)``: the swap that ``mode="paper"`` reproduces.
     """
     c = float(np.cbrt(4 * n_dims * rho**2))
     unit = epsilon / iters / (n_dims + c)
     return c * unit, unit
 
 
-def _sq_distances(X: sp.csr_matrix, centers: np.ndarray) -> np.ndarray:
-    """n×k squared distances ``‖x‖² − 2x·c + ‖c‖²`` from CSR rows (no dense n×d copy)."""
-    x2 = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+def sum_grid(eps_coord: float, bounds_max: float) -> float:
+    """The public grid step g = 2^-j of corrected mode: j = :data:`SUM_GRID_BITS`, lowered
+    only as far as needed for the sums' noise scale (at most 2·(B/g + 1)/ε_coord grid steps)
+    to stay within the samplers' limit of 2⁴⁵ steps."""
+    if math.isinf(eps_coord):
+        return math.ldexp(1.0, -SUM_GRID_BITS)
+    for bits in range(SUM_GRID_BITS, -1, -1):
+        g = math.ldexp(1.0, -bits)
+        if 2.0 * (bounds_max / g + 1.0) / eps_coord <= MAX_NOISE_SCALE:
+            return g
+    raise ValueError(f"epsilon is too small for DP-KMeans: ε_coord = {eps_coord:.3g} would need "
+                     f"a noise scale above {MAX_NOISE_SCALE:g} steps even on a grid of 1")
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def _column_extremes(indices, data, lo, hi, count):  # pragma: no cover - compiled
+    for p in range(indices.size):
+        j = indices[p]
+        v = data[p]
+        count[j] += 1
+        if v < lo[j]:
+            lo[j] = v
+        if v > hi[j]:
+            hi[j] = v
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def _row_sq_norms_kernel(indptr, data, out):  # pragma: no cover - compiled
+    for i in range(out.size):
+        total = 0.0
+        for p in range(indptr[i], indptr[i + 1]):
+            total += data[p] * data[p]
+        out[i] = total
+
+
+def feature_bounds(X: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
+    """Per-feature (min, max) of a non-negative CSR matrix without explicit zeros, implicit
+    zeros included: one pass over the non-zeros."""
+    n, d = X.shape
+    lo, hi = np.full(d, np.inf), np.zeros(d)
+    count = np.zeros(d, dtype=np.int64)
+    _column_extremes(X.indices, X.data, lo, hi, count)
+    lo[count < n] = 0.0
+    return lo, hi
+
+
+def widen_bounds(lower: np.ndarray, upper: np.ndarray,
+                 min_separation: float = MIN_SEPARATION) -> tuple[np.ndarray, np.ndarray]:
+    """diffprivlib's ``check_bounds`` for per-feature arrays, vectorised (same arithmetic):
+    a feature whose bounds are closer than ``min_separation`` gets ``mid ± min_separation/2``."""
+    lower = np.asarray(lower, dtype=float).copy()
+    upper = np.asarray(upper, dtype=float).copy()
+    if lower.shape != upper.shape or lower.ndim != 1:
+        raise ValueError("lower and upper bounds must be 1-D arrays of the same shape")
+    if np.any(lower > upper):
+        raise ValueError("For each bound, lower bound must be smaller than upper bound")
+    narrow = upper - lower < min_separation
+    mid = (upper[narrow] + lower[narrow]) / 2
+    lower[narrow] = mid - min_separation / 2
+    upper[narrow] = mid + min_separation / 2
+    return lower, upper
+
+
+def _row_sq_norms(X: sp.csr_matrix) -> np.ndarray:
+    """‖x_i‖² of every CSR row: one pass over the non-zeros."""
+    out = np.empty(X.shape[0])
+    _row_sq_norms_kernel(X.indptr, X.data, out)
+    return out
+
+
+def _sq_distances(X: sp.csr_matrix, x2: np.ndarray, centers: np.ndarray) -> np.ndarray:
+    """n×k squared distances ``‖x‖² − 2x·c + ‖c‖²`` from CSR rows and their squared norms
+    ``x2`` (computed once per matrix); no dense n×d array."""
     cross = np.asarray(X @ centers.T)
     c2 = np.einsum("kd,kd->k", centers, centers)
     return np.maximum(x2[:, None] - 2.0 * cross + c2[None, :], 0.0)
@@ -129,94 +243,237 @@ def _init_centers(lower: np.ndarray, upper: np.ndarray, k: int,
     raise RuntimeError("could not place the initial centres inside the bounds")
 
 
-def _unique_scales(epsilon: float, sens: np.ndarray, diam: np.ndarray) -> np.ndarray:
-    """Bounded-Laplace scale per element, one bisection per distinct (sensitivity, diameter)."""
-    pairs = np.stack([sens.ravel(), diam.ravel()], axis=1)
-    uniq, inverse = np.unique(pairs, axis=0, return_inverse=True)
-    scales = bounded_laplace_scale(epsilon, uniq[:, 0], uniq[:, 1])
-    return scales[inverse.ravel()].reshape(sens.shape)
+# ------------------------------------------------------------------ corrected mode
+def corrected_statistics(X_grid: sp.csr_matrix, labels: np.ndarray, k: int, bound_steps: int,
+                         grid: float, eps_count: float, eps_coord: float,
+                         sampler: Sampler, ledger: PrivacyLedger, step: str
+                         ) -> tuple[np.ndarray, np.ndarray]:
+    """One corrected DPLloyd release for every one of the k clusters: (noisy counts ñ ≥ 1,
+    noisy coordinate sums in grid steps, k×d), both int64.
+
+    ``X_grid`` holds the clipped rows on the grid (every value a multiple of ``grid``, at most
+    ``bound_steps·grid``). Counts: exact discrete Laplace, L1 sensitivity 2 (a row moving
+    between two clusters), folded about ½. Sums: bounded-domain discrete Laplace on
+    ``{0, …, bound_steps·ñ}``, sensitivity ``bound_steps`` per value, at most 2d values change.
+    """
+    d = X_grid.shape[1]
+    counts = np.bincount(labels, minlength=k)
+    noisy = discrete_laplace_mechanism(
+        counts, 2.0 * eps_count, 2, sampler, ledger, f"{step}: cluster counts",
+        note="all k clusters; a moved row changes two counts by 1 (L1 sensitivity 2, "
+             "2·ε_count); folded about ½ afterwards")
+    sizes = np.where(noisy < 1, 1 - noisy, noisy)
+    sums = np.rint(sum_by_row_label(X_grid, labels, k) / grid).astype(np.int64)
+    upper = bound_steps * sizes[:, None]
+    noisy_sums = bounded_discrete_laplace_mechanism(
+        np.minimum(sums, upper), np.broadcast_to(upper, sums.shape), eps_coord, bound_steps,
+        sampler, ledger, f"{step}: cluster sums", n_changed=2 * d, unit=grid,
+        note=f"all k×{d} sums on a grid of {grid:g}; per value ε_coord, sensitivity B; two "
+             f"clusters × {d} coordinates change at most")
+    return sizes, noisy_sums
 
 
-class DPKMeans(CountMatrixTagsMixin, ClusterMixin, BaseEstimator):
-    """Differentially private k-means (DPLloyd via diffprivlib), in paper or corrected mode.
+def _grid_rows(X: sp.csr_matrix, grid: float, bound_steps: int) -> sp.csr_matrix:
+    """min(⌊x/g⌋, B/g)·g for every stored cell (a new matrix; X is not modified)."""
+    steps = np.minimum(np.floor(X.data / grid), bound_steps)
+    out = sp.csr_matrix((steps * grid, X.indices, X.indptr), shape=X.shape)
+    out.eliminate_zeros()
+    return out
+
+
+# ------------------------------------------------------------------ paper mode
+def _paper_sum_scales(epsilon: float, noisy_count: np.ndarray, lower: np.ndarray,
+                      upper: np.ndarray, sens_coord: np.ndarray) -> np.ndarray:
+    """Bounded-Laplace scale per (cluster, coordinate) for the domain ``ñ·[l_t, u_t]``: one
+    bisection per cluster and distinct bound pair (the element-wise bisection gives every
+    element the value it would get alone)."""
+    _, first, inverse = np.unique(lower + 1j * upper, return_index=True, return_inverse=True)
+    nc = noisy_count[:, None]
+    diam = nc * upper[first][None, :] - nc * lower[first][None, :]
+    sens = np.broadcast_to(sens_coord[first][None, :], diam.shape)
+    return bounded_laplace_scale(epsilon, sens, diam)[:, inverse.ravel()]
+
+
+def paper_update_centers(X: sp.csr_matrix, centers: np.ndarray, labels: np.ndarray,
+                         lower: np.ndarray, upper: np.ndarray, eps_count: float,
+                         eps_coord: float, sens_coord: np.ndarray,
+                         rng: np.random.Generator) -> np.ndarray:
+    """diffprivlib's ``_update_centers``, vectorised: clusters with a true count of zero are
+    skipped (keep their centre); folded-geometric counts, float bounded-domain Laplace sums."""
+    k = centers.shape[0]
+    counts = np.bincount(labels, minlength=k)
+    present = np.flatnonzero(counts)
+    sums = sum_by_row_label(X, labels, k)[present]
+    noisy_count = folded_geometric(counts[present], eps_count, 1, 0.5, math.inf, rng)
+    nc = noisy_count[:, None].astype(float)
+    lo, hi = nc * lower[None, :], nc * upper[None, :]
+    scale = _paper_sum_scales(eps_coord, nc[:, 0], lower, upper, sens_coord)
+    noisy_sum = bounded_domain_laplace(sums, scale, lo, hi, rng)
+    centers = centers.copy()
+    centers[present] = noisy_sum / nc
+    return centers
+
+
+def _charge_paper_iteration(ledger: PrivacyLedger, it: int, d: int, eps_count: float,
+                            eps_coord: float, sens_coord: np.ndarray) -> None:
+    step = f"iteration {it + 1}"
+    ledger.charge(f"{step}: cluster counts", "geometric-folded", eps_count, 0.0, 1.0,
+                  "parallel", "ε_count = N (swapped split); one count per non-empty cluster",
+                  1.0 / eps_count)
+    ledger.charge(f"{step}: cluster sums", "laplace-bounded-domain", d * eps_coord, 0.0,
+                  float(np.max(sens_coord)), "sequential",
+                  f"{d} coordinates × ε_coord = c·N composed sequentially; noise calibrated "
+                  "to the sensitivity ÷ d; reassignment of a row ignored")
+
+
+class DPKMeans(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, BaseEstimator):
+    """Differentially private k-means (DPLloyd via diffprivlib), in corrected or paper mode.
 
     Parameters
     ----------
     n_clusters : number of centres k.
-    epsilon : total privacy budget (> 0).
-    mode : ``"corrected"`` (default, ledger = ε) or ``"paper"`` (bug-compatible, spec §5).
+    epsilon : total privacy budget (> 0; ``inf`` gives noiseless Lloyd iterations).
+    mode : ``"corrected"`` (default, ε-DP end to end) or ``"paper"`` (bug-compatible, not DP);
+        see the module docstring.
     bounds_max : public maximum count per cell for corrected mode (default
         :data:`DEFAULT_BOUNDS_MAX`); ignored in paper mode, whose bounds come from the data.
-    random_state : None, int or numpy Generator; the single source of randomness.
+    random_state : None, int, numpy Generator or a :class:`~dptaucc.privacy.Sampler`; the
+        single source of randomness (seeded path).
+    secure : draw the noise from OpenDP's exact samplers with the operating system's
+        randomness (``random_state`` must be None; corrected mode only). For a release you
+        publish.
 
-    Fitted attributes: ``cluster_centers_`` (released, k×d), ``row_labels_``/``labels_``
-    (nearest-centre assignment, relabelled 0..k'−1, evaluation-only), ``row_labels_private_``
-    (False), ``n_row_clusters_``, ``n_iter_``, ``inertia_`` (evaluation-only SSE),
-    ``bounds_``, ``epsilon_count_``, ``epsilon_coord_``, ``privacy_ledger_``,
-    ``epsilon_spent_``, ``delta_spent_`` (0).
+    Attributes (corrected mode, all DP outputs or public)
+    -----------------------------------------------------
+    cluster_centers_ : released centres (k×d), ``noisy sums / noisy counts``.
+    cluster_sizes_ : the last iteration's noisy counts (int64, ≥ 1).
+    bounds_ : public (lower, upper) per coordinate; n_iter_, epsilon_count_, epsilon_coord_,
+        n_features_in_ : public; row_labels_private_ : False (no DP row labels are released).
+    privacy_ledger_, epsilon_spent_ (= ε), delta_spent_ (0).
+
+    Paper mode adds the authors' non-private outputs ``row_labels_``/``labels_`` (relabelled
+    0..k'−1), ``n_row_clusters_`` and ``inertia_``; its ``bounds_`` and centres derive from the
+    data's min/max, and ``epsilon_spent_`` is inf.
+
+    Methods reading the data you pass (NOT private): ``predict(X)`` and
+    ``evaluation_row_labels(X)`` (nearest released centre of each row, clipped to ``bounds_``),
+    ``score(X)`` (minus the SSE to those centres), ``fit_predict(X)``.
     """
 
+    _parameter_constraints = {
+        "n_clusters": [Interval(Integral, 1, None, closed="left")],
+        "epsilon": [Interval(Real, 0, None, closed="neither"), Options(Real, {math.inf})],
+        "mode": [StrOptions(set(MODES))],
+        "bounds_max": [None, Interval(Real, 0, None, closed="neither")],
+        "random_state": ["random_state", Interval(Integral, 0, None, closed="left"),
+                         np.random.Generator, np.random.SeedSequence, Sampler],
+        "secure": ["boolean"],
+    }
+
+    _release_kinds = {
+        "cluster_centers_": DP, "cluster_sizes_": DP,
+        "bounds_": PUBLIC, "n_iter_": PUBLIC, "epsilon_count_": PUBLIC,
+        "epsilon_coord_": PUBLIC, "n_features_in_": PUBLIC, "row_labels_private_": PUBLIC,
+        **LEDGER_ATTRIBUTES,
+    }
+    # paper mode: bounds read from the data, and the final assignment of the training rows
+    _paper_release_kinds = {
+        "bounds_": NON_PRIVATE, "cluster_centers_": NON_PRIVATE, "row_labels_": NON_PRIVATE,
+        "labels_": NON_PRIVATE, "n_row_clusters_": NON_PRIVATE, "inertia_": NON_PRIVATE,
+    }
+
     def __init__(self, n_clusters: int = 8, epsilon: float = 1.0, mode: str = "corrected",
-                 bounds_max: float | None = None, random_state=None):
+                 bounds_max: float | None = None, random_state=None, secure: bool = False):
         self.n_clusters = n_clusters
         self.epsilon = epsilon
         self.mode = mode
         self.bounds_max = bounds_max
         self.random_state = random_state
+        self.secure = secure
 
     # ------------------------------------------------------------------ fit
-
     def fit(self, X, y=None) -> DPKMeans:
-        """Run DPLloyd on the non-negative counts X (dense or sparse, n×d)."""
-        if self.mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        """Run DPLloyd on the non-negative matrix X (dense or sparse, n×d)."""
+        self._validate_params()
         epsilon = check_epsilon(self.epsilon)
+        paper = self.mode == "paper"
+        if self.secure and paper:
+            raise ValueError("secure=True is for corrected mode; paper mode reproduces "
+                             "diffprivlib's float noise")
+        bmax = None if paper else self._check_bounds_max()
         X = check_count_matrix(X, integer=False)
         n, d = X.shape
         k = check_n_clusters(self.n_clusters, n, "n_clusters", "rows")
-        rng = make_generator(self.random_state)
-        paper = self.mode == "paper"
-        ledger = PrivacyLedger(budget_epsilon=epsilon, strict=not paper)
-
         iters = calc_iters(epsilon, k, n, d)
         share_count, share_coord = su_split(epsilon, d, iters)
+        if not paper:
+            grid = sum_grid(share_coord / 2.0, bmax)  # refuses a hopeless ε before any work
+        sampler = make_sampler(self.random_state, bool(self.secure))
+        ledger = PrivacyLedger(budget_epsilon=epsilon, strict=not paper)
         if paper:
-            lower, upper = self._data_bounds(X, ledger)
-            # 0.6.4/0.6.6 unpack (N, c·N) as (ε_count, ε_coord): the swap of spec §5.3
-            eps_count, eps_coord = share_coord, share_count
-            sens_coord = (upper - lower) / d
+            self._fit_paper(X, k, iters, share_count, share_coord, sampler.rng, ledger)
         else:
-            bmax = self._check_bounds_max()
-            lower, upper = np.zeros(d), np.full(d, bmax)
-            X = X.copy()
-            np.minimum(X.data, bmax, out=X.data)
-            eps_count, eps_coord = share_count / 2.0, share_coord / 2.0
-            sens_coord = upper - lower
-
-        centers = _init_centers(lower, upper, k, rng)
-        labels = np.argmin(_sq_distances(X, centers), axis=1)
-        for it in range(iters):
-            self._charge_iteration(ledger, it, d, eps_count, eps_coord, sens_coord, paper)
-            centers = self._update_centers(X, centers, labels, lower, upper, eps_count,
-                                           eps_coord, sens_coord, rng)
-            labels = np.argmin(_sq_distances(X, centers), axis=1)
-
-        self.bounds_ = (lower, upper)
-        self.cluster_centers_ = centers
+            self._fit_corrected(X, k, iters, share_count / 2.0, share_coord / 2.0, bmax, grid,
+                                sampler, ledger)
         self.n_iter_ = iters
-        self.epsilon_count_, self.epsilon_coord_ = eps_count, eps_coord
+        self.n_features_in_ = d
+        self.row_labels_private_ = False
         self.privacy_ledger_ = ledger
         self.epsilon_spent_ = ledger.epsilon_spent
         self.delta_spent_ = ledger.delta_spent
-        # final labels: the paper's evaluation protocol (reads X outside any mechanism)
-        eval_labels, dist = self._evaluation_assign(X)
-        self.inertia_ = float(dist[np.arange(n), eval_labels].sum())
-        self.row_labels_ = np.unique(eval_labels, return_inverse=True)[1].astype(np.int64)
-        self.labels_ = self.row_labels_
-        self.row_labels_private_ = False
-        self.n_row_clusters_ = int(self.row_labels_.max()) + 1
-        self.n_features_in_ = d
         return self
+
+    def _fit_corrected(self, X, k, iters, eps_count, eps_coord, bmax, grid, sampler,
+                       ledger) -> None:
+        d = X.shape[1]
+        bound_steps = math.ceil(bmax / grid)
+        lower, upper = np.zeros(d), np.full(d, bound_steps * grid)
+        X_grid = _grid_rows(X, grid, bound_steps)
+        x2 = _row_sq_norms(X_grid)
+        centers = _init_centers(lower, upper, k, sampler.rng)
+        sizes = np.zeros(k, dtype=np.int64)
+        for it in range(iters):
+            labels = np.argmin(_sq_distances(X_grid, x2, centers), axis=1)
+            sizes, sums = corrected_statistics(X_grid, labels, k, bound_steps, grid, eps_count,
+                                               eps_coord, sampler, ledger, f"iteration {it + 1}")
+            centers = sums * grid / sizes[:, None]
+        self.bounds_ = (lower, upper)
+        self.cluster_centers_ = centers
+        self.cluster_sizes_ = sizes
+        self.epsilon_count_, self.epsilon_coord_ = eps_count, eps_coord
+
+    def _fit_paper(self, X, k, iters, share_count, share_coord, rng, ledger) -> None:
+        d = X.shape[1]
+        warnings.warn("Bounds have not been specified and will be calculated on the data "
+                      "provided (paper mode, as the reference experiments). This leaks privacy.",
+                      PrivacyLeakWarning, stacklevel=3)
+        ledger.mark_non_private(
+            "bounds", "per-feature min/max read from the data (diffprivlib PrivacyLeakWarning)")
+        lower, upper = widen_bounds(*feature_bounds(X))
+        # 0.6.4/0.6.6 unpack (N, c·N) as (ε_count, ε_coord): the swapped split
+        eps_count, eps_coord = share_coord, share_count
+        sens_coord = (upper - lower) / d
+        # the data lie within their own min/max: clipping to the bounds changes nothing
+        x2 = _row_sq_norms(X)
+        centers = _init_centers(lower, upper, k, rng)
+        dist = _sq_distances(X, x2, centers)
+        labels = np.argmin(dist, axis=1)
+        for it in range(iters):
+            _charge_paper_iteration(ledger, it, d, eps_count, eps_coord, sens_coord)
+            centers = paper_update_centers(X, centers, labels, lower, upper, eps_count,
+                                           eps_coord, sens_coord, rng)
+            dist = _sq_distances(X, x2, centers)
+            labels = np.argmin(dist, axis=1)
+        ledger.mark_non_private(
+            "final assignment", "labels_ and inertia_: each training row's nearest released "
+            "centre and the exact SSE (diffprivlib's outputs)")
+        self.bounds_ = (lower, upper)
+        self.cluster_centers_ = centers
+        self.epsilon_count_, self.epsilon_coord_ = eps_count, eps_coord
+        self.inertia_ = float(dist[np.arange(labels.size), labels].sum())
+        self.row_labels_ = np.unique(labels, return_inverse=True)[1].astype(np.int64)
+        self.labels_ = self.row_labels_
+        self.n_row_clusters_ = int(self.row_labels_.max()) + 1
 
     def _check_bounds_max(self) -> float:
         bmax = DEFAULT_BOUNDS_MAX if self.bounds_max is None else self.bounds_max
@@ -227,77 +484,39 @@ class DPKMeans(CountMatrixTagsMixin, ClusterMixin, BaseEstimator):
             raise ValueError(f"bounds_max must be finite and > 0, got {bmax}")
         return bmax
 
-    @staticmethod
-    def _data_bounds(X: sp.csr_matrix, ledger: PrivacyLedger) -> tuple[np.ndarray, np.ndarray]:
-        """Paper mode: per-feature min/max of the data (diffprivlib's leak, unaccounted)."""
-        warnings.warn("Bounds have not been specified and will be calculated on the data "
-                      "provided (paper mode, as the reference experiments). This leaks privacy.",
-                      PrivacyLeakWarning, stacklevel=3)
-        ledger.mark_non_private(
-            "bounds", "per-feature min/max read from the data (diffprivlib PrivacyLeakWarning)")
-        lo = np.asarray(X.min(axis=0).toarray()).ravel()
-        hi = np.asarray(X.max(axis=0).toarray()).ravel()
-        lo, hi = check_bounds((lo, hi), X.shape[1], min_separation=1e-5)
-        return np.asarray(lo, float), np.asarray(hi, float)
-
-    @staticmethod
-    def _update_centers(X, centers, labels, lower, upper, eps_count, eps_coord, sens_coord,
-                        rng) -> np.ndarray:
-        """One DPLloyd step: folded-geometric counts, bounded-domain Laplace sums (spec §5.2)."""
-        k = centers.shape[0]
-        counts = np.bincount(labels, minlength=k)
-        present = np.flatnonzero(counts)
-        ind = sp.csr_matrix((np.ones(labels.size), (labels, np.arange(labels.size))),
-                            shape=(k, labels.size))
-        sums = np.asarray((ind @ X)[present].toarray())
-        noisy_count = folded_geometric(counts[present], eps_count, 1, 0.5, math.inf, rng)
-        nc = noisy_count[:, None].astype(float)
-        lo, hi = nc * lower[None, :], nc * upper[None, :]
-        sens = np.broadcast_to(sens_coord[None, :], lo.shape)
-        scale = _unique_scales(eps_coord, sens, hi - lo)
-        noisy_sum = bounded_domain_laplace(sums, scale, lo, hi, rng)
-        centers = centers.copy()
-        centers[present] = noisy_sum / nc
-        return centers
-
-    @staticmethod
-    def _charge_iteration(ledger, it, d, eps_count, eps_coord, sens_coord, paper) -> None:
-        step = f"iteration {it + 1}"
-        if paper:
-            ledger.charge(f"{step}: cluster counts", "geometric-folded", eps_count, 0.0, 1.0,
-                          "parallel", "ε_count = N (swapped split); one count per cluster")
-            ledger.charge(f"{step}: cluster sums", "laplace-bounded-domain", d * eps_coord, 0.0,
-                          float(np.max(sens_coord)), "sequential",
-                          f"{d} coordinates × ε_coord = c·N composed sequentially; noise "
-                          "calibrated to the sensitivity ÷ d; reassignment of a row ignored")
-        else:
-            ledger.charge(f"{step}: cluster counts", "geometric-folded", 2 * eps_count, 0.0, 1.0,
-                          "parallel", "a moved row changes two clusters' counts: 2·ε_count")
-            ledger.charge(f"{step}: cluster sums", "laplace-bounded-domain", 2 * d * eps_coord,
-                          0.0, float(np.max(sens_coord)), "sequential",
-                          f"per-coordinate sensitivity B; two clusters × {d} coordinates × "
-                          "ε_coord")
-
-    # ------------------------------------------------------------ evaluation
-    def _evaluation_assign(self, X: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
-        """EVALUATION ONLY (not private): clip to the fitted bounds, nearest released centre."""
-        lower, upper = self.bounds_
-        X = X.copy()
-        rows_cols = X.indices
-        X.data = np.minimum(X.data, upper[rows_cols])
-        if np.any(lower > 0):  # implicit zeros would be raised: clip densely
-            X = sp.csr_matrix(np.clip(X.toarray(), lower, upper))
-        else:
-            X.data = np.maximum(X.data, lower[rows_cols])
-        dist = _sq_distances(X, self.cluster_centers_)
-        return np.argmin(dist, axis=1), dist
-
-    def evaluation_row_labels(self, X) -> np.ndarray:
-        """EVALUATION ONLY, not private: index of the nearest released centre for each row."""
-        if not hasattr(self, "cluster_centers_"):
-            raise RuntimeError("DPKMeans is not fitted yet; call fit first")
+    # ------------------------------------------------- methods on data you hold
+    def _distances(self, X) -> np.ndarray:
+        """NOT PRIVATE: squared distances of the rows of X, clipped to ``bounds_``, to the
+        released centres. Clipping raises implicit zeros to ``z = clip(0, lower, upper)``, so
+        each clipped row is z + s with s sparse: ‖z + s − c‖² = ‖s‖² − 2s·(c − z) + ‖c − z‖²."""
+        check_is_fitted(self, "cluster_centers_")
         X = check_count_matrix(X, integer=False)
         if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, the model was fitted on "
-                             f"{self.n_features_in_}")
-        return self._evaluation_assign(X)[0]
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
+                             f"expecting {self.n_features_in_} features as input")
+        lower, upper = self.bounds_
+        zero = np.clip(0.0, lower, upper)
+        cols = X.indices
+        shifted = np.clip(X.data, lower[cols], upper[cols]) - zero[cols]
+        S = sp.csr_matrix((shifted, cols, X.indptr), shape=X.shape)
+        return _sq_distances(S, _row_sq_norms(S), self.cluster_centers_ - zero[None, :])
+
+    def predict(self, X) -> np.ndarray:
+        """NOT PRIVATE (reads X): index of the nearest released centre for each row of X."""
+        return np.argmin(self._distances(X), axis=1)
+
+    def evaluation_row_labels(self, X) -> np.ndarray:
+        """EVALUATION ONLY, not private: the paper's protocol, each row of X to its nearest
+        released centre (same as :meth:`predict`)."""
+        return self.predict(X)
+
+    def score(self, X, y=None) -> float:
+        """NOT PRIVATE (reads X): minus the sum of squared distances of the rows of X (clipped
+        to ``bounds_``) to their nearest released centre, as scikit-learn's ``KMeans.score``."""
+        return -float(self._distances(X).min(axis=1).sum())
+
+    def fit_predict(self, X, y=None) -> np.ndarray:
+        """Fit, then label the training rows: paper mode returns ``labels_``; corrected mode
+        :meth:`predict` (X) — NOT PRIVATE, it reads X after the mechanisms."""
+        self.fit(X, y)
+        return self.labels_ if self.mode == "paper" else self.predict(X)

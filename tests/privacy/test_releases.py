@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from dptaucc.baselines.dp_kmeans import DPKMeans
 from sklearn.metrics import normalized_mutual_info_score as nmi
 
 from dptaucc import DPTauCC, FastTauCC
@@ -29,6 +30,8 @@ CASES = [
     ("DPTauCC", lambda mode: DPTauCC(3, 3, epsilon=1.0, mode=mode, random_state=0),
      ("corrected", "paper"), True),
     ("FastTauCC", lambda mode: FastTauCC(3, 3, random_state=0), (None,), False),
+    ("DPKMeans", lambda mode: DPKMeans(3, epsilon=1.0, mode=mode, random_state=0),
+     ("corrected", "paper"), True),
 ]
 
 FITS = [pytest.param(factory, mode, dp, id=f"{name}-{mode}")
@@ -68,6 +71,12 @@ def raw_recomputations(est, X) -> dict[str, np.ndarray]:
                 out[method] = np.asarray(getattr(est, method)(X))
             except (AttributeError, NotImplementedError, TypeError):
                 pass
+    if callable(getattr(est, "score", None)):  # e.g. minus the SSE to the released centres
+        try:
+            score = float(est.score(X))
+            out["score"], out["minus score (inertia)"] = np.asarray(score), np.asarray(-score)
+        except (AttributeError, NotImplementedError, TypeError):
+            pass
     if hasattr(est, "column_labels_") and "evaluation_row_labels" in out:
         r, k = relabel(out["evaluation_row_labels"])
         c, ell = relabel(np.asarray(est.column_labels_))
