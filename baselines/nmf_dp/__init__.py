@@ -1,7 +1,7 @@
 """DPNMF (Saha & Imtiaz 2024): differentially private NMF topic clustering, our implementation.
 
-Behaviour as the reference experiments ran it (spec §7) in ``mode="paper"``, and a
-privacy-correct variant in ``mode="corrected"``; see :class:`DPNMF`.
+``mode="corrected"`` (default) is (ε, δ)-DP end to end for what the fitted model holds;
+``mode="paper"`` reproduces the authors' runs and is not DP. See :mod:`.model`.
 """
 
 from .gaussian import analytic_gaussian_sigma, classical_gaussian_sigma, gaussian_epsilon

@@ -1,8 +1,11 @@
-"""Non-private initialisation of DPNMF: rank-K randomized SVD and an NNDSVD split (spec §7.2).
+"""DPNMF's initialisations: the paper's non-private NNDSVD and the corrected data-independent one.
 
-NNDSVD (Boutsidis & Gallopoulos 2008): ``w_1 = √S₁|u₁|``, ``h_1 = √S₁|v₁|``; for j ≥ 2 keep the
-positive or the negative parts of (u_j, v_j), whichever has the larger product of norms σ,
-normalise them and scale by ``√(S_j σ)``.
+NNDSVD (Boutsidis & Gallopoulos 2008), as the authors run it: ``w_1 = √S₁|u₁|``,
+``h_1 = √S₁|v₁|``; for j ≥ 2 keep the positive or the negative parts of (u_j, v_j), whichever
+has the larger product of norms σ, normalise them and scale by ``√(S_j σ)``. It reads the data.
+
+The corrected initialisation draws W and H from the fit's generator only (their shapes are
+public), so it reveals nothing about the documents.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.extmath import randomized_svd
 
-__all__ = ["nndsvd_init", "project_columns"]
+__all__ = ["nndsvd_init", "random_init", "project_columns"]
 
 
 def project_columns(A: np.ndarray) -> np.ndarray:
@@ -19,8 +22,22 @@ def project_columns(A: np.ndarray) -> np.ndarray:
     return A / np.maximum(norms, 1.0)[None, :]
 
 
+def random_init(n_words: int, n_documents: int, n_components: int,
+                rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Data-independent W (m×K) and H (K×n): uniform entries, every column scaled to unit
+    norm. Only the shapes (public) and ``rng`` enter."""
+    W = rng.random((n_words, n_components))
+    H = rng.random((n_components, n_documents))
+    return W / np.linalg.norm(W, axis=0), H / np.linalg.norm(H, axis=0)
+
+
 def nndsvd_init(V, n_components: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """W (m×K), H (K×n) ≥ 0 from the randomized SVD of V (m×n, sparse or dense). NON-PRIVATE."""
+    """W (m×K), H (K×n) ≥ 0 from the randomized SVD of V (m×n, sparse or dense). NON-PRIVATE.
+
+    The SVD is scikit-learn's ``randomized_svd`` with its defaults, as the authors call it (its
+    power iterations decide the result: an exact SVD moves the singular vectors by up to ~1e-3
+    on the CLUTO matrices, so it is kept). The seed comes from ``rng``.
+    """
     seed = int(rng.integers(0, 2**31 - 1))
     U, S, Vt = randomized_svd(V, n_components, random_state=seed)
     W = np.zeros_like(U)

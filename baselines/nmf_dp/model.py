@@ -1,128 +1,223 @@
-"""The DPNMF estimator (Saha & Imtiaz 2024) in paper and corrected modes (spec §7)."""
+"""The DPNMF estimator (Saha & Imtiaz 2024) in corrected and paper modes.
+
+DPNMF factorises V = Xᵀ (m words × n documents) as W H with topics W (m×K) and per-document
+coefficients H (K×n). Each of the I epochs updates H, releases ``Ā = HHᵀ/N`` and
+``B̄ = VHᵀ/N`` with Gaussian noise and updates W from (Ā, B̄) alone.
+
+``mode="corrected"`` (default): (ε, δ)-DP end to end for what the fitted model holds.
+
+* Released: the noisy statistics (Ā, B̄) of every epoch — used only inside ``fit`` — and
+  their post-processing: the topics ``components_`` and the W-step counts. Public: shapes,
+  parameters, σ and the ledger. Nothing else: no coefficients, loss or training labels.
+* Neighbouring relation: one document replaced (N fixed), which covers the suite's one-cell
+  change. Every document is scaled to unit L2 norm and every column of H kept in
+  {h ≥ 0, ‖h‖ ≤ 1}; so one document moves the pair by at most Δ = 2√2/N (proof in
+  :mod:`~dptaucc.baselines.nmf_dp.release`). One joint Gaussian release per epoch at
+  (ε/I, δ/I), σ from the analytic Gaussian mechanism, snapped to a data-independent grid;
+  I epochs compose to (ε, δ).
+* Data-independent start: W and H are drawn from the fit's generator (no SVD of the data).
+* Fixed work: every epoch runs the same number of H-steps (:data:`LOCAL_H_STEPS`) per
+  document, each document's column computed from that document and W only (the documents'
+  own share of the work, never released); the W-steps read only (Ā, B̄), so their early stop
+  is post-processing. Step sizes are 1/L from W and from Ā (public at that point).
+* What reads the data afterwards is a method you call on data you hold, NOT private:
+  :meth:`DPNMF.transform` (the documents' coefficients), :meth:`DPNMF.evaluation_row_labels`
+  (each document to its nearest topic, the evaluation protocol).
+* Randomness: seeded from ``random_state`` (reproducible research); ``secure=True`` draws
+  it from the operating system instead (no seed to replay) for a release you publish.
+
+``mode="paper"`` reproduces the authors' runs, quirks included, and is not DP: raw counts
+(the sensitivity 2/N assumes unit-norm documents), an SVD initialisation of the data
+(NNDSVD), global H-steps whose early stop reads every document's loss, two releases per epoch
+at (ε/I, δ/I) each — (2ε, 2δ) in total — with noise std equal to the classical Gaussian
+*variance*, and the non-private coefficients, losses and training labels (the *farthest*
+topic from ``X/max(X)``, the labels of the published figures) kept on the model. The ledger
+names every non-private step, so ``epsilon_spent_`` is inf.
+"""
 
 from __future__ import annotations
 
-import math
-import numbers
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 from sklearn.preprocessing import normalize
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
 
-from dptaucc.privacy import PrivacyLedger, check_epsilon
-from dptaucc.validation import (
-    CountMatrixTagsMixin,
-    check_count_matrix,
-    check_fraction,
-    check_n_clusters,
-    make_generator,
+from dptaucc.privacy import (
+    LEDGER_ATTRIBUTES,
+    NON_PRIVATE,
+    POST_PROCESSING,
+    PUBLIC,
+    PrivacyLedger,
+    ReleaseKindsMixin,
+    Sampler,
+    make_sampler,
+)
+from dptaucc.validation import CountMatrixTagsMixin, check_count_matrix, check_n_clusters
+
+from .gaussian import gaussian_epsilon, paper_noise_std
+from .init import nndsvd_init, project_columns, random_init
+from .release import (
+    paper_release,
+    paper_sensitivity,
+    release_statistics,
+    statistics_sigma,
+)
+from .updates import (
+    h_steps,
+    half_sq_loss,
+    lipschitz,
+    local_coefficients,
+    relative_improvement_stop,
+    w_steps,
 )
 
-from .gaussian import (
-    analytic_gaussian_sigma,
-    classical_gaussian_sigma,
-    gaussian_epsilon,
-    paper_noise_std,
-)
-from .init import nndsvd_init, project_columns
-from .updates import h_steps, half_sq_loss, w_steps
-
-__all__ = ["DPNMF"]
+__all__ = ["DPNMF", "MODES", "LOCAL_H_STEPS", "TRANSFORM_STEPS"]
 
 MODES = ("corrected", "paper")
-ALPHA_W, ALPHA_H = 1e-4, 20.0          # step sizes as run (spec §7.1)
+ALPHA_W, ALPHA_H = 1e-4, 20.0          # the authors' step sizes (paper mode)
 ETA_H, ETA_W = 1e-3, 1e-4              # early-stop tolerances
 MAX_H, MAX_W = 50, 200                 # loop caps: the reference runs cap + 1 steps (51, 201)
+#: corrected mode: H-steps per document and epoch (a fixed number, whatever the data)
+LOCAL_H_STEPS = 50
+#: ``transform``: H-steps per document from H = 0
+TRANSFORM_STEPS = 200
 
 
-class DPNMF(CountMatrixTagsMixin, ClusterMixin, BaseEstimator):
-    """Differentially private NMF clustering of documents (rows of X).
+class DPNMF(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, TransformerMixin,
+            BaseEstimator):
+    """Differentially private NMF clustering of documents (rows of X); see the module
+    docstring for what each mode guarantees.
 
-    Each of the I epochs: non-private H-step(s) on V = Xᵀ; Gaussian releases of
-    ``Ā = HHᵀ/N + E_A`` and ``B̄ = VHᵀ/N + E_B``; W-steps on (Ā, B̄) (post-processing).
+    Parameters
+    ----------
+    n_clusters : int
+        K, the number of topics.
+    epsilon, delta : float
+        Total privacy budget (ε > 0, possibly inf; 0 < δ < 1).
+    n_epochs : int
+        I, the number of epochs (one release per epoch in corrected mode, two in paper mode).
+    mode : {"corrected", "paper"}
+    random_state : None, int, numpy Generator or :class:`~dptaucc.privacy.Sampler`
+        Seeds the one generator all randomness of a fit is drawn from.
+    secure : bool, default False
+        Corrected mode only: draw every random choice from the operating system's randomness
+        (``random_state`` must be None). Same ledger and distributions, nothing to replay.
 
-    ``mode="paper"`` (spec §7, bug-compatible): raw counts; per epoch two releases at
-    (ε/I, δ/I) with sensitivity Δ = 2/N but noise std ``2(Δ/ε_e)² ln(1.25/δ_e)`` — the
-    classical *variance* (spec §7.3). The ledger records the 2I releases at their nominal
-    (ε/I, δ/I), i.e. (2ε, 2δ) by basic composition (spec §7.6, §8); each entry's note gives
-    the ε the noise actually added buys at that δ. Labels: the FARTHEST column of W from
-    ``X/max(X)`` (the plotted ``nmi_xc``, §7.5), reference tie handling included.
-    ``epsilon_noise_implied_`` is the ε the noise actually added would buy at δ/I per release
-    (basic composition, assuming Δ held) — e.g. ≈ 190 instead of 1.8 on classic3 at ε = 0.9.
-
-    ``mode="corrected"``: every document scaled to unit L2 norm, so replacing one document
-    (which covers the paper's one-cell change) moves ``VHᵀ/N`` and ``HHᵀ/N`` by ≤ 2/N each in
-    Frobenius norm given H's unit-norm columns; one joint Gaussian release of (Ā, B̄) per epoch
-    with L2 sensitivity ``2√2/N``, σ from the analytic Gaussian mechanism (Balle & Wang 2018)
-    at (ε/I, δ/I); basic composition over I epochs gives (ε, δ). Labels: nearest column of W.
-
-    Both modes leave the randomized-SVD initialisation and the H updates non-private (as the
-    paper does); the ledger names them, so ``privacy_ledger_.end_to_end_dp`` is False and W
-    is not DP. ``row_labels_`` come from the evaluation-only assignment
-    (``row_labels_private_ = False``).
+    Attributes
+    ----------
+    components_ : (K, m) topics, unit-norm rows (corrected: post-processing of DP releases).
+    noise_std_ : σ of each release (public: it depends on ε, δ, I and N only).
+    epsilon_noise_implied_ : the ε the noise added buys per basic composition (corrected:
+        ε; paper: far larger, the under-noising).
+    n_h_steps_, n_w_steps_ : H- and W-steps per epoch.
+    privacy_ledger_, epsilon_spent_, delta_spent_ : the fit's privacy accounting.
+    n_features_in_ : m.
+    Paper mode only (NON-PRIVATE): ``coefficients_`` (H, K×n), ``loss_`` (½‖V − WH‖²/N at the
+    start of each epoch), ``row_labels_``/``labels_`` (the authors' training labels),
+    ``row_labels_private_`` (False), ``n_row_clusters_``.
     """
 
+    _parameter_constraints = {
+        "n_clusters": [Interval(Integral, 1, None, closed="left")],
+        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "delta": [Interval(Real, 0, 1, closed="neither")],
+        "n_epochs": [Interval(Integral, 1, None, closed="left")],
+        "mode": [StrOptions(set(MODES))],
+        "random_state": ["random_state", np.random.Generator, Sampler],
+        "secure": ["boolean"],
+    }
+
+    _release_kinds = {
+        "components_": POST_PROCESSING, "n_w_steps_": POST_PROCESSING,
+        "noise_std_": PUBLIC, "epsilon_noise_implied_": PUBLIC, "n_h_steps_": PUBLIC,
+        "n_features_in_": PUBLIC,
+        **LEDGER_ATTRIBUTES,
+    }
+    _paper_release_kinds = {
+        "components_": NON_PRIVATE, "n_w_steps_": NON_PRIVATE, "n_h_steps_": NON_PRIVATE,
+        "coefficients_": NON_PRIVATE, "loss_": NON_PRIVATE, "row_labels_": NON_PRIVATE,
+        "labels_": NON_PRIVATE, "n_row_clusters_": NON_PRIVATE, "row_labels_private_": PUBLIC,
+    }
+
     def __init__(self, n_clusters: int = 8, epsilon: float = 0.5, delta: float = 1e-5,
-                 n_epochs: int = 4, mode: str = "corrected", random_state=None):
+                 n_epochs: int = 4, mode: str = "corrected", random_state=None,
+                 secure: bool = False):
         self.n_clusters = n_clusters
         self.epsilon = epsilon
         self.delta = delta
         self.n_epochs = n_epochs
         self.mode = mode
         self.random_state = random_state
-
-    def _check_params(self, n: int, m: int) -> tuple[float, float, int, int]:
-        if self.mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
-        epsilon = check_epsilon(self.epsilon)
-        delta = check_fraction(self.delta, "delta")
-        if isinstance(self.n_epochs, bool) or not isinstance(self.n_epochs, numbers.Integral):
-            raise TypeError(f"n_epochs must be an int, got {type(self.n_epochs).__name__}")
-        if self.n_epochs < 1:
-            raise ValueError(f"n_epochs must be >= 1, got {self.n_epochs}")
-        k = check_n_clusters(self.n_clusters, n, "n_clusters", "rows")
-        check_n_clusters(k, m, "n_clusters", "columns")
-        return epsilon, delta, int(self.n_epochs), k
+        self.secure = secure
 
     def _documents(self, X: sp.csr_matrix) -> sp.csr_matrix:
         """Rows as the model sees them: raw counts (paper) or unit-L2 documents (corrected)."""
         return X if self.mode == "paper" else normalize(X, norm="l2", axis=1)
 
-
     def fit(self, X, y=None) -> DPNMF:
         """Fit on non-negative counts X (n documents × m words, dense or sparse)."""
+        self._validate_params()
+        if self.secure and self.mode == "paper":
+            raise ValueError("secure=True is for corrected mode; paper mode reproduces the "
+                             "authors' seeded runs")
         X = check_count_matrix(X, integer=False)
         n, m = X.shape
-        epsilon, delta, n_epochs, k = self._check_params(n, m)
-        rng = make_generator(self.random_state)
-        paper = self.mode == "paper"
-        ledger = PrivacyLedger(budget_epsilon=epsilon, budget_delta=delta, strict=not paper)
-
+        k = check_n_clusters(self.n_clusters, n, "n_clusters", "rows")
+        check_n_clusters(k, m, "n_clusters", "columns")
+        sampler = make_sampler(self.random_state, self.secure)
         V = sp.csr_matrix(self._documents(X).T)           # m × n, stays sparse
-        Vt = V.T.tocsr()                                  # n × m, for WᵀV = (VᵀW)ᵀ
-        v_sq = float(V.multiply(V).sum())
-        eps_e, delta_e = epsilon / n_epochs, delta / n_epochs
-        sens = 2.0 / n
-        if paper:
-            ledger.mark_non_private(
-                "raw counts", "Δ = 2/N assumes unit-norm documents; raw counts are not "
-                "normalised, so the releases' sensitivity is up to 2·max‖a_i‖₂/N")
-            std = paper_noise_std(sens, eps_e, delta_e)
-            eps_real = gaussian_epsilon(std, sens, delta_e)
-            note = (f"noise std {std:.3g} = calibrated variance (σ* = "
-                    f"{classical_gaussian_sigma(sens, eps_e, delta_e):.3g}); at δ_e this noise "
-                    f"buys ε = {eps_real:.4g} (if Δ held)")
-            implied = 2 * n_epochs * eps_real
+        if self.mode == "paper":
+            self._fit_paper(X, V, k, sampler.rng)
         else:
-            std = analytic_gaussian_sigma(math.sqrt(2.0) * sens, eps_e, delta_e)
-            implied = n_epochs * eps_e  # one joint release per epoch, calibrated exactly
+            self._fit_corrected(V, k, sampler)
+        self.n_features_in_ = m
+        return self
 
+    def _fit_corrected(self, V: sp.csr_matrix, k: int, sampler: Sampler) -> None:
+        """I epochs: local H-steps, one (ε/I, δ/I) release, W-steps on the release."""
+        m, n = V.shape
+        epsilon, delta, n_epochs = float(self.epsilon), float(self.delta), int(self.n_epochs)
+        eps_e, delta_e = epsilon / n_epochs, delta / n_epochs
+        ledger = PrivacyLedger(budget_epsilon=epsilon, budget_delta=delta, strict=True)
+        Vt = V.T.tocsr()                                   # n × m, for WᵀV = (VᵀW)ᵀ
+        W, H = random_init(m, n, k, sampler.rng)
+        n_w = []
+        for e in range(n_epochs):
+            WtV = np.asarray(Vt @ W).T
+            H = local_coefficients(WtV, W.T @ W, H, LOCAL_H_STEPS)
+            A, B = release_statistics(V, H, eps_e, delta_e, sampler, ledger,
+                                      f"epoch {e + 1}: (HHᵀ/N, VHᵀ/N)")
+            W, steps = w_steps(W, A, B, 1.0 / lipschitz(A), ETA_W, MAX_W,
+                               stop=relative_improvement_stop)
+            n_w.append(steps)
+        self.components_ = W.T
+        self.noise_std_ = statistics_sigma(n, eps_e, delta_e)
+        self.epsilon_noise_implied_ = n_epochs * eps_e   # calibrated exactly
+        self.n_h_steps_ = [LOCAL_H_STEPS] * n_epochs
+        self.n_w_steps_ = n_w
+        self._set_ledger(ledger)
+
+    def _fit_paper(self, X: sp.csr_matrix, V: sp.csr_matrix, k: int,
+                   rng: np.random.Generator) -> None:
+        """The authors' run (bug-compatible, not DP)."""
+        m, n = V.shape
+        epsilon, delta, n_epochs = float(self.epsilon), float(self.delta), int(self.n_epochs)
+        eps_e, delta_e = epsilon / n_epochs, delta / n_epochs
+        ledger = PrivacyLedger(budget_epsilon=epsilon, budget_delta=delta, strict=False)
+        ledger.mark_non_private(
+            "raw counts", "Δ = 2/N assumes unit-norm documents; raw counts are not "
+            "normalised, so the releases' sensitivity is up to 2·max‖a_i‖₂/N")
+        Vt = V.T.tocsr()
+        v_sq = float(V.multiply(V).sum())
         W, H = nndsvd_init(V, k, rng)
         W, H = project_columns(W), project_columns(H)
         ledger.mark_non_private("initialisation", "rank-K randomized SVD of V + NNDSVD split")
-        ledger.mark_non_private("H updates", "projected-gradient H-steps read V each epoch")
-
+        ledger.mark_non_private("H updates", "global H-steps on V; their early stop reads the "
+                                "loss of every document")
         losses, n_h, n_w = [], [], []
         for e in range(n_epochs):
             WtV = np.asarray(Vt @ W).T
@@ -130,49 +225,64 @@ class DPNMF(CountMatrixTagsMixin, ClusterMixin, BaseEstimator):
             losses.append(half_sq_loss(v_sq, WtV, WtW, H) / n)
             H, steps = h_steps(H, WtV, WtW, v_sq, n, ALPHA_H, ETA_H, MAX_H)
             n_h.append(steps)
-            A = H @ H.T / n
-            B = np.asarray(V @ H.T) / n
-            A = A + rng.normal(0.0, std, A.shape)
-            B = B + rng.normal(0.0, std, B.shape)
-            if paper:
-                ledger.charge(f"epoch {e + 1}: HHᵀ/N", "gaussian", eps_e, delta_e, sens,
-                              "sequential", note)
-                ledger.charge(f"epoch {e + 1}: VHᵀ/N", "gaussian", eps_e, delta_e, sens,
-                              "sequential", note)
-            else:
-                ledger.charge(f"epoch {e + 1}: (HHᵀ/N, VHᵀ/N)", "gaussian", eps_e, delta_e,
-                              math.sqrt(2.0) * sens, "sequential",
-                              f"analytic Gaussian σ = {std:.4g}; unit-norm documents and H "
-                              "columns; basic composition over epochs")
+            A, B = paper_release(V, H, eps_e, delta_e, rng, ledger, e + 1)
             W, steps = w_steps(W, A, B, ALPHA_W, ETA_W, MAX_W)
             n_w.append(steps)
-
+        ledger.mark_non_private("training labels, loss and coefficients",
+                                "the farthest topic of every raw row, ½‖V − WH‖²/N and H are "
+                                "kept on the model")
         self.components_ = W.T
         self.coefficients_ = H
-        self.noise_std_ = std
-        # ε the added noise buys under basic composition (paper: 2I releases at δ/I, if Δ
-        # held; corrected: equals ε by construction)
-        self.epsilon_noise_implied_ = implied
         self.loss_ = np.asarray(losses)
+        std = paper_noise_std(paper_sensitivity(n), eps_e, delta_e)
+        self.noise_std_ = std
+        # the ε the added noise buys over the 2I releases at δ_e, if Δ held
+        self.epsilon_noise_implied_ = 2 * n_epochs * gaussian_epsilon(
+            std, paper_sensitivity(n), delta_e)
         self.n_h_steps_, self.n_w_steps_ = n_h, n_w
-        self.n_features_in_ = m
-        self.privacy_ledger_ = ledger
-        self.epsilon_spent_ = ledger.epsilon_spent
-        self.delta_spent_ = ledger.delta_spent
+        self._set_ledger(ledger)
         labels = self._evaluation_assign(X)
         self.row_labels_ = np.unique(labels, return_inverse=True)[1].astype(np.int64)
         self.labels_ = self.row_labels_
         self.row_labels_private_ = False
         self.n_row_clusters_ = int(self.row_labels_.max()) + 1
-        return self
 
-    # ------------------------------------------------------------ evaluation
+    def _set_ledger(self, ledger: PrivacyLedger) -> None:
+        self.privacy_ledger_ = ledger
+        self.epsilon_spent_ = ledger.epsilon_spent
+        self.delta_spent_ = ledger.delta_spent
+
+    # ------------------------------------------------------------ data the user holds
+    def _check_X(self, X) -> sp.csr_matrix:
+        check_is_fitted(self, "components_")
+        X = check_count_matrix(X, integer=False)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, the model was fitted on "
+                             f"{self.n_features_in_}")
+        return X
+
+    def transform(self, X) -> np.ndarray:
+        """NOT PRIVATE (reads X): each document's coefficients for the fitted topics, n×K.
+
+        Every document solves its own ``min ½‖v − W h‖²`` over ``{h ≥ 0, ‖h‖ ≤ 1}``
+        (:data:`TRANSFORM_STEPS` projected-gradient steps from h = 0), on the documents as the
+        mode sees them (unit-norm in corrected mode, raw counts in paper mode). Use it on
+        data you hold; never publish its output as DP.
+        """
+        X = self._check_X(X)
+        W = self.components_.T
+        WtV = np.asarray(self._documents(X) @ W).T
+        H = local_coefficients(WtV, W.T @ W, np.zeros_like(WtV), TRANSFORM_STEPS)
+        return np.ascontiguousarray(H.T)
+
     def _evaluation_assign(self, X: sp.csr_matrix) -> np.ndarray:
         """EVALUATION ONLY (not private). Paper: farthest topic from X/max(X) with the
-        reference's tie handling (spec §7.5); corrected: nearest topic to the unit-norm row."""
+        reference's tie handling (labels sorted in topic-major order, truncated to n);
+        corrected: nearest topic to the unit-norm row."""
         C = self.components_                              # K × m
         if self.mode == "paper":
-            Xh = X / X.max()
+            top = X.max()
+            Xh = X / top if top > 0 else X
         else:
             Xh = self._documents(X)
         x2 = np.asarray(Xh.multiply(Xh).sum(axis=1)).ravel()
@@ -187,12 +297,11 @@ class DPNMF(CountMatrixTagsMixin, ClusterMixin, BaseEstimator):
         return labels
 
     def evaluation_row_labels(self, X) -> np.ndarray:
-        """EVALUATION ONLY, not private: the paper's protocol (farthest topic in paper mode,
-        the plotted ``nmi_xc``; nearest topic in corrected mode)."""
-        if not hasattr(self, "components_"):
-            raise RuntimeError("DPNMF is not fitted yet; call fit first")
-        X = check_count_matrix(X, integer=False)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, the model was fitted on "
-                             f"{self.n_features_in_}")
-        return self._evaluation_assign(X)
+        """EVALUATION ONLY, NOT PRIVATE (reads X): the paper's protocol — the farthest topic in
+        paper mode (the plotted ``nmi_xc``), the nearest topic in corrected mode."""
+        return self._evaluation_assign(self._check_X(X))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = bool(self.secure) or self.random_state is None
+        return tags

@@ -1,8 +1,14 @@
-"""DPNMF's optimisation steps (Saha & Imtiaz 2024; spec §7.3), sparse-friendly.
+"""DPNMF's optimisation steps (Saha & Imtiaz 2024), sparse-friendly.
 
 V is m×n (words × documents), W m×K (topics), H K×n (document coefficients), N = n.
-The Frobenius loss uses the Gram trick (spec §7.7):
+The Frobenius loss uses the Gram trick:
 ``‖V − WH‖² = ‖V‖² − 2⟨WᵀV, H⟩ + ⟨WᵀW, HHᵀ⟩``, O(nnz·K + (m+n)K²), never an m×n residual.
+
+* :func:`h_steps` — the authors' global H-steps (paper mode): one gradient step on the whole
+  of H, repeated until the relative change of the *total* loss drops below η.
+* :func:`local_coefficients` — corrected mode and ``transform``: a fixed number of projected
+  gradient steps per document, column i depending on document i and W only.
+* :func:`w_steps` — projected gradient on W from the released statistics (Ā, B̄).
 """
 
 from __future__ import annotations
@@ -11,7 +17,11 @@ import numpy as np
 
 from .init import project_columns
 
-__all__ = ["half_sq_loss", "h_steps", "w_steps", "surrogate_loss"]
+__all__ = ["half_sq_loss", "h_steps", "local_coefficients", "w_steps", "surrogate_loss",
+           "paper_stop", "relative_improvement_stop", "lipschitz"]
+
+#: Smallest curvature used for a 1/L step (an all-zero W or Ā would give L = 0).
+MIN_LIPSCHITZ = 1e-12
 
 
 def half_sq_loss(v_sq: float, WtV: np.ndarray, WtW: np.ndarray, H: np.ndarray) -> float:
@@ -21,16 +31,29 @@ def half_sq_loss(v_sq: float, WtV: np.ndarray, WtW: np.ndarray, H: np.ndarray) -
                   + float(np.einsum("kl,kl->", WtW, HHt)))
 
 
-def _stop(prev: float, cur: float, eta: float) -> bool:
-    """The reference's early stop: relative change (cur − prev)/prev below η."""
+def paper_stop(prev: float, cur: float, eta: float) -> bool:
+    """The authors' early stop: (cur − prev)/prev < η. With a positive loss any decrease
+    stops; with a negative one it means "continue while improving by more than η|prev|"."""
     with np.errstate(divide="ignore", invalid="ignore"):
         return bool(np.float64(cur - prev) / np.float64(prev) < eta)
+
+
+def relative_improvement_stop(prev: float, cur: float, eta: float) -> bool:
+    """Stop once a step improves the loss by no more than η·|prev| (whatever its sign)."""
+    return not (prev - cur > eta * abs(prev))
+
+
+def lipschitz(M: np.ndarray) -> float:
+    """Spectral norm of a small square matrix (the curvature of x ↦ ½ xᵀMx), at least
+    :data:`MIN_LIPSCHITZ`."""
+    return max(float(np.linalg.norm(M, 2)), MIN_LIPSCHITZ)
 
 
 def h_steps(H: np.ndarray, WtV: np.ndarray, WtW: np.ndarray, v_sq: float, n: int,
             alpha: float, eta: float, max_steps: int) -> tuple[np.ndarray, int]:
     """Projected gradient on H: ``H ← Π_col(max(0, H − α(WᵀWH − WᵀV)/N))`` until the relative
-    loss change drops below η or ``max_steps + 1`` steps (reference loop rule). NON-PRIVATE."""
+    loss change drops below η or ``max_steps + 1`` steps (reference loop rule). NON-PRIVATE:
+    the stopping rule reads the loss of every document."""
     steps = 0
     cur = half_sq_loss(v_sq, WtV, WtW, H) / n
     while True:
@@ -38,8 +61,23 @@ def h_steps(H: np.ndarray, WtV: np.ndarray, WtW: np.ndarray, v_sq: float, n: int
         prev = cur  # the loss of the current H (the reference recomputes the same value)
         H = project_columns(np.maximum(H - alpha * (WtW @ H - WtV) / n, 0.0))
         cur = half_sq_loss(v_sq, WtV, WtW, H) / n
-        if _stop(prev, cur, eta) or steps > max_steps:
+        if paper_stop(prev, cur, eta) or steps > max_steps:
             return H, steps
+
+
+def local_coefficients(WtV: np.ndarray, WtW: np.ndarray, H: np.ndarray,
+                       n_steps: int) -> np.ndarray:
+    """``n_steps`` projected-gradient steps of every document's own problem
+    ``min ½‖v_i − W h‖²`` over ``{h ≥ 0, ‖h‖₂ ≤ 1}``, with step 1/‖WᵀW‖₂.
+
+    The projection (clip at 0, then scale into the unit ball) is exact for that set, the
+    step size comes from W alone and the number of steps is fixed, so column i of the result
+    is a function of (v_i, h_i, W): changing one document changes one column.
+    """
+    step = 1.0 / lipschitz(WtW)
+    for _ in range(n_steps):
+        H = project_columns(np.maximum(H - step * (WtW @ H - WtV), 0.0))
+    return H
 
 
 def surrogate_loss(W: np.ndarray, A: np.ndarray, B: np.ndarray) -> float:
@@ -48,15 +86,28 @@ def surrogate_loss(W: np.ndarray, A: np.ndarray, B: np.ndarray) -> float:
 
 
 def w_steps(W: np.ndarray, A: np.ndarray, B: np.ndarray, alpha: float, eta: float,
-            max_steps: int) -> tuple[np.ndarray, int]:
-    """``W ← Π_col(max(0, W − α(WĀ − B̄)))`` on the released Ā, B̄ (post-processing), same
-    loop rule as :func:`h_steps`."""
+            max_steps: int, stop=paper_stop) -> tuple[np.ndarray, int]:
+    """``W ← Π_col(max(0, W − α(WĀ − B̄)))`` on the released Ā, B̄ (post-processing), until
+    ``stop(prev, cur, η)`` on the surrogate loss or ``max_steps + 1`` steps.
+
+    Runs on Wᵀ (K×m, rows contiguous) and reuses WĀ between the step and the loss
+    ``⟨W, ½WĀ − B̄⟩ = ½tr(WᵀWĀ) − tr(WᵀB̄)``: one small product per step.
+    """
+    Wt, Bt, At = (np.ascontiguousarray(M.T) for M in (W, B, A))
+    G = At @ Wt                                          # (WĀ)ᵀ
+    cur = 0.5 * float(np.vdot(Wt, G)) - float(np.vdot(Wt, Bt))
+    D = np.empty_like(Wt)
     steps = 0
-    cur = surrogate_loss(W, A, B)
     while True:
         steps += 1
         prev = cur
-        W = project_columns(np.maximum(W - alpha * (W @ A - B), 0.0))
-        cur = surrogate_loss(W, A, B)
-        if _stop(prev, cur, eta) or steps > max_steps:
-            return W, steps
+        np.subtract(G, Bt, out=D)                        # gradient WĀ − B̄ (transposed)
+        D *= -alpha
+        D += Wt
+        np.maximum(D, 0.0, out=D)
+        D /= np.maximum(np.sqrt(np.einsum("km,km->k", D, D)), 1.0)[:, None]  # Π_col
+        Wt, D = D, Wt
+        np.matmul(At, Wt, out=G)
+        cur = 0.5 * float(np.vdot(Wt, G)) - float(np.vdot(Wt, Bt))
+        if stop(prev, cur, eta) or steps > max_steps:
+            return np.ascontiguousarray(Wt.T), steps
