@@ -257,8 +257,8 @@ class DPNMF(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, TransformerMi
         check_is_fitted(self, "components_")
         X = check_count_matrix(X, integer=False)
         if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, the model was fitted on "
-                             f"{self.n_features_in_}")
+            raise ValueError(f"X has {X.shape[1]} features, but DPNMF is expecting "
+                             f"{self.n_features_in_} features as input")
         return X
 
     def transform(self, X) -> np.ndarray:
@@ -300,6 +300,13 @@ class DPNMF(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, TransformerMi
         """EVALUATION ONLY, NOT PRIVATE (reads X): the paper's protocol — the farthest topic in
         paper mode (the plotted ``nmi_xc``), the nearest topic in corrected mode."""
         return self._evaluation_assign(self._check_X(X))
+
+    def fit_predict(self, X, y=None) -> np.ndarray:
+        """Fit, then label the documents of X. NOT PRIVATE in either mode (reads X after the
+        fit): corrected mode returns :meth:`evaluation_row_labels` (it keeps no training
+        labels), paper mode the authors' ``labels_``."""
+        self.fit(X)
+        return self.labels_ if self.mode == "paper" else self.evaluation_row_labels(X)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

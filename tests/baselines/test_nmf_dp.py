@@ -1,4 +1,6 @@
-"""DPNMF: paper mode as spec §7 (variance-as-std, (2ε, 2δ), farthest centroid); corrected (ε, δ)."""
+"""DPNMF behaviour: paper mode as the authors ran it (variance-as-std, (2ε, 2δ), farthest
+centroid, NNDSVD init), corrected mode's model and methods, input checks, sklearn API.
+The privacy of corrected mode is tested in test_nmf_dp_privacy.py."""
 
 import math
 
@@ -8,7 +10,8 @@ import scipy.sparse as sp
 from dptaucc.baselines.nmf_dp import DPNMF, analytic_gaussian_sigma, classical_gaussian_sigma
 from dptaucc.baselines.nmf_dp.gaussian import gaussian_delta, gaussian_epsilon, paper_noise_std
 from dptaucc.baselines.nmf_dp.init import nndsvd_init, project_columns
-from dptaucc.baselines.nmf_dp.updates import half_sq_loss
+from dptaucc.baselines.nmf_dp.updates import half_sq_loss, local_coefficients, w_steps
+from sklearn.exceptions import NotFittedError
 from sklearn.metrics import normalized_mutual_info_score as nmi
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
@@ -24,6 +27,10 @@ def topics(seed=0, n=300, k=3, d=24):
     return rng.poisson(lam[y]).astype(float), y
 
 
+def unit_rows(X):
+    return X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-300)
+
+
 def test_paper_ledger_is_2eps_2delta_and_noise_is_the_variance():
     X, _ = topics()
     eps, delta, I = 0.5, 1e-5, 4
@@ -36,24 +43,23 @@ def test_paper_ledger_is_2eps_2delta_and_noise_is_the_variance():
     assert m.epsilon_spent_ == math.inf  # non-private steps: no finite ε describes the fit
     assert m.delta_spent_ == pytest.approx(2 * delta)
     sens, eps_e, delta_e = 2 / X.shape[0], eps / I, delta / I
-    assert m.noise_std_ == pytest.approx(2 * (sens / eps_e) ** 2 * math.log(1.25 / delta_e))
+    std = 2 * (sens / eps_e) ** 2 * math.log(1.25 / delta_e)
+    assert m.noise_std_ == pytest.approx(std)
+    assert all(e.noise_scale == pytest.approx(std) and e.sensitivity == pytest.approx(sens)
+               for e in charged)
     sigma_star = classical_gaussian_sigma(sens, eps_e, delta_e)
     assert m.noise_std_ == pytest.approx(sigma_star**2)
     assert {"initialisation", "H updates", "raw counts"} <= set(m.privacy_ledger_.non_private_steps)
+    assert m.release_kinds()["coefficients_"] == "non-private"
+    assert m.coefficients_.shape == (3, 300) and len(m.loss_) == I and m.n_h_steps_ == [1] * I
 
 
-@pytest.mark.parametrize("eps,delta", [(0.1, 1e-5), (0.9, 1e-6), (3.0, 1e-3)])
-def test_corrected_ledger_is_eps_delta(eps, delta):
-    X, _ = topics()
-    m = DPNMF(3, eps, delta, n_epochs=5, random_state=0).fit(X)
-    # the releases cost (ε, δ); the fit as a whole is not DP yet (non-private init/H steps)
-    assert m.privacy_ledger_.epsilon_mechanisms == pytest.approx(eps, rel=1e-12)
-    assert m.delta_spent_ == pytest.approx(delta, rel=1e-12)
-    assert m.privacy_ledger_.strict
-    assert set(m.privacy_ledger_.non_private_steps) == {"initialisation", "H updates"}
-    sens = 2 * math.sqrt(2) / X.shape[0]
-    assert m.noise_std_ == pytest.approx(analytic_gaussian_sigma(sens, eps / 5, delta / 5))
-    assert m.row_labels_private_ is False
+def test_paper_noise_under_calibrated_on_large_n():
+    """With N docs the paper's noise is 40.98/(Nε) times the calibrated amount."""
+    N, eps = 3891, 0.1
+    sens, eps_e, delta_e = 2 / N, eps / 4, 1e-5 / 4
+    ratio = paper_noise_std(sens, eps_e, delta_e) / classical_gaussian_sigma(sens, eps_e, delta_e)
+    assert ratio == pytest.approx(40.98 / (N * eps), rel=1e-3)
 
 
 @pytest.mark.parametrize("eps,delta", [(0.05, 1e-5), (0.5, 1e-6), (4.0, 1e-3)])
@@ -64,14 +70,6 @@ def test_analytic_gaussian_is_tight_and_beats_classical(eps, delta):
     if eps < 1:
         assert s < classical_gaussian_sigma(1.0, eps, delta)
     assert gaussian_epsilon(s, 1.0, delta) == pytest.approx(eps, rel=1e-6)
-
-
-def test_paper_noise_under_calibrated_on_large_n():
-    """Spec §7.3: with N docs the paper's noise is 40.98/(Nε) times the calibrated amount."""
-    N, eps = 3891, 0.1
-    sens, eps_e, delta_e = 2 / N, eps / 4, 1e-5 / 4
-    ratio = paper_noise_std(sens, eps_e, delta_e) / classical_gaussian_sigma(sens, eps_e, delta_e)
-    assert ratio == pytest.approx(40.98 / (N * eps), rel=1e-3)
 
 
 def test_gram_trick_loss_equals_dense_residual():
@@ -92,10 +90,54 @@ def test_nndsvd_init_nonnegative_and_projection():
     assert np.all(np.linalg.norm(P, axis=0) <= 1 + 1e-12)
 
 
-def test_large_epsilon_recovers_tiny_does_not():
+@pytest.mark.parametrize("alpha,n_steps", [(1e-4, 201), (0.3, 7)])
+def test_w_steps_follow_the_written_update_and_stop(alpha, n_steps):
+    """The fused loop equals W ← Π_col(max(0, W − α(WĀ − B̄))) step by step, with the authors'
+    stop on ½tr(WᵀWĀ) − tr(WᵀB̄): it runs while the relative change is ≥ η."""
+    rng = np.random.default_rng(4)
+    W = project_columns(rng.random((30, 3)))
+    A = rng.normal(0.1, 0.05, (3, 3))
+    B = rng.normal(0.05, 0.2, (30, 3))
+    got, steps = w_steps(W, A, B, alpha, 1e-4, 200)
+    loss = lambda M: 0.5 * np.trace(M.T @ M @ A) - np.trace(M.T @ B)  # noqa: E731
+    ref, k = W, 0
+    while True:
+        k += 1
+        new = project_columns(np.maximum(ref - alpha * (ref @ A - B), 0.0))
+        done = (loss(new) - loss(ref)) / loss(ref) < 1e-4 or k > 200
+        ref = new
+        if done:
+            break
+    assert steps == k
+    np.testing.assert_allclose(got, ref, rtol=0, atol=1e-12)
+    if alpha == 1e-4:
+        assert steps == n_steps  # a tiny step never meets the tolerance: the 201-step cap
+
+
+def test_local_coefficients_solve_each_documents_problem():
+    """Projected gradient on ½‖v − Wh‖² over {h ≥ 0, ‖h‖ ≤ 1}: the fixed point satisfies
+    the optimality condition h = Π(h − ∇/L) (checked on the result of many steps) and
+    beats random feasible points."""
+    rng = np.random.default_rng(2)
+    W = project_columns(rng.random((20, 3)))
+    V = unit_rows(rng.random((15, 20))).T
+    H = local_coefficients(W.T @ V, W.T @ W, np.zeros((3, 15)), 500)
+    assert H.min() >= 0 and np.linalg.norm(H, axis=0).max() <= 1 + 1e-12
+    L = np.linalg.norm(W.T @ W, 2)
+    again = project_columns(np.maximum(H - (W.T @ W @ H - W.T @ V) / L, 0.0))
+    np.testing.assert_allclose(again, H, atol=1e-9)
+    best = 0.5 * np.sum((V - W @ H) ** 2, axis=0)
+    for _ in range(200):
+        cand = project_columns(rng.random((3, 15)))
+        assert np.all(best <= 0.5 * np.sum((V - W @ cand) ** 2, axis=0) + 1e-12)
+
+
+def test_corrected_large_epsilon_recovers_tiny_does_not():
     X, y = topics()
-    big = [nmi(y, DPNMF(3, 100.0, random_state=s).fit(X).row_labels_) for s in range(4)]
-    tiny = [nmi(y, DPNMF(3, 1e-4, random_state=s).fit(X).row_labels_) for s in range(4)]
+    big = [nmi(y, DPNMF(3, 50.0, random_state=s).fit(X).evaluation_row_labels(X))
+           for s in range(4)]
+    tiny = [nmi(y, DPNMF(3, 1e-4, random_state=s).fit(X).evaluation_row_labels(X))
+            for s in range(4)]
     assert min(big) > 0.9
     assert np.mean(tiny) < 0.7
 
@@ -112,30 +154,84 @@ def test_paper_mode_two_topics_recovers_tiny_does_not():
 
 
 def test_paper_labels_are_farthest_corrected_nearest():
-    X, _ = topics()
-    for mode, pick in (("paper", np.argmax), ("corrected", np.argmin)):
-        m = DPNMF(3, 0.5, mode=mode, random_state=3).fit(X)
-        Xh = X / X.max() if mode == "paper" else X / np.linalg.norm(X, axis=1, keepdims=True)
+    X, y = topics()
+    for mode, pick, Xh in (("paper", np.argmax, X / X.max()), ("corrected", np.argmin,
+                                                                unit_rows(X))):
+        m = DPNMF(3, 50.0, mode=mode, random_state=3).fit(X)
         dist = np.linalg.norm(Xh[:, None, :] - m.components_[None], axis=2)
         ev = m.evaluation_row_labels(sp.csr_matrix(X))
         np.testing.assert_array_equal(ev, pick(dist, axis=1))
-        np.testing.assert_array_equal(np.unique(ev, return_inverse=True)[1], m.row_labels_)
+        np.testing.assert_array_equal(m.fit_predict(X), m.labels_ if mode == "paper" else ev)
+        if mode == "paper":
+            np.testing.assert_array_equal(np.unique(ev, return_inverse=True)[1], m.row_labels_)
     # with three topics farthest != nearest: the paper's labels lose the structure
-    _, y = topics()
-    paper = DPNMF(3, 0.5, mode="paper", random_state=0).fit(X)
-    corrected = DPNMF(3, 0.5, random_state=0).fit(X)
-    assert nmi(y, paper.row_labels_) < nmi(y, corrected.row_labels_) - 0.2
+    paper = DPNMF(3, 50.0, mode="paper", random_state=0).fit(X)
+    corrected = DPNMF(3, 50.0, random_state=0).fit(X)
+    assert nmi(y, paper.row_labels_) < nmi(y, corrected.evaluation_row_labels(X)) - 0.2
+
+
+def test_transform_gives_each_documents_coefficients():
+    X, y = topics()
+    for mode in ("corrected", "paper"):
+        m = DPNMF(3, 50.0, mode=mode, random_state=1).fit(X)
+        T = m.transform(X)
+        assert T.shape == (300, 3) and T.min() >= 0
+        assert np.linalg.norm(T, axis=1).max() <= 1 + 1e-12
+        np.testing.assert_array_equal(m.transform(sp.csr_matrix(X)), T)
+        np.testing.assert_array_equal(m.transform(X[:7]), T[:7])  # one document at a time
+    # corrected: documents of one topic load on one topic
+    m = DPNMF(3, 50.0, random_state=1).fit(X)
+    assert nmi(y, m.transform(X).argmax(axis=1)) > 0.9
+
+
+def test_corrected_model_keeps_no_per_document_output():
+    X, _ = topics()
+    m = DPNMF(3, 0.5, random_state=0).fit(X)
+    for attr in ("coefficients_", "loss_", "row_labels_", "labels_", "n_row_clusters_",
+                 "row_labels_private_"):
+        assert not hasattr(m, attr), attr
+    assert m.components_.shape == (3, 24)
+    assert m.n_h_steps_ == [50] * 4
 
 
 def test_determinism_and_sparse_input():
     X, _ = topics()
-    a = DPNMF(3, 0.3, random_state=7).fit(X)
-    b = DPNMF(3, 0.3, random_state=7).fit(sp.csr_matrix(X))
-    c = DPNMF(3, 0.3, random_state=8).fit(X)
-    np.testing.assert_array_equal(a.row_labels_, b.row_labels_)
-    np.testing.assert_allclose(a.components_, b.components_, rtol=1e-10, atol=1e-12)
-    assert not np.allclose(a.components_, c.components_)
+    for mode in ("corrected", "paper"):
+        a = DPNMF(3, 0.3, mode=mode, random_state=7).fit(X)
+        b = DPNMF(3, 0.3, mode=mode, random_state=7).fit(sp.csr_matrix(X))
+        c = DPNMF(3, 0.3, mode=mode, random_state=8).fit(X)
+        np.testing.assert_allclose(a.components_, b.components_, rtol=1e-10, atol=1e-12)
+        np.testing.assert_array_equal(a.evaluation_row_labels(X), b.evaluation_row_labels(X))
+        assert not np.allclose(a.components_, c.components_)
     assert len(a.loss_) == 4 and a.n_row_clusters_ == len(np.unique(a.row_labels_))
+
+
+@pytest.mark.parametrize("mode", ["corrected", "paper"])
+def test_all_zero_matrix_is_accepted(mode):
+    Z = np.zeros((12, 6))
+    m = DPNMF(3, 0.5, mode=mode, random_state=0).fit(Z)
+    assert np.all(np.isfinite(m.components_))
+    assert m.evaluation_row_labels(Z).shape == (12,)
+    assert np.all(m.transform(Z) == 0)
+    one = Z.copy()
+    one[4, 2] = 1.0
+    m2 = DPNMF(3, 0.5, mode=mode, random_state=0).fit(one)
+    assert [e.step for e in m2.privacy_ledger_.entries] == \
+        [e.step for e in m.privacy_ledger_.entries]
+
+
+def test_secure_path_fits_with_the_same_ledger():
+    X, _ = topics()
+    seeded = DPNMF(3, 0.5, random_state=0).fit(X)
+    secure = DPNMF(3, 0.5, secure=True).fit(X)
+    strip = lambda m: [(e.step, e.epsilon, e.delta, e.sensitivity, e.noise_scale)  # noqa: E731
+                       for e in m.privacy_ledger_.entries]
+    assert strip(secure) == strip(seeded)
+    assert secure.epsilon_spent_ == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="random_state"):
+        DPNMF(3, secure=True, random_state=0).fit(X)
+    with pytest.raises(ValueError, match="corrected mode"):
+        DPNMF(3, secure=True, mode="paper").fit(X)
 
 
 def test_bad_input():
@@ -146,8 +242,11 @@ def test_bad_input():
         DPNMF(301).fit(X)
     with pytest.raises(ValueError, match="larger than the number of columns"):
         DPNMF(25).fit(X)
-    for bad in (0.0, -0.5):
-        with pytest.raises(ValueError, match="epsilon"):
+    for bad in (0, -1, 2.5, "3"):
+        with pytest.raises((ValueError, TypeError), match="n_clusters"):
+            DPNMF(bad).fit(X)
+    for bad in (0.0, -0.5, float("nan"), "1"):
+        with pytest.raises((ValueError, TypeError), match="epsilon"):
             DPNMF(3, epsilon=bad).fit(X)
     for bad in (0.0, 1.0, 1.5, -1e-5):
         with pytest.raises(ValueError, match="delta"):
@@ -156,8 +255,17 @@ def test_bad_input():
         DPNMF(3, n_epochs=0).fit(X)
     with pytest.raises(ValueError, match="mode"):
         DPNMF(3, mode="faithful").fit(X)
-    with pytest.raises(ValueError, match="features"):
-        DPNMF(3, random_state=0).fit(X).evaluation_row_labels(X[:, :5])
+    with pytest.raises(ValueError, match="secure"):
+        DPNMF(3, secure="yes").fit(X)
+    with pytest.raises(ValueError, match="random_state"):
+        DPNMF(3, random_state="seed").fit(X)
+    fitted = DPNMF(3, random_state=0).fit(X)
+    for method in (fitted.evaluation_row_labels, fitted.transform):
+        with pytest.raises(ValueError, match="features"):
+            method(X[:, :5])
+    for method in ("evaluation_row_labels", "transform"):
+        with pytest.raises(NotFittedError):
+            getattr(DPNMF(3), method)(X)
 
 
 EXPECTED_SKLEARN_FAILURES = {

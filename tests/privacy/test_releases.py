@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from dptaucc.baselines.dp_kmeans import DPKMeans
+from dptaucc.baselines.nmf_dp import DPNMF
 from sklearn.metrics import normalized_mutual_info_score as nmi
 
 from dptaucc import DPTauCC, FastTauCC
@@ -31,6 +32,8 @@ CASES = [
      ("corrected", "paper"), True),
     ("FastTauCC", lambda mode: FastTauCC(3, 3, random_state=0), (None,), False),
     ("DPKMeans", lambda mode: DPKMeans(3, epsilon=1.0, mode=mode, random_state=0),
+     ("corrected", "paper"), True),
+    ("DPNMF", lambda mode: DPNMF(3, epsilon=0.9, mode=mode, random_state=0),
      ("corrected", "paper"), True),
 ]
 
