@@ -21,7 +21,7 @@ def classical_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) -
 
 
 def paper_noise_std(sensitivity: float, epsilon: float, delta: float) -> float:
-    """The std the reference DPNMF uses: 2(Δ/ε)² ln(1.25/δ) = σ*², the variance (spec §7.3)."""
+    """The std the authors' DPNMF adds: 2(Δ/ε)² ln(1.25/δ) = σ*², the classical variance."""
     return 2.0 * (sensitivity / epsilon) ** 2 * math.log(1.25 / delta)
 
 

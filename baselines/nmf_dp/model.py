@@ -123,7 +123,7 @@ class DPNMF(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, TransformerMi
 
     _parameter_constraints = {
         "n_clusters": [Interval(Integral, 1, None, closed="left")],
-        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "epsilon": [Interval(Real, 0, None, closed="right")],  # (0, ∞]
         "delta": [Interval(Real, 0, 1, closed="neither")],
         "n_epochs": [Interval(Integral, 1, None, closed="left")],
         "mode": [StrOptions(set(MODES))],

@@ -220,6 +220,13 @@ def test_all_zero_matrix_is_accepted(mode):
         [e.step for e in m.privacy_ledger_.entries]
 
 
+def test_infinite_epsilon_is_the_noiseless_algorithm():
+    X, y = topics()
+    m = DPNMF(3, math.inf, random_state=0).fit(X)
+    assert m.noise_std_ == 0.0 and m.epsilon_spent_ == math.inf
+    assert nmi(y, m.evaluation_row_labels(X)) > 0.9
+
+
 def test_secure_path_fits_with_the_same_ledger():
     X, _ = topics()
     seeded = DPNMF(3, 0.5, random_state=0).fit(X)
