@@ -25,6 +25,10 @@ coefficients H (K×n). Each of the I epochs updates H, releases ``Ā = HHᵀ/N``
   (each document to its nearest topic, the evaluation protocol).
 * Randomness: seeded from ``random_state`` (reproducible research); ``secure=True`` draws
   it from the operating system instead (no seed to replay) for a release you publish.
+* Utility: B̄ has m·K coordinates, each with noise σ ∝ 1/(Nε), while its entries are at
+  most a few hundredths for unit-norm documents. On word-count matrices of a few thousand
+  documents and words at ε < 1 the noise dominates and the topics are close to random
+  (classic3: NMI ≈ 0.01 at ε ≤ 0.9, 0.4 at ε = 100).
 
 ``mode="paper"`` reproduces the authors' runs, quirks included, and is not DP: raw counts
 (the sensitivity 2/N assumes unit-norm documents), an SVD initialisation of the data
