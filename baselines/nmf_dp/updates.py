@@ -93,7 +93,8 @@ def w_steps(W: np.ndarray, A: np.ndarray, B: np.ndarray, alpha: float, eta: floa
     Runs on Wᵀ (K×m, rows contiguous) and reuses WĀ between the step and the loss
     ``⟨W, ½WĀ − B̄⟩ = ½tr(WᵀWĀ) − tr(WᵀB̄)``: one small product per step.
     """
-    Wt, Bt, At = (np.ascontiguousarray(M.T) for M in (W, B, A))
+    Wt = np.array(W.T, order="C")                       # a copy: the loop reuses its buffer
+    Bt, At = np.ascontiguousarray(B.T), np.ascontiguousarray(A.T)
     G = At @ Wt                                          # (WĀ)ᵀ
     cur = 0.5 * float(np.vdot(Wt, G)) - float(np.vdot(Wt, Bt))
     D = np.empty_like(Wt)

@@ -10,7 +10,13 @@ import scipy.sparse as sp
 from dptaucc.baselines.nmf_dp import DPNMF, analytic_gaussian_sigma, classical_gaussian_sigma
 from dptaucc.baselines.nmf_dp.gaussian import gaussian_delta, gaussian_epsilon, paper_noise_std
 from dptaucc.baselines.nmf_dp.init import nndsvd_init, project_columns
-from dptaucc.baselines.nmf_dp.updates import half_sq_loss, local_coefficients, w_steps
+from dptaucc.baselines.nmf_dp.updates import (
+    half_sq_loss,
+    local_coefficients,
+    paper_stop,
+    relative_improvement_stop,
+    w_steps,
+)
 from sklearn.exceptions import NotFittedError
 from sklearn.metrics import normalized_mutual_info_score as nmi
 from sklearn.utils.estimator_checks import parametrize_with_checks
@@ -90,28 +96,34 @@ def test_nndsvd_init_nonnegative_and_projection():
     assert np.all(np.linalg.norm(P, axis=0) <= 1 + 1e-12)
 
 
-@pytest.mark.parametrize("alpha,n_steps", [(1e-4, 201), (0.3, 7)])
-def test_w_steps_follow_the_written_update_and_stop(alpha, n_steps):
-    """The fused loop equals W ← Π_col(max(0, W − α(WĀ − B̄))) step by step, with the authors'
-    stop on ½tr(WᵀWĀ) − tr(WᵀB̄): it runs while the relative change is ≥ η."""
+@pytest.mark.parametrize("paper_rule", [True, False])
+@pytest.mark.parametrize("alpha", [1e-4, 0.3, 3.0])
+def test_w_steps_follow_the_written_update_and_stop(alpha, paper_rule):
+    """The fused loop equals W ← Π_col(max(0, W − α(WĀ − B̄))) step by step, stopping on
+    the surrogate ½tr(WᵀWĀ) − tr(WᵀB̄): the authors' rule (relative change < η) or the
+    corrected one (improvement ≤ η|previous|); at most 201 steps."""
     rng = np.random.default_rng(4)
-    W = project_columns(rng.random((30, 3)))
+    W = np.asfortranarray(project_columns(rng.random((30, 3))))
+    before = W.copy()
     A = rng.normal(0.1, 0.05, (3, 3))
     B = rng.normal(0.05, 0.2, (30, 3))
-    got, steps = w_steps(W, A, B, alpha, 1e-4, 200)
+    rule = paper_stop if paper_rule else relative_improvement_stop
+    got, steps = w_steps(W, A, B, alpha, 1e-4, 200, stop=rule)
+    np.testing.assert_array_equal(W, before)  # the caller's W is not touched
     loss = lambda M: 0.5 * np.trace(M.T @ M @ A) - np.trace(M.T @ B)  # noqa: E731
     ref, k = W, 0
     while True:
         k += 1
         new = project_columns(np.maximum(ref - alpha * (ref @ A - B), 0.0))
-        done = (loss(new) - loss(ref)) / loss(ref) < 1e-4 or k > 200
+        prev, cur = loss(ref), loss(new)
+        stop = (cur - prev) / prev < 1e-4 if paper_rule else not prev - cur > 1e-4 * abs(prev)
         ref = new
-        if done:
+        if stop or k > 200:
             break
     assert steps == k
     np.testing.assert_allclose(got, ref, rtol=0, atol=1e-12)
-    if alpha == 1e-4:
-        assert steps == n_steps  # a tiny step never meets the tolerance: the 201-step cap
+    if alpha == 1e-4 and paper_rule:
+        assert steps == 201  # a tiny step never meets the tolerance: the 201-step cap
 
 
 def test_local_coefficients_solve_each_documents_problem():
