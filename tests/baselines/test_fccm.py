@@ -416,7 +416,7 @@ def test_bad_input():
         CollaborativeFCCM(3).fit(-X.toarray())
     with pytest.raises(ValueError, match="NaN"):
         FCCM(3).fit(np.full((4, 4), np.nan))
-    with pytest.raises(ValueError, match="n_sites must be >= 3"):
+    with pytest.raises(ValueError, match="'n_sites' parameter .* range \\[3, inf\\)"):
         CollaborativeFCCM(3, n_sites=2).fit(X)
     with pytest.raises(ValueError, match="larger than the number of columns"):
         CollaborativeFCCM(3, n_sites=X.shape[1] + 1).fit(X)
@@ -432,7 +432,7 @@ def test_bad_input():
         FCCM(3, normalize="l2").fit(X)
     with pytest.raises(ValueError, match="fractional_bits"):
         CollaborativeFCCM(3, fractional_bits=60).fit(X)
-    with pytest.raises(TypeError, match="n_sites must be an int"):
+    with pytest.raises(TypeError, match="'n_sites' parameter .* must be an int"):
         CollaborativeFCCM(3, n_sites=3.0).fit(X)
     # an all-zero matrix is a valid input (fits, nothing to separate)
     assert CollaborativeFCCM(3, random_state=0).fit(sp.csr_matrix((6, 6))).row_labels_.size == 6
