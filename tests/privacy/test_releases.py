@@ -12,6 +12,9 @@ import scipy.sparse as sp
 from sklearn.metrics import normalized_mutual_info_score as nmi
 
 from dptaucc import DPTauCC, FastTauCC
+from dptaucc.baselines.colored_noise import ColoredNoiseKMeans
+from dptaucc.baselines.dpm import DPM
+from dptaucc.baselines.fccm import FCCM, CollaborativeFCCM
 from dptaucc.objective import contingency_table, relabel
 from dptaucc.privacy import NON_PRIVATE, attributes_of_kind, undeclared_attributes
 
@@ -29,6 +32,16 @@ CASES = [
     ("DPTauCC", lambda mode: DPTauCC(3, 3, epsilon=1.0, mode=mode, random_state=0),
      ("corrected", "paper"), True),
     ("FastTauCC", lambda mode: FastTauCC(3, 3, random_state=0), (None,), False),
+    ("DPM", lambda mode: DPM(epsilon=1.0, mode=mode, random_state=0), ("corrected", "paper"),
+     True),
+    ("ColoredNoise", lambda mode: ColoredNoiseKMeans(3, epsilon=1.0, mode=mode, random_state=0),
+     ("corrected", "paper"), True),
+    # the paper's local variant is not DP: paper mode only (corrected mode refuses it)
+    ("ColoredNoise-local", lambda mode: ColoredNoiseKMeans(3, epsilon=1.0, variant="local",
+                                                           noise="diag", mode=mode,
+                                                           random_state=0), ("paper",), True),
+    ("FCCM", lambda mode: FCCM(3, random_state=0), (None,), False),
+    ("CollaborativeFCCM", lambda mode: CollaborativeFCCM(3, random_state=0), (None,), False),
 ]
 
 FITS = [pytest.param(factory, mode, dp, id=f"{name}-{mode}")
@@ -73,6 +86,17 @@ def raw_recomputations(est, X) -> dict[str, np.ndarray]:
         c, ell = relabel(np.asarray(est.column_labels_))
         out["exact table of the evaluation labels"] = contingency_table(
             sp.csr_matrix(X), r, c, k, ell)
+    labels = out.get("predict", out.get("evaluation_row_labels"))
+    centres = getattr(est, "cluster_centers_", None)
+    if centres is not None and labels is not None:  # centroid methods: sizes and means
+        k = centres.shape[0]
+        out["exact sizes of the predicted clusters"] = np.bincount(labels, minlength=k)
+        if hasattr(est, "embedding_"):
+            Y = est.embedding_.apply(sp.csr_matrix(X))
+            Y = Y.toarray() if sp.issparse(Y) else np.asarray(Y)
+            sizes = np.maximum(np.bincount(labels, minlength=k), 1)
+            out["exact means of the predicted clusters"] = np.vstack(
+                [Y[labels == c].sum(axis=0) for c in range(k)]) / sizes[:, None]
     if hasattr(est, "dp_row_labels_") and hasattr(est, "column_labels_"):
         r, k = relabel(np.asarray(est.dp_row_labels_))
         c, ell = relabel(np.asarray(est.column_labels_))
