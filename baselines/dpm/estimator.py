@@ -29,9 +29,9 @@ data-independent set of possible values: counts are integers from the exact disc
 the split choices and the interval σ are indices into public candidate sets (the exponential
 mechanism, Gumbel noise built from 106-bit uniforms, i.e. exact up to a tail below 2⁻¹⁰⁰); the
 interval quantile is drawn on a public grid and only its nearest σ of a public table is kept;
-the leaf sums are Gaussian draws rounded to a grid fixed by σ (:func:`dptaucc.privacy.
-snap_to_grid`); the centres are those sums divided by max(count, 1), a fixed function of
-outputs whose possible values are data-independent. The interval step uses pooled
+the leaf sums are Gaussian draws rounded to a grid fixed by σ
+(:func:`dptaucc.privacy.snap_to_grid`); the centres are those sums divided by max(count, 1), a
+fixed function of outputs whose possible values are data-independent. The interval step uses pooled
 per-coordinate gaps whose utility sensitivity is proven (:mod:`.interval`); the split scores
 are normalised by the released count itself. n is treated as public: the one-cell relation
 never changes it (δ defaults to 1/(n√n), the paper's choice).

@@ -35,6 +35,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.metrics import normalized_mutual_info_score as nmi
 
 from dptaucc.objective import contingency_table
+from dptaucc.privacy import attributes_of_kind, fitted_attributes, undeclared_attributes
 
 # The paper's §6.1 setting: 100 objects × 90 binary items, 4 co-clusters, items over 4 sites.
 # One initialisation per trial, as in the paper's Table 1.
@@ -337,6 +338,21 @@ def test_ledger_says_secure_computation_not_dp():
     assert all(SMC_NOTE in e.note for e in led.entries)
     whole = FCCM(3, random_state=0).fit(X)
     assert whole.epsilon_spent_ == math.inf and not whole.privacy_ledger_.end_to_end_dp
+
+
+@pytest.mark.parametrize("cls", [FCCM, CollaborativeFCCM])
+def test_every_data_dependent_attribute_is_declared_non_private(cls):
+    """FCCM is not DP: what it computes from the data is declared non-private (never DP or
+    post-processing), and a fit with such attributes reports ε = ∞."""
+    X, _, _ = poisson_counts(2)
+    model = cls(3, random_state=0, n_init=1).fit(X)
+    assert undeclared_attributes(model) == []
+    kinds = model.release_kinds()
+    assert {kinds[a] for a in fitted_attributes(model)} <= {"non-private", "public",
+                                                             "post-processing"}
+    assert {"memberships_", "typicalities_", "row_labels_", "column_labels_", "contingency_",
+            "objective_"} <= set(attributes_of_kind(model, "non-private"))
+    assert model.epsilon_spent_ == math.inf
 
 
 def test_fitted_attributes_and_evaluation_labels():
