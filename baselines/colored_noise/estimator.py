@@ -43,8 +43,12 @@ Released values have data-independent possible values: each coordinate of a Gaus
 rounded to a grid fixed by its own (public) noise scale, and the centres are those sums divided
 by max(count, 1). Labels of rows (:meth:`ColoredNoiseKMeans.predict`), the label churn and cost
 ratio (:meth:`ColoredNoiseKMeans.evaluation_clustering_loss`) read the data and are **not
-private**; they are methods, never fitted attributes. Randomness: one seeded sampler built from
-``random_state`` (reproducible research runs), or a :class:`dptaucc.privacy.Sampler` passed in.
+private**; they are methods, never fitted attributes.
+
+Randomness: one seeded sampler built from ``random_state`` (reproducible research runs, not for
+a release you publish: the seed replays the noise). For a real release pass
+``random_state=dptaucc.privacy.SecureSampler()``: the Gaussian noise, the initial partition and
+the projection then come from a Generator seeded by the operating system (same ledger).
 """
 
 from __future__ import annotations

@@ -31,9 +31,9 @@ mechanism, Gumbel noise built from 106-bit uniforms, i.e. exact up to a tail bel
 interval quantile is drawn on a public grid and only its nearest σ of a public table is kept;
 the leaf sums are Gaussian draws rounded to a grid fixed by σ
 (:func:`dptaucc.privacy.snap_to_grid`); the centres are those sums divided by max(count, 1), a
-fixed function of outputs whose possible values are data-independent. The interval step uses pooled
-per-coordinate gaps whose utility sensitivity is proven (:mod:`.interval`); the split scores
-are normalised by the released count itself. n is treated as public: the one-cell relation
+fixed function of outputs whose possible values are data-independent. The interval step uses
+pooled per-coordinate gaps whose utility sensitivity is proven (:mod:`.interval`); the split
+scores are normalised by the released count itself. n is treated as public: the one-cell relation
 never changes it (δ defaults to 1/(n√n), the paper's choice).
 
 ``mode="paper"`` follows the reference code: (ε, δ) at add/remove level (hence (2ε,
@@ -43,7 +43,10 @@ false for p > 1: a named non-private step (``epsilon_spent_`` = inf), and every 
 depends on it is declared non-private.
 
 Randomness: every draw comes from one seeded sampler built from ``random_state`` (reproducible
-research runs); a user may pass a :class:`dptaucc.privacy.Sampler` instead.
+research runs, not for a release you publish: the seed replays the noise). For a real release
+pass ``random_state=dptaucc.privacy.SecureSampler()``: counts and choices then come from
+OpenDP's exact samplers with the operating system's randomness, the Gaussian sums and the public
+projection from a Generator seeded by the operating system (same ledger).
 """
 
 from __future__ import annotations

@@ -532,6 +532,20 @@ def test_fitted_model_holds_no_training_row_labels(mode):
                                          model.cluster_centers_))
 
 
+def test_secure_sampler_path_releases_the_same_kinds_with_the_same_ledger():
+    """A release to publish: OpenDP's exact samplers with OS randomness, same ledger steps."""
+    pytest.importorskip("opendp")
+    from dptaucc.privacy import SecureSampler
+
+    X = _topics()
+    seeded = DPM(epsilon=2.0, max_depth=2, n_components=4, random_state=0).fit(X)
+    secure = DPM(epsilon=2.0, max_depth=2, n_components=4, random_state=SecureSampler()).fit(X)
+    assert secure.leaf_counts_.dtype == np.int64
+    levels = {e.step for e in secure.privacy_ledger_.entries}
+    assert {"counts_level_0", "interval_size", "split_level_0", "leaf_sums"} <= levels
+    assert secure.epsilon_spent_ <= 2.0 + 1e-9 and seeded.privacy_ledger_.strict
+
+
 # ---------------------------------------- neighbour pairs at each mechanism's own ε
 def _count_hits(broken, runs=40_000):
     """{released count <= n} for n rows and for n + 1 rows (add one row), at the count's own

@@ -9,12 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sklearn.metrics import normalized_mutual_info_score as nmi
-
-from dptaucc import DPTauCC, FastTauCC
 from dptaucc.baselines.colored_noise import ColoredNoiseKMeans
 from dptaucc.baselines.dpm import DPM
 from dptaucc.baselines.fccm import FCCM, CollaborativeFCCM
+from sklearn.metrics import normalized_mutual_info_score as nmi
+
+from dptaucc import DPTauCC, FastTauCC
 from dptaucc.objective import contingency_table, relabel
 from dptaucc.privacy import NON_PRIVATE, attributes_of_kind, undeclared_attributes
 
