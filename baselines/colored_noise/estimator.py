@@ -1,66 +1,104 @@
-"""Colored-noise mechanism for DP k-means (Ravi, Scaglione & Peisert 2021), spec §2.
+"""Colored-noise mechanism for DP k-means (Ravi, Scaglione & Peisert 2021).
 
-Rows are first mapped to the unit L2 ball by a public per-record transform (and, where the
-spec advises, a data-independent random projection): :mod:`dptaucc.baselines.dpm.rows`.
+Rows are first mapped to the unit L2 ball by a public per-record transform (and, where useful,
+a data-independent random projection): :mod:`dptaucc.baselines.dpm.rows`.
 
-``variant="local"`` — the paper's formulation ("CN-local", a **leaky reference**): non-private
+Two variants:
+
+``variant="hardened"`` (default) — end-to-end DP: DP-Lloyd from a random (data-independent)
+partition; each of ``n_iter`` iterations releases the per-cluster (sum, count) vectors with
+Gaussian noise whose covariance is optimised against the **public domain** {(x, 1) : ‖x‖₂ ≤ 1}
+(one added row changes one block by such a vector). For that domain the optimum is available in
+closed form: minimising p·a + b subject to 1/a + 1/b ≤ γ gives a = (√p + 1)/(γ√p) on the sum
+coordinates and b = (√p + 1)/γ on the count, trace (√p + 1)²/γ, against 2(p+1)/γ for white
+noise; by the rotation and sign symmetry of the domain the full-covariance optimum is this same
+diagonal matrix (the unit tests check both against the numerical solvers of :mod:`.solver`).
+
+``variant="local"`` — the paper's formulation, a **leaky reference** that is not DP: non-private
 k-means, then one release c̃ = c + N(0, Σ) with Σ optimised against the *local* sensitivity set
-Δ_i = (x_i − c_k(i))/(n_k(i) − 1) of "remove row i, keep the partition" (§2.2). Both the
-partition and the data-dependent Σ are named non-private steps in the ledger; the (ε, δ) entry
-records what the paper claims for the centroid release.
-
-``variant="hardened"`` — "CN-hardened" (§2.6 b), end-to-end DP: DP-Lloyd from a random
-(data-independent) partition; each of ``n_iter`` iterations releases the per-cluster
-(sum, count) vectors with Gaussian noise whose covariance is optimised against the **public
-domain** {(x, 1) : ‖x‖₂ ≤ 1} (one add/remove changes one block by such a vector). For that
-domain the optimum is available in closed form: minimising p·a + b subject to 1/a + 1/b ≤ γ
-gives a = (√p + 1)/(γ√p) on the sum coordinates and b = (√p + 1)/γ on the count, trace
-(√p + 1)²/γ, against 2(p+1)/γ for white noise; by the rotation and sign symmetry of the domain
-the full-covariance optimum is this same diagonal matrix (the unit tests check both against
-the numerical solvers of :mod:`.solver`).
+Δ_i = (x_i − c_k(i))/(n_k(i) − 1) of "remove row i, keep the partition". The partition and the
+data-dependent Σ read the rows outside any mechanism: the ledger names both steps and reports
+``epsilon_spent_`` = inf; the (ε, δ) entry records what the paper claims for the centroid
+release alone. It runs only with ``mode="paper"``.
 
 ``noise``: ``"white"`` (paper Thm. 3), ``"diag"`` or ``"full"`` (eq. 11, solved by
 :mod:`.solver` to a certified relative duality gap ``tol``).
 
-Calibration and neighbours: ``mode="corrected"`` uses the exact analytic-Gaussian γ (Balle–Wang)
-at the add/remove budget (ε/2, δ/(1+e^{ε/2})) and claims (ε, δ) at the paper's one-cell level
-by group privacy (§0.1). ``mode="paper"`` uses the paper's (ε, δ)-PDP γ at add/remove level
-(so (2ε, (1+e^ε)δ) at cell level, which the ledger records).
+Threat model and guarantees
+---------------------------
+``mode`` states the claim, ``variant`` the algorithm:
+
+* ``mode="corrected"`` (default) is (ε, δ)-DP end to end for the paper's **one-cell**
+  neighbours, and accepts only the hardened variant (``variant="local"`` raises: it cannot be
+  DP). The Gaussian releases are calibrated with the exact analytic-Gaussian γ (Balle–Wang) at
+  the add/remove budget (ε/2, δ/(1+e^{ε/2})), split evenly over the iterations, and group
+  privacy over "remove the row, add the modified row" gives (ε, δ) at cell level.
+* ``mode="paper"`` uses the paper's (ε, δ)-probabilistic-DP γ at add/remove level (so (2ε,
+  (1+e^ε)δ) at cell level, which the ledger records). With the hardened variant that is still
+  DP end to end; with the local variant it is the paper's leaky formulation (ε = inf).
+
+What is released: the centres, the last iteration's noisy (sum, count) blocks, the noise
+covariances (public for the hardened variant: they depend on p and γ only) and the ledger.
+Released values have data-independent possible values: each coordinate of a Gaussian release is
+rounded to a grid fixed by its own (public) noise scale, and the centres are those sums divided
+by max(count, 1). Labels of rows (:meth:`ColoredNoiseKMeans.predict`), the label churn and cost
+ratio (:meth:`ColoredNoiseKMeans.evaluation_clustering_loss`) read the data and are **not
+private**; they are methods, never fitted attributes.
+
+Randomness: one seeded sampler built from ``random_state`` (reproducible research runs, not for
+a release you publish: the seed replays the noise). For a real release pass
+``random_state=dptaucc.privacy.SecureSampler()``: the Gaussian noise, the initial partition and
+the projection then come from a Generator seeded by the operating system (same ledger).
 """
 
 from __future__ import annotations
 
 import math
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import KMeans
+from sklearn.utils._param_validation import Interval, StrOptions
 
-from dptaucc.privacy import PrivacyLedger, check_epsilon
-from dptaucc.validation import (
-    CountMatrixTagsMixin,
-    check_count_matrix,
-    check_fraction,
-    check_n_clusters,
-    make_generator,
+from dptaucc.privacy import (
+    DP,
+    LEDGER_ATTRIBUTES,
+    NON_PRIVATE,
+    POST_PROCESSING,
+    PUBLIC,
+    PrivacyLedger,
+    ReleaseKindsMixin,
+    check_epsilon,
+    make_sampler,
 )
+from dptaucc.validation import CountMatrixTagsMixin, check_count_matrix, check_n_clusters
 
-from ..dpm.estimator import nearest_centre
+from ..dpm.estimator import (
+    EPSILON_CONSTRAINT,
+    RANDOM_STATE_CONSTRAINT,
+    check_fitted_rows,
+    nearest_centre,
+)
+from ..dpm.gaussian import colored_gaussian_mechanism, colored_gaussian_noise
 from ..dpm.gaussian import gamma as gamma_of
 from ..dpm.neighbours import charge_cell_level_conversion, row_level_budget
-from ..dpm.rows import make_embedding
+from ..dpm.rows import TRANSFORMS, make_embedding
 from .solver import DenseDeviations, SparseDeviations, min_trace_diag, min_trace_full
 
-__all__ = ["ColoredNoiseKMeans", "NOISES", "VARIANTS", "MODES", "public_domain_variances"]
+__all__ = ["ColoredNoiseKMeans", "NOISES", "VARIANTS", "MODES", "public_domain_variances",
+           "release_cluster_blocks", "DOMAIN_RADIUS"]
 
 NOISES = ("white", "diag", "full")
 VARIANTS = ("hardened", "local")
 MODES = ("corrected", "paper")
 MAX_FULL_DIM = 200  # the full-covariance solver is O(p³) per iteration
+#: public L2 bound of an embedded row (unit ball after the per-record transform)
+DOMAIN_RADIUS = 1.0
 
 
-def public_domain_variances(p: int, gamma: float, noise: str, radius: float = 1.0
+def public_domain_variances(p: int, gamma: float, noise: str, radius: float = DOMAIN_RADIUS
                             ) -> np.ndarray:
     """Noise variances of one (sum ∈ ℝ^p, count) block for the domain {(x,1): ‖x‖ ≤ radius}.
 
@@ -75,7 +113,29 @@ def public_domain_variances(p: int, gamma: float, noise: str, radius: float = 1.
     return np.concatenate([np.full(p, radius * rp / (gamma * math.sqrt(p))), [rp / gamma]])
 
 
-class ColoredNoiseKMeans(CountMatrixTagsMixin, ClusterMixin, BaseEstimator):
+def release_cluster_blocks(sums: np.ndarray, counts: np.ndarray, epsilon: float, delta: float,
+                           calibration: str, noise: str, sampler, ledger: PrivacyLedger,
+                           step: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """One DP-Lloyd release: per-cluster (sum, count) + N(0, Σ), Σ built for the public domain.
+
+    Add/remove one row (‖y‖₂ ≤ 1) changes one cluster's block by (y, 1): with Σ from
+    :func:`public_domain_variances` every such change has ΔᵀΣ⁻¹Δ ≤ γ(ε, δ), so the release is
+    (ε, δ)-DP (:func:`~dptaucc.baselines.dpm.gaussian.colored_gaussian_mechanism`; L2
+    sensitivity √(R² + 1) recorded). Returns (noisy sums, noisy counts, variances, γ).
+    """
+    g = gamma_of(epsilon, delta, calibration)
+    p = sums.shape[1]
+    var = public_domain_variances(p, g, noise)
+    noisy = colored_gaussian_mechanism(
+        np.hstack([sums, np.asarray(counts, dtype=float)[:, None]]), var, epsilon, delta,
+        math.hypot(DOMAIN_RADIUS, 1.0), sampler, ledger, step,
+        f"per-cluster (sum, count) with Sigma optimised for {{(x,1): ||x|| <= 1}}; "
+        f"gamma = {g:.6g} ({calibration}); one row changes one block",
+        mechanism=f"gaussian (colored: {noise}, public domain)")
+    return noisy[:, :p], noisy[:, p], var, g
+
+
+class ColoredNoiseKMeans(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, BaseEstimator):
     """k-means centroids released with optimised-covariance Gaussian noise (Ravi et al.).
 
     Parameters
@@ -83,29 +143,68 @@ class ColoredNoiseKMeans(CountMatrixTagsMixin, ClusterMixin, BaseEstimator):
     n_clusters : k.
     epsilon, delta : budget at the paper's one-cell level (``mode="corrected"``).
     noise : ``"white"``, ``"diag"`` or ``"full"``.
-    variant : ``"hardened"`` (end-to-end DP, default) or ``"local"`` (the paper's, leaky).
+    variant : ``"hardened"`` (end-to-end DP, default) or ``"local"`` (the paper's, not DP;
+        ``mode="paper"`` only).
     mode : ``"corrected"`` or ``"paper"`` (calibration and neighbouring relation; see module).
     row_transform : per-record row normalisation ``"l2"`` or ``"l1"``.
     n_components : public random-projection dimension; ``"auto"``: 100 for the hardened
         variant when d > 100, 20 for ``variant="local", noise="full"`` when d > 200 (the
         solver is O(p³) per iteration), none otherwise (local white/diag stay sparse in full
         dimension, which is what text needs: random projections lose most of the topic
-        structure, see the report).
+        structure).
     n_iter : DP-Lloyd iterations of the hardened variant (the budget is split evenly).
     n_init : k-means restarts of the local variant.
     tol, max_solver_iter : certified relative duality gap (default 1e-4: the released
         noise trace is within 0.01 % of the optimum; the covariance is exactly feasible at any
         gap) and iteration cap of the solver.
-    random_state : seed of the one Generator all randomness comes from.
+    random_state : seed of the one Generator all randomness comes from (or a Sampler).
 
-    Fitted: ``cluster_centers_`` (k×p, embedding space), ``row_labels_`` (nearest released
-    centre, evaluation only), ``row_labels_private_`` (False), ``n_row_clusters_``,
-    ``privacy_ledger_``, ``epsilon_spent_``, ``delta_spent_``, ``gamma_``,
-    ``noise_covariances_`` (per cluster: p×p, diagonal (p,), or (p+1,) for the hardened
-    (sum, count) block), ``noise_trace_``, ``duality_gap_``, ``partition_private_``,
-    ``embedding_``, ``neighbouring_``, ``kmeans_labels_`` (local variant only: the
-    non-private k-means partition the noise was calibrated for, kept for audits; None otherwise).
+    Attributes
+    ----------
+    cluster_centers_ : k×p released centres (embedding space).
+    cluster_sums_, cluster_counts_ : hardened variant: the last iteration's noisy (sum, count)
+        blocks, each coordinate on its noise grid; ``cluster_centers_ = cluster_sums_ /
+        max(cluster_counts_, 1)``.
+    noise_covariances_ : per cluster: p×p, diagonal (p,), or (p+1,) for the hardened
+        (sum, count) block; ``noise_trace_``, ``duality_gap_``, ``gamma_``.
+    kmeans_labels_ : local variant only: the non-private k-means partition the noise was
+        calibrated for (NON-PRIVATE, kept for audits and the clustering loss).
+    row_labels_private_ : False — no labels of the training rows are released; use
+        :meth:`predict` (not private) for the paper's nearest-centre protocol.
+    partition_private_, n_row_clusters_, embedding_, neighbouring_, n_features_in_,
+    privacy_ledger_, epsilon_spent_, delta_spent_.
     """
+
+    _parameter_constraints = {
+        "n_clusters": [Interval(Integral, 1, None, closed="left")],
+        "epsilon": EPSILON_CONSTRAINT,
+        "delta": [Interval(Real, 0, 1, closed="neither")],
+        "noise": [StrOptions(set(NOISES))],
+        "variant": [StrOptions(set(VARIANTS))],
+        "mode": [StrOptions(set(MODES))],
+        "row_transform": [StrOptions(set(TRANSFORMS))],
+        "n_components": [None, StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
+        "n_iter": [Interval(Integral, 1, None, closed="left")],
+        "n_init": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, 1, closed="neither")],
+        "max_solver_iter": [Interval(Integral, 1, None, closed="left")],
+        "random_state": RANDOM_STATE_CONSTRAINT,
+    }
+
+    _release_kinds = {
+        "cluster_centers_": POST_PROCESSING, "cluster_sums_": DP, "cluster_counts_": DP,
+        "noise_covariances_": PUBLIC, "noise_trace_": PUBLIC, "duality_gap_": PUBLIC,
+        "gamma_": PUBLIC, "partition_private_": PUBLIC, "n_row_clusters_": PUBLIC,
+        "embedding_": PUBLIC, "neighbouring_": PUBLIC, "n_features_in_": PUBLIC,
+        "row_labels_private_": PUBLIC,
+        **LEDGER_ATTRIBUTES,
+    }
+    # the local variant (paper mode only): partition and covariances read the raw rows
+    _local_release_kinds = {
+        "cluster_centers_": NON_PRIVATE, "kmeans_labels_": NON_PRIVATE,
+        "noise_covariances_": NON_PRIVATE, "noise_trace_": NON_PRIVATE,
+        "duality_gap_": NON_PRIVATE,
+    }
 
     def __init__(self, n_clusters=8, epsilon=1.0, delta=1e-5, noise="full", variant="hardened",
                  mode="corrected", row_transform="l2", n_components="auto", n_iter=3, n_init=3,
@@ -124,22 +223,22 @@ class ColoredNoiseKMeans(CountMatrixTagsMixin, ClusterMixin, BaseEstimator):
         self.max_solver_iter = max_solver_iter
         self.random_state = random_state
 
+    def release_kinds(self) -> dict[str, str]:
+        kinds = super().release_kinds()
+        if self.variant == "local":
+            kinds.update(self._local_release_kinds)
+        return kinds
+
     # ------------------------------------------------------------------ checks
     def _check_params(self, n: int, d: int):
-        for name, value, allowed in (("noise", self.noise, NOISES),
-                                     ("variant", self.variant, VARIANTS),
-                                     ("mode", self.mode, MODES)):
-            if value not in allowed:
-                raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+        """Checks that need the data shape or combine parameters."""
+        if self.variant == "local" and self.mode == "corrected":
+            raise ValueError("variant='local' is the paper's formulation and is not DP (its "
+                             "partition and noise covariance read the raw rows); "
+                             "mode='corrected' promises end-to-end DP: use variant='hardened', "
+                             "or mode='paper' to run the paper's variant")
         k = check_n_clusters(self.n_clusters, n, "n_clusters", "rows")
         eps = check_epsilon(self.epsilon)
-        delta = check_fraction(self.delta, "delta")
-        for name, value in (("n_iter", self.n_iter), ("n_init", self.n_init),
-                            ("max_solver_iter", self.max_solver_iter)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
-        if not (0 < self.tol < 1):
-            raise ValueError(f"tol must lie in (0, 1), got {self.tol}")
         p = self.n_components
         if p == "auto":
             if self.variant == "hardened":
@@ -149,29 +248,30 @@ class ColoredNoiseKMeans(CountMatrixTagsMixin, ClusterMixin, BaseEstimator):
         if self.variant == "local" and self.noise == "full" and (p or d) > MAX_FULL_DIM:
             raise ValueError(f"noise='full' solves a {(p or d)}-dimensional covariance; use "
                              f"n_components <= {MAX_FULL_DIM} or noise='diag'")
-        return k, eps, delta, p
-
+        return k, eps, float(self.delta), p
 
     # --------------------------------------------------------------------- fit
     def fit(self, X, y=None):
         """Cluster the rows of a non-negative count matrix and release noisy centroids."""
+        self._validate_params()
         X = check_count_matrix(X, integer=False)
         n, d = X.shape
         k, eps, delta, p = self._check_params(n, d)
-        self.kmeans_labels_ = None
+        for stale in ("kmeans_labels_", "cluster_sums_", "cluster_counts_"):  # variant-specific
+            self.__dict__.pop(stale, None)
         corrected = self.mode == "corrected"
-        rng = make_generator(self.random_state)
+        sampler = make_sampler(self.random_state)
         ledger = PrivacyLedger(budget_epsilon=eps, budget_delta=delta, strict=corrected)
         eps_r, delta_r = row_level_budget(eps, delta) if corrected else (eps, delta)
         calibration = "analytic" if corrected else "pdp"
-        emb = make_embedding(d, p, self.row_transform, rng)
-        Y = emb.apply(X)
+        emb = make_embedding(d, p, self.row_transform, sampler.rng)
+        Y = emb.apply(X)  # the one pass over X of this fit
         if self.variant == "local":
-            centres, covs, gap, g = self._fit_local(Y, k, eps_r, delta_r, calibration, rng,
+            centres, covs, gap, g = self._fit_local(Y, k, eps_r, delta_r, calibration, sampler,
                                                     ledger)
         else:
-            centres, covs, gap, g = self._fit_hardened(Y, k, eps_r, delta_r, calibration, rng,
-                                                       ledger)
+            centres, covs, gap, g = self._fit_hardened(Y, k, eps_r, delta_r, calibration,
+                                                       sampler, ledger)
         charge_cell_level_conversion(ledger, ledger.epsilon_mechanisms, ledger.delta_spent)
 
         self.embedding_ = emb
@@ -188,15 +288,13 @@ class ColoredNoiseKMeans(CountMatrixTagsMixin, ClusterMixin, BaseEstimator):
         self.privacy_ledger_ = ledger
         self.epsilon_spent_ = ledger.epsilon_spent
         self.delta_spent_ = ledger.delta_spent
-        self.row_labels_ = self.evaluation_row_labels(X)
         self.row_labels_private_ = False
-        self.labels_ = self.row_labels_
         return self
 
-    def _fit_local(self, Y, k, eps_r, delta_r, calibration, rng, ledger):
+    def _fit_local(self, Y, k, eps_r, delta_r, calibration, sampler, ledger):
         """Paper formulation: non-private k-means + colored noise on local sensitivities."""
         km = KMeans(n_clusters=k, n_init=int(self.n_init),
-                    random_state=int(rng.integers(2**31 - 1))).fit(Y)
+                    random_state=int(sampler.rng.integers(2**31 - 1))).fit(Y)
         labels = km.labels_
         ledger.mark_non_private("kmeans_partition",
                                 "paper formulation: the k-means partition is computed on the "
@@ -219,14 +317,13 @@ class ColoredNoiseKMeans(CountMatrixTagsMixin, ClusterMixin, BaseEstimator):
                       f"c + N(0, Sigma) with max_i Delta_i' Sigma^-1 Delta_i <= gamma = {g:.6g} "
                       f"({calibration}); Delta_i = (x_i - c_k)/(n_k - 1), partition fixed")
         covs, gap = self._local_covariances(blocks, centres, sizes, g)
-        noisy = centres.copy()
-        for c in range(k):
-            noisy[c] += self._sample(covs[c], rng)
+        noisy = np.vstack([colored_gaussian_noise(centres[c], covs[c], sampler)
+                           for c in range(k)])
         self.kmeans_labels_ = labels  # NON-PRIVATE partition (paper formulation), for audits
         return noisy, covs, gap, g
 
     def _local_covariances(self, blocks, centres, sizes, g):
-        """Per-cluster Σ_k against the local sensitivity set (spec §2.4)."""
+        """Per-cluster Σ_k against the local sensitivity set (the paper's eq. 11 per block)."""
         k, p = centres.shape
         if math.isinf(g):
             return [np.zeros(p) if self.noise != "full" else np.zeros((p, p))] * k, 0.0
@@ -263,50 +360,42 @@ class ColoredNoiseKMeans(CountMatrixTagsMixin, ClusterMixin, BaseEstimator):
             gap = max(gap, res.gap)
         return covs, gap
 
-    def _fit_hardened(self, Y, k, eps_r, delta_r, calibration, rng, ledger):
-        """DP-Lloyd with (sum, count) releases noised for the public domain (§2.6 b)."""
+    def _fit_hardened(self, Y, k, eps_r, delta_r, calibration, sampler, ledger):
+        """DP-Lloyd with (sum, count) releases noised for the public domain."""
         n, p = Y.shape
         T = int(self.n_iter)
-        eps_t, delta_t = eps_r / T, delta_r / T
-        g = gamma_of(eps_t, delta_t, calibration)
-        var = public_domain_variances(p, g, self.noise)
-        sd = np.sqrt(var)
-        labels = rng.integers(0, k, size=n)  # data-independent initial partition
-        centres = np.zeros((k, p))
+        labels = sampler.rng.integers(0, k, size=n)  # data-independent initial partition
         for it in range(T):
             ind = sp.csr_matrix((np.ones(n), (labels, np.arange(n))), shape=(k, n))
             sums = ind @ Y
             sums = sums.toarray() if sp.issparse(sums) else np.asarray(sums)
-            counts = np.bincount(labels, minlength=k).astype(float)
-            ledger.charge(
-                f"lloyd_iteration_{it}", f"gaussian (colored: {self.noise}, public domain)",
-                eps_t, delta_t, math.sqrt(2.0), "sequential",
-                f"per-cluster (sum, count) with Sigma optimised for {{(x,1): ||x|| <= 1}}; "
-                f"gamma = {g:.6g} ({calibration}); one row changes one block")
-            noisy_sums = sums + rng.standard_normal(sums.shape) * sd[:p]
-            noisy_counts = counts + rng.standard_normal(k) * sd[p]
-            centres = noisy_sums / np.maximum(noisy_counts, 1.0)[:, None]
+            counts = np.bincount(labels, minlength=k)
+            sums_t, counts_t, var, g = release_cluster_blocks(
+                sums, counts, eps_r / T, delta_r / T, calibration, self.noise, sampler, ledger,
+                f"lloyd_iteration_{it}")
+            centres = sums_t / np.maximum(counts_t, 1.0)[:, None]
             if it < T - 1:
                 labels = nearest_centre(Y, centres)  # part of the next release's query
+        self.cluster_sums_, self.cluster_counts_ = sums_t, counts_t
         return centres, [var.copy() for _ in range(k)], 0.0, g
 
-    @staticmethod
-    def _sample(cov: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        if cov.ndim == 1:
-            return rng.standard_normal(cov.size) * np.sqrt(np.maximum(cov, 0.0))
-        w, U = np.linalg.eigh(cov)
-        return U @ (np.sqrt(np.maximum(w, 0.0)) * rng.standard_normal(w.size))
-
-    def evaluation_row_labels(self, X) -> np.ndarray:
-        """EVALUATION ONLY (not private): each row of X → its nearest released centroid."""
-        if not hasattr(self, "cluster_centers_"):
-            raise AttributeError("ColoredNoiseKMeans is not fitted yet; call fit first")
-        X = check_count_matrix(X, integer=False)
+    # ------------------------------------------------------- reads the data
+    def predict(self, X) -> np.ndarray:
+        """NOT PRIVATE: each row of X → its nearest released centroid (reads the rows of X)."""
+        X = check_fitted_rows(self, X)
         return nearest_centre(self.embedding_.apply(X), self.cluster_centers_)
 
+    def fit_predict(self, X, y=None) -> np.ndarray:
+        """``fit(X)`` then :meth:`predict` on the same rows — the labels are NOT PRIVATE."""
+        return self.fit(X).predict(X)
+
+    def evaluation_row_labels(self, X) -> np.ndarray:
+        """EVALUATION ONLY (not private): the paper's protocol, :meth:`predict`."""
+        return self.predict(X)
+
     def evaluation_clustering_loss(self, X) -> dict:
-        """EVALUATION ONLY (local variant, training X): Ravi et al.'s Fig. 2 "fractional
-        clustering loss" in the two readings of spec §2.7 — ``label_churn``, the fraction of
+        """EVALUATION ONLY, NOT PRIVATE (local variant, training X): Ravi et al.'s Fig. 2
+        "fractional clustering loss" in its two readings — ``label_churn``, the fraction of
         rows whose nearest noisy centroid differs from their k-means cluster, and
         ``cost_ratio``, the k-means cost with the noisy centroids (nearest assignment) over the
         cost of the exact partition and centroids."""

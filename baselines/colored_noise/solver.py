@@ -1,4 +1,4 @@
-"""Minimum-trace noise covariance under the colored-noise privacy constraint (spec §2.3–2.4).
+"""Minimum-trace noise covariance under the colored-noise privacy constraint.
 
 Problem (Ravi et al. eq. 11, one centroid block at a time): given sensitivity vectors
 v_1..v_N ∈ ℝ^p and γ = γ(ε, δ),

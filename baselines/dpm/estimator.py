@@ -1,58 +1,102 @@
 """DPM (Liebenow et al., CCS 2024): DP clustering by recursive separation, no k needed.
 
-Reconstruction of spec §1 (``../shared/specs/other-seed-methods.md``), adapted to
-document-term counts as §0.1/§1.9 advise:
+Our reconstruction of the authors' method, adapted to document-term counts:
 
 1. public per-record transform: rows scaled to unit L2 (or L1) norm, then a data-independent
-   Gaussian projection to ``n_components`` dimensions (drawn from the fit's Generator) and
-   renormalised, so ‖y‖₂ ≤ 1; coordinates clipped per record to the public box
-   [−b, b], b = min(1, coord_clip/√p), and mapped affinely to [−100, 100] for the interval
-   step's σ grid (§1.9);
-2. noisy root count (Laplace), DP interval size (Smith quantile + public simulated table);
+   Gaussian projection to ``n_components`` dimensions (drawn from the fit's sampler) and
+   renormalised, so ‖y‖₂ ≤ 1; coordinates clipped per record to the public box [−b, b],
+   b = min(1, coord_clip/√p), and mapped affinely to [−100, 100] for the interval step's σ grid;
+2. noisy root count, DP interval size (Smith quantile + public simulated table);
 3. recursive splits (exponential mechanism on centreness/emptiness scores), noisy child counts;
 4. noisy leaf sums (analytic Gaussian, L2 sensitivity 1 = the public row bound) ÷ noisy counts.
 
 Budget fractions (f_int, f_cnt, f_exp, f_avg) = (0.04, 0.18, 0.18, 0.60); per-level ε ∝ √(2^ℓ);
-δ_cnt = 0.2·δ'/(L+1) per count level, δ_avg = 0.8·δ' (§1.2, §1.4).
+δ_cnt = 0.2·δ'/(L+1) per count level, δ_avg = 0.8·δ'.
 
-Privacy. The mechanisms are (ε', δ')-DP for **add/remove one row** (rows in the public ball).
-``mode="corrected"`` runs them at ε' = ε/2, δ' = δ/(1+e^{ε/2}) and claims (ε, δ) at the paper's
-**one-cell** level by group privacy (§0.1; :mod:`dptaucc.baselines.dpm.neighbours`); the interval
-step uses pooled per-coordinate gaps with a proven sensitivity. ``mode="paper"`` follows the
-reference code: (ε, δ) at add/remove level (hence (2ε, (1+e^ε)δ) at cell level, which the ledger
-records), the box-diagonal averaging sensitivity b·√p, and the averaged-gap interval step whose
-claimed sensitivity 2 is false for p > 1 (a named non-private step).
+Threat model and guarantees
+---------------------------
+What is released: the fitted attributes (centres, leaf sums and counts, the split tree, the
+interval σ and the bin count, the public projection) and the privacy ledger. Nothing in a
+fitted model is read from the data outside a mechanism: labels of rows come from
+:meth:`DPM.predict` / :meth:`DPM.evaluation_row_labels` on data the caller holds, and are
+**not private** (they read the rows).
 
-δ defaults to 1/(n√n) (the paper's choice). n is treated as public: it is invariant under the
-one-cell relation in which the guarantee is stated; internally DPM uses only its noisy count.
-Row labels are the nearest released centre, an evaluation-only step (``row_labels_private_``
-is False); the released model is the centres, their noisy counts and the split tree.
+``mode="corrected"`` (default): (ε, δ)-DP end to end for the paper's **one-cell** neighbours
+(one count changed by one). The mechanisms are (ε', δ')-DP for **add/remove one row** (rows in
+the public ball) at ε' = ε/2, δ' = δ/(1+e^{ε/2}); a one-cell change is "remove the row, add the
+modified row", so group privacy gives (ε, δ) (:mod:`.neighbours`). Every release has a
+data-independent set of possible values: counts are integers from the exact discrete Laplace;
+the split choices and the interval σ are indices into public candidate sets (the exponential
+mechanism, Gumbel noise built from 106-bit uniforms, i.e. exact up to a tail below 2⁻¹⁰⁰); the
+interval quantile is drawn on a public grid and only its nearest σ of a public table is kept;
+the leaf sums are Gaussian draws rounded to a grid fixed by σ
+(:func:`dptaucc.privacy.snap_to_grid`); the centres are those sums divided by max(count, 1), a
+fixed function of outputs whose possible values are data-independent. The interval step uses
+pooled per-coordinate gaps whose utility sensitivity is proven (:mod:`.interval`); the split
+scores are normalised by the released count itself. n is treated as public: the one-cell relation
+never changes it (δ defaults to 1/(n√n), the paper's choice).
+
+``mode="paper"`` follows the reference code: (ε, δ) at add/remove level (hence (2ε,
+(1+e^ε)δ) at cell level, which the ledger records), the box-diagonal averaging sensitivity
+b·√p, float Laplace counts, and the averaged-gap interval step whose claimed sensitivity 2 is
+false for p > 1: a named non-private step (``epsilon_spent_`` = inf), and every attribute that
+depends on it is declared non-private.
+
+Randomness: every draw comes from one seeded sampler built from ``random_state`` (reproducible
+research runs, not for a release you publish: the seed replays the noise). For a real release
+pass ``random_state=dptaucc.privacy.SecureSampler()``: counts and choices then come from
+OpenDP's exact samplers with the operating system's randomness, the Gaussian sums and the public
+projection from a Generator seeded by the operating system (same ledger).
 """
 
 from __future__ import annotations
 
 import math
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
 
-from dptaucc.privacy import PrivacyLedger, check_epsilon
-from dptaucc.validation import (
-    CountMatrixTagsMixin,
-    check_count_matrix,
-    check_fraction,
-    make_generator,
+from dptaucc.privacy import (
+    DP,
+    LEDGER_ATTRIBUTES,
+    NON_PRIVATE,
+    POST_PROCESSING,
+    PUBLIC,
+    PrivacyLedger,
+    ReleaseKindsMixin,
+    Sampler,
+    check_epsilon,
+    make_sampler,
 )
+from dptaucc.validation import CountMatrixTagsMixin, check_count_matrix
 
 from .core import DEFAULT_FRACTIONS, SCALE, dpm_release
 from .neighbours import charge_cell_level_conversion, row_level_budget
-from .rows import RowEmbedding, make_embedding
+from .rows import TRANSFORMS, RowEmbedding, make_embedding
 
-__all__ = ["DPM", "MODES", "nearest_centre"]
+__all__ = ["DPM", "MODES", "nearest_centre", "check_fitted_rows", "RANDOM_STATE_CONSTRAINT",
+           "EPSILON_CONSTRAINT"]
 
 MODES = ("corrected", "paper")
 MAX_DENSE = 50_000_000
+#: what ``random_state`` may be: None, a seed, a numpy Generator or a privacy Sampler
+RANDOM_STATE_CONSTRAINT = ["random_state", np.random.Generator, np.random.SeedSequence, Sampler]
+#: ε > 0, ∞ allowed (no noise)
+EPSILON_CONSTRAINT = [Interval(Real, 0, math.inf, closed="right")]
+
+
+def check_fitted_rows(estimator, X) -> sp.csr_matrix:
+    """X validated as counts with the number of columns ``estimator`` was fitted on."""
+    check_is_fitted(estimator, "cluster_centers_")
+    X = check_count_matrix(X, integer=False)
+    if X.shape[1] != estimator.n_features_in_:
+        raise ValueError(f"X has {X.shape[1]} features, but {type(estimator).__name__} is "
+                         f"expecting {estimator.n_features_in_} features as input")
+    return X
 
 
 def nearest_centre(Y, centres: np.ndarray) -> np.ndarray:
@@ -61,7 +105,7 @@ def nearest_centre(Y, centres: np.ndarray) -> np.ndarray:
     return np.argmin((centres * centres).sum(axis=1)[None, :] - 2.0 * cross, axis=1)
 
 
-class DPM(CountMatrixTagsMixin, ClusterMixin, BaseEstimator):
+class DPM(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, BaseEstimator):
     """Differentially private clustering by recursive separation (Liebenow et al., CCS'24).
 
     Parameters
@@ -75,13 +119,46 @@ class DPM(CountMatrixTagsMixin, ClusterMixin, BaseEstimator):
     max_depth : L, at most 2^L clusters.
     budget_fractions : (f_int, f_cnt, f_exp, f_avg), positive, summing to 1.
     t, q, w_c, w_e : centreness shape and score weights (paper Defs. 6–7).
-    random_state : seed of the one Generator all randomness comes from.
+    random_state : seed of the one Generator all randomness comes from (or a Sampler).
 
-    Fitted attributes: ``cluster_centers_`` (k×p, in the embedding space), ``leaf_counts_``,
-    ``split_tree_``, ``embedding_``, ``n_row_clusters_``, ``row_labels_``,
-    ``row_labels_private_`` (False), ``privacy_ledger_``, ``epsilon_spent_``, ``delta_spent_``,
-    ``interval_sigma_``, ``n_bins_``, ``tree_depth_``, ``neighbouring_``.
+    Attributes
+    ----------
+    cluster_centers_ : k×p centres in the embedding space (post-processing of the releases).
+    leaf_sums_, leaf_counts_ : the leaves' noisy sums (on the Gaussian's grid) and noisy counts
+        (int64 in corrected mode); ``cluster_centers_ = leaf_sums_ / max(leaf_counts_, 1)``.
+    split_tree_ : (level, dimension, threshold in embedding units, used) per split.
+    interval_sigma_, n_bins_, tree_depth_, n_row_clusters_ : post-processing of the releases.
+    embedding_ : the public row map (per-record normalisation + data-independent projection).
+    row_labels_private_ : False — DPM releases no labels of the training rows; use
+        :meth:`predict` (not private) for the paper's nearest-centre protocol.
+    privacy_ledger_, epsilon_spent_, delta_spent_, neighbouring_, n_features_in_.
     """
+
+    _parameter_constraints = {
+        "epsilon": EPSILON_CONSTRAINT,
+        "delta": [None, Interval(Real, 0, 1, closed="neither")],
+        "mode": [StrOptions(set(MODES))],
+        "row_transform": [StrOptions(set(TRANSFORMS))],
+        "n_components": [None, Interval(Integral, 1, None, closed="left")],
+        "coord_clip": [Interval(Real, 0, None, closed="neither")],
+        "max_depth": [Interval(Integral, 1, 16, closed="both")],
+        "budget_fractions": ["array-like"],
+        "t": [Interval(Real, 0, 1, closed="neither")],
+        "q": [Interval(Real, 0, 0.5, closed="neither")],
+        "w_c": [Interval(Real, 0, None, closed="left")],
+        "w_e": [Interval(Real, 0, None, closed="left")],
+        "random_state": RANDOM_STATE_CONSTRAINT,
+    }
+
+    _release_kinds = {
+        "leaf_sums_": DP, "leaf_counts_": DP, "split_tree_": DP,
+        "cluster_centers_": POST_PROCESSING, "interval_sigma_": POST_PROCESSING,
+        "n_bins_": POST_PROCESSING, "tree_depth_": POST_PROCESSING,
+        "n_row_clusters_": POST_PROCESSING,
+        "embedding_": PUBLIC, "n_features_in_": PUBLIC, "neighbouring_": PUBLIC,
+        "row_labels_private_": PUBLIC,
+        **LEDGER_ATTRIBUTES,
+    }
 
     def __init__(self, epsilon=1.0, delta=None, mode="corrected", row_transform="l2",
                  n_components=20, coord_clip=3.0, max_depth=7,
@@ -101,38 +178,41 @@ class DPM(CountMatrixTagsMixin, ClusterMixin, BaseEstimator):
         self.w_e = w_e
         self.random_state = random_state
 
+    def release_kinds(self) -> dict[str, str]:
+        """As declared; in a paper-mode fit whose interval step was not DP (p > 1), every
+        release that depends on it (all of them) is non-private."""
+        kinds = super().release_kinds()
+        ledger = getattr(self, "privacy_ledger_", None)
+        if self.mode == "paper" and ledger is not None and not ledger.end_to_end_dp:
+            kinds.update({a: NON_PRIVATE for a, k in kinds.items()
+                          if k in (DP, POST_PROCESSING) and a not in LEDGER_ATTRIBUTES})
+        return kinds
+
     # ------------------------------------------------------------------ checks
     def _check_params(self, n: int) -> tuple[float, float, np.ndarray]:
-        if self.mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        """Checks that need the data shape or more than one parameter."""
         eps = check_epsilon(self.epsilon)
         if n < 2:
             raise ValueError(f"DPM needs at least 2 rows, got n_samples = {n}")
-        delta = 1.0 / (n * math.sqrt(n)) if self.delta is None else check_fraction(
-            self.delta, "delta")
-        L = self.max_depth
-        if isinstance(L, bool) or not isinstance(L, (int, np.integer)) or not 1 <= L <= 16:
-            raise ValueError(f"max_depth must be an int in [1, 16], got {L!r}")
+        delta = 1.0 / (n * math.sqrt(n)) if self.delta is None else float(self.delta)
         fr = np.asarray(self.budget_fractions, dtype=float)
         if fr.shape != (4,) or np.any(~np.isfinite(fr)) or np.any(fr <= 0) \
                 or abs(fr.sum() - 1.0) > 1e-9:
             raise ValueError("budget_fractions must be 4 positive numbers summing to 1, got "
                              f"{self.budget_fractions!r}")
-        if not (0 < self.q < 0.5 and 0 < self.t < 1):
-            raise ValueError(f"need 0 < q < 1/2 and 0 < t < 1, got q={self.q}, t={self.t}")
-        if not (self.w_c >= 0 and self.w_e >= 0 and self.w_c + self.w_e > 0):
-            raise ValueError("score weights w_c, w_e must be >= 0 and not both 0")
-        if not (self.coord_clip > 0):
-            raise ValueError(f"coord_clip must be > 0, got {self.coord_clip}")
+        if self.w_c + self.w_e <= 0:
+            raise ValueError("score weights w_c, w_e must not both be 0")
         return eps, delta, fr
 
     def _box(self, p: int) -> tuple[float, float]:
         """Public per-coordinate box of the embedded rows."""
         if self.n_components is None:
             return 0.0, 1.0  # non-negative rows of unit norm
-        return -min(1.0, self.coord_clip / math.sqrt(p)), min(1.0, self.coord_clip / math.sqrt(p))
+        b = min(1.0, self.coord_clip / math.sqrt(p))
+        return -b, b
 
     def _embed(self, X: sp.csr_matrix, emb: RowEmbedding) -> np.ndarray:
+        """The rows of X in the public box: one projection pass, dense n×p."""
         Y = emb.apply(X)
         if sp.issparse(Y):
             if Y.shape[0] * Y.shape[1] > MAX_DENSE:
@@ -142,58 +222,61 @@ class DPM(CountMatrixTagsMixin, ClusterMixin, BaseEstimator):
         lo, hi = self._box(Y.shape[1])
         return np.clip(Y, lo, hi)
 
-
     # --------------------------------------------------------------------- fit
     def fit(self, X, y=None):
         """Run DPM on the rows of a non-negative count matrix ``X`` (dense or sparse)."""
+        self._validate_params()
         X = check_count_matrix(X, integer=False)
         n, d = X.shape
         eps, delta, (f_int, f_cnt, f_exp, f_avg) = self._check_params(n)
         corrected = self.mode == "corrected"
-        rng = make_generator(self.random_state)
+        sampler = make_sampler(self.random_state)
         ledger = PrivacyLedger(budget_epsilon=eps, budget_delta=delta, strict=corrected)
         eps_r, delta_r = row_level_budget(eps, delta) if corrected else (eps, delta)
 
-        emb = make_embedding(d, self.n_components, self.row_transform, rng)
+        emb = make_embedding(d, self.n_components, self.row_transform, sampler.rng)
         Y = self._embed(X, emb)
         p = Y.shape[1]
         lo, hi = self._box(p)
         # public L2 bound of a row: 1 after the transform (corrected); the reference code's
         # box diagonal max(|lo|, |hi|)·√p in paper mode
         bound = 1.0 if corrected else max(abs(lo), abs(hi)) * math.sqrt(p)
-        rel = dpm_release(Y, lo, hi, bound, eps_r, delta_r, rng, ledger, corrected=corrected,
-                          max_depth=int(self.max_depth), fractions=(f_int, f_cnt, f_exp, f_avg),
-                          t=self.t, q=self.q, w_c=self.w_c, w_e=self.w_e)
-        centres, counts, tree, sigma, n_bins = (rel.centres, rel.counts, rel.tree, rel.sigma,
-                                                rel.n_bins)
-
-        eps_row_spent, delta_row_spent = ledger.epsilon_mechanisms, ledger.delta_spent
-        charge_cell_level_conversion(ledger, eps_row_spent, delta_row_spent)
+        rel = dpm_release(Y, lo, hi, bound, eps_r, delta_r, sampler, ledger,
+                          corrected=corrected, max_depth=int(self.max_depth),
+                          fractions=(f_int, f_cnt, f_exp, f_avg), t=self.t, q=self.q,
+                          w_c=self.w_c, w_e=self.w_e)
+        charge_cell_level_conversion(ledger, ledger.epsilon_mechanisms, ledger.delta_spent)
 
         self.embedding_ = emb
         self.n_features_in_ = d
-        self.cluster_centers_ = centres
-        self.leaf_counts_ = counts
+        self.cluster_centers_ = rel.centres
+        self.leaf_sums_ = rel.sums
+        self.leaf_counts_ = rel.counts
         scale = (hi - lo) / (2.0 * SCALE)
         self.split_tree_ = [(s.level, s.dim, lo + (s.threshold + SCALE) * scale, s.used)
-                            for s in tree.splits]
-        self.interval_sigma_ = sigma
-        self.n_bins_ = n_bins
-        self.tree_depth_ = tree.depth
-        self.n_row_clusters_ = int(centres.shape[0])
+                            for s in rel.tree.splits]
+        self.interval_sigma_ = rel.sigma
+        self.n_bins_ = rel.n_bins
+        self.tree_depth_ = rel.tree.depth
+        self.n_row_clusters_ = int(rel.centres.shape[0])
         self.neighbouring_ = ("one cell (group privacy over add/remove one row)" if corrected
                               else "add/remove one row (paper); cell level costs 2x")
         self.privacy_ledger_ = ledger
         self.epsilon_spent_ = ledger.epsilon_spent
         self.delta_spent_ = ledger.delta_spent
-        self.row_labels_ = self.evaluation_row_labels(X)
         self.row_labels_private_ = False
-        self.labels_ = self.row_labels_
         return self
 
-    def evaluation_row_labels(self, X) -> np.ndarray:
-        """EVALUATION ONLY (not private): each row of X → its nearest released centre."""
-        if not hasattr(self, "cluster_centers_"):
-            raise AttributeError("DPM is not fitted yet; call fit first")
-        X = check_count_matrix(X, integer=False)
+    # ------------------------------------------------------- reads the data
+    def predict(self, X) -> np.ndarray:
+        """NOT PRIVATE: each row of X → its nearest released centre (reads the rows of X)."""
+        X = check_fitted_rows(self, X)
         return nearest_centre(self._embed(X, self.embedding_), self.cluster_centers_)
+
+    def fit_predict(self, X, y=None) -> np.ndarray:
+        """``fit(X)`` then :meth:`predict` on the same rows — the labels are NOT PRIVATE."""
+        return self.fit(X).predict(X)
+
+    def evaluation_row_labels(self, X) -> np.ndarray:
+        """EVALUATION ONLY (not private): the paper's protocol, :meth:`predict`."""
+        return self.predict(X)

@@ -13,6 +13,11 @@ Two conditions on the Mahalanobis (whitened) L2 sensitivity ``s`` of a Gaussian 
 Both left-hand sides increase with ``s``; :func:`max_sensitivity` finds the largest admissible
 ``s`` by bisection, so a release ``x + σ·N(0, I)`` with ``σ = Δ₂ / s_max`` is private, and the
 colored-noise constraint is ``ΔᵀΣ⁻¹Δ ≤ γ`` with ``γ = s_max²``.
+
+:func:`colored_gaussian_mechanism` releases ``x + N(0, Σ)`` with the same shape as the
+package's mechanisms (charge first, record the noise scale, draw from the fit's sampler, round
+each coordinate to a grid fixed by its own noise scale). DPM's isotropic release uses the
+package's :func:`dptaucc.privacy.gaussian_mechanism` directly.
 """
 
 from __future__ import annotations
@@ -22,15 +27,18 @@ import math
 import numpy as np
 from scipy.special import log_ndtr, ndtr
 
-from dptaucc.privacy import PrivacyLedger
+from dptaucc.privacy import PrivacyLedger, Sampler, as_sampler
+from dptaucc.privacy.mechanisms import GRID_BITS
 
 __all__ = [
     "CALIBRATIONS",
     "max_sensitivity",
     "gamma",
     "analytic_sigma",
-    "gaussian_mechanism",
-    "group_privacy_delta",
+    "marginal_sds",
+    "snap_coordinates",
+    "colored_gaussian_noise",
+    "colored_gaussian_mechanism",
 ]
 
 CALIBRATIONS = ("analytic", "pdp", "classical")
@@ -97,34 +105,62 @@ def analytic_sigma(epsilon: float, delta: float, l2_sensitivity: float) -> float
     return l2_sensitivity / max_sensitivity(epsilon, delta, "analytic")
 
 
-def gaussian_mechanism(
-    values: np.ndarray,
-    epsilon: float,
-    delta: float,
-    l2_sensitivity: float,
-    rng: np.random.Generator,
-    ledger: PrivacyLedger,
-    step: str,
-    composition: str = "sequential",
-    note: str = "",
-) -> np.ndarray:
-    """Release ``values + N(0, σ² I)`` with σ from the analytic Gaussian mechanism; charge it."""
+def marginal_sds(covariance: np.ndarray) -> np.ndarray:
+    """Per-coordinate noise standard deviations of a diagonal (p,) or full (p×p) covariance."""
+    cov = np.asarray(covariance, dtype=float)
+    return np.sqrt(np.maximum(cov if cov.ndim == 1 else np.diag(cov), 0.0))
+
+
+def snap_coordinates(noisy: np.ndarray, sds: np.ndarray, bits: int = GRID_BITS) -> np.ndarray:
+    """Round coordinate j of ``noisy`` to the grid 2^(⌊log₂ sd_j⌋ − bits) (post-processing).
+
+    The per-coordinate form of :func:`dptaucc.privacy.snap_to_grid`: each grid is fixed by that
+    coordinate's noise scale alone. Coordinates without noise (sd 0) are left as they are.
+    """
+    noisy = np.asarray(noisy, dtype=float)
+    sds = np.asarray(sds, dtype=float)
+    noisy_cols = sds > 0
+    exponent = np.frexp(np.where(noisy_cols, sds, 1.0))[1] - 1  # ⌊log₂ sd⌋, exactly
+    g = np.ldexp(1.0, exponent - bits)
+    return np.where(noisy_cols, np.round(noisy / g) * g, noisy)
+
+
+def colored_gaussian_noise(values: np.ndarray, covariance: np.ndarray,
+                           sampler: Sampler | np.random.Generator) -> np.ndarray:
+    """``values`` (…×p) + N(0, Σ) per row, each coordinate snapped by :func:`snap_coordinates`.
+
+    Draws only (no charge): the caller charges the release. Σ is diagonal (p,) or full (p×p).
+    """
     values = np.asarray(values, dtype=float)
-    if not (math.isfinite(l2_sensitivity) and l2_sensitivity > 0):
-        raise ValueError(f"l2_sensitivity must be finite and > 0, got {l2_sensitivity}")
-    sigma = analytic_sigma(epsilon, delta, l2_sensitivity) if delta > 0 or math.isinf(epsilon) \
-        else math.inf
-    if math.isinf(sigma):
-        raise ValueError("the Gaussian mechanism needs delta > 0 for a finite epsilon")
-    ledger.charge(step, "gaussian (analytic)", epsilon, delta, l2_sensitivity, composition,
-                  (note + f"; sigma={sigma:.6g}").lstrip("; "))
-    if sigma == 0.0:
+    cov = np.asarray(covariance, dtype=float)
+    sds = marginal_sds(cov)
+    if not np.any(sds > 0):
         return values.copy()
-    return values + rng.normal(0.0, sigma, size=values.shape)
+    z = as_sampler(sampler).rng.standard_normal(values.shape)
+    if cov.ndim == 1:
+        noise = z * sds
+    else:
+        w, U = np.linalg.eigh(cov)
+        noise = (z * np.sqrt(np.maximum(w, 0.0))) @ U.T
+    return snap_coordinates(values + noise, sds)
 
 
-def group_privacy_delta(epsilon_row: float, delta_row: float) -> float:
-    """δ of a two-step group: (ε', δ') add/remove ⇒ (2ε', (1+e^{ε'})δ') one-cell change (§0.1)."""
-    if math.isinf(epsilon_row):
-        return math.inf if delta_row > 0 else 0.0
-    return (1.0 + math.exp(epsilon_row)) * delta_row
+def colored_gaussian_mechanism(values: np.ndarray, covariance: np.ndarray, epsilon: float,
+                               delta: float, l2_sensitivity: float,
+                               sampler: Sampler | np.random.Generator, ledger: PrivacyLedger,
+                               step: str, note: str = "",
+                               mechanism: str = "gaussian (colored)") -> np.ndarray:
+    """Release ``values + N(0, Σ)`` (one draw per row), charged (ε, δ) before drawing.
+
+    Privacy map: if every change Δ a neighbour can make to ``values`` satisfies ΔᵀΣ⁻¹Δ ≤ s²
+    with s the :func:`max_sensitivity` of (ε, δ), the whitened release Σ^{-1/2}·values + N(0, I)
+    has L2 sensitivity s and is (ε, δ)-DP by the analytic Gaussian mechanism (Balle & Wang); the
+    caller establishes the condition (e.g. :func:`gamma` and a covariance built for it) and
+    passes the L2 sensitivity of ``values`` for the record. Each coordinate is then rounded to a
+    grid fixed by its own noise scale (post-processing), so the possible outputs do not depend
+    on the data when Σ does not. The recorded noise scale is the largest marginal σ.
+    """
+    sds = marginal_sds(covariance)
+    ledger.charge(step, mechanism, epsilon, delta, l2_sensitivity, "sequential", note,
+                  float(sds.max()) if sds.size else 0.0)
+    return colored_gaussian_noise(values, covariance, sampler)

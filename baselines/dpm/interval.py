@@ -1,8 +1,9 @@
-"""DPM step 1: the DP interval (bandwidth) size (spec §1.3, step 1).
+"""DPM step 1: the DP interval (bandwidth) size.
 
 The 65th percentile of consecutive order-statistic gaps is released with Smith's (2011)
-exponential-mechanism quantile and matched against a *public* simulated table of the same
-statistic for N(0, σ²) samples, σ ∈ {0.5, 1.0, …, 29.5}.
+exponential-mechanism quantile (on a public output grid, drawn by the package's exponential
+mechanism from the fit's sampler) and matched against a *public* simulated table of the same
+statistic for N(0, σ²) samples, σ ∈ {0.5, 1.0, …, 29.5}; only the matched σ leaves the fit.
 
 Two gap statistics:
 
@@ -24,12 +25,15 @@ import math
 
 import numpy as np
 
+from dptaucc.privacy import PrivacyLedger, Sampler, as_sampler, exponential_mechanism
+
 __all__ = [
     "GAP_QUANTILE",
     "SIGMA_GRID",
     "pooled_gaps",
     "averaged_gaps",
     "rank_utility",
+    "public_grid",
     "smith_quantile",
     "simulated_gap_scale",
     "choose_sigma",
@@ -37,6 +41,7 @@ __all__ = [
 
 GAP_QUANTILE = 0.65
 SIGMA_GRID = np.arange(1, 60) * 0.5  # 0.5, 1.0, ..., 29.5 (59 values)
+OUTPUT_GRID_BITS = 30  # the quantile's output grid has about 2^30 points
 
 
 def pooled_gaps(Z: np.ndarray) -> np.ndarray:
@@ -58,27 +63,48 @@ def rank_utility(values: np.ndarray, outputs: np.ndarray, q: float = GAP_QUANTIL
     return -np.abs(counts - q * v.size)
 
 
-def smith_quantile(values: np.ndarray, q: float, lower: float, upper: float, epsilon: float,
-                   sensitivity: float, rng: np.random.Generator) -> float:
-    """Smith's exponential-mechanism quantile on [lower, upper] (ε-DP for utility sensitivity Δ).
+def public_grid(lower: float, upper: float, bits: int = OUTPUT_GRID_BITS) -> float:
+    """Spacing g = 2^(⌊log₂(upper − lower)⌋ − bits) of the quantile's output grid {j·g}.
 
-    The output density is ∝ exp(ε·u(o)/(2Δ)) with u(o) = −|#{v ≤ o} − qM|, piecewise constant
-    between sorted values: pick interval i with weight width_i·exp(ε u_i/(2Δ)) (Gumbel-max on
-    the logs), then a uniform point inside it.
+    A power of two fixed by the public range only: about 2^bits points cover [lower, upper].
     """
+    if not (math.isfinite(lower) and math.isfinite(upper) and upper > lower):
+        raise ValueError(f"need finite lower < upper, got [{lower}, {upper}]")
+    return math.ldexp(1.0, math.frexp(upper - lower)[1] - 1 - bits)
+
+
+def smith_quantile(values: np.ndarray, q: float, lower: float, upper: float, epsilon: float,
+                   sensitivity: float, sampler: Sampler, ledger: PrivacyLedger,
+                   step: str = "interval_size", note: str = "") -> float:
+    """Smith's (2011) exponential-mechanism quantile on a public grid of [lower, upper].
+
+    Output set: the grid points o = j·g in [lower, upper] (:func:`public_grid`), the same for
+    every input. Each is drawn with probability ∝ exp(ε·u(o)/(2Δ)), u(o) = −|#{v ≤ o} − qM|:
+    the exponential mechanism over a finite, data-independent set, ε-DP when ``sensitivity`` Δ
+    bounds |u(o) − u'(o)| over neighbours at every o. u is constant between consecutive sorted
+    values, so the sampler picks the interval i (the grid points in [v_(i), v_(i+1))) with
+    weight count_i·exp(ε·u_i/(2Δ)) — the package's exponential mechanism on the scores
+    u_i/2 + (Δ/ε)·ln count_i with Δ, whose range sensitivity is at most Δ (each u/2 moves by
+    ≤ Δ/2) — then one of its count_i points uniformly. The grid is ~2^30 points, far finer
+    than any σ cell the result is matched against, so this is Smith's continuous mechanism up
+    to a shift below 2^-23 of the range; unlike a float drawn inside [v_(i), v_(i+1)), its
+    possible values do not depend on the data.
+    """
+    g = public_grid(lower, upper)
     v = np.clip(np.sort(np.asarray(values, dtype=float)), lower, upper)
     M = v.size
-    if math.isinf(epsilon):
-        return float(np.quantile(v, q)) if M else 0.5 * (lower + upper)
-    edges = np.concatenate(([lower], v, [upper]))
-    widths = np.diff(edges)
-    util = -np.abs(np.arange(M + 1) - q * M)
-    with np.errstate(divide="ignore"):
-        logw = np.log(widths) + (epsilon / (2.0 * sensitivity)) * util
-    if not np.any(np.isfinite(logw)):
-        return float(lower)
-    i = int(np.argmax(logw + rng.gumbel(size=logw.shape)))
-    return float(edges[i] + rng.random() * widths[i])
+    # first grid index at or after each edge; the last interval is closed at ``upper``
+    first = np.ceil(np.concatenate(([lower], v)) / g).astype(np.int64)
+    bounds = np.concatenate((first, [math.floor(upper / g) + 1]))
+    counts = np.diff(bounds)
+    keep = np.flatnonzero(counts > 0)
+    util = -np.abs(np.arange(M + 1) - q * M)[keep]
+    weight = 0.0 if math.isinf(epsilon) else sensitivity / epsilon
+    scores = util / 2.0 + weight * np.log(counts[keep])
+    i = keep[int(exponential_mechanism(scores[None, :], epsilon, sensitivity, sampler, ledger,
+                                       step, note)[0])]
+    offset = int(as_sampler(sampler).rng.integers(counts[i]))
+    return float((bounds[i] + offset) * g)
 
 
 def simulated_gap_scale(n_samples: int, rng: np.random.Generator, reps: int = 30,

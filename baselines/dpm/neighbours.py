@@ -1,4 +1,4 @@
-"""The neighbouring-relation adapter of spec §0.1 (group privacy, two add/remove steps).
+"""The neighbouring-relation adapter: group privacy over two add/remove steps.
 
 DP-τCC's neighbours differ in **one cell by one unit**. DPM and the colored-noise mechanism are
 defined for **add/remove one row**. A one-cell change is "remove the row, add the modified

@@ -1,10 +1,11 @@
-"""DPM step 2: recursive splitting with emptiness/centreness scores (spec §1.3, step 2).
+"""DPM step 2: recursive splitting with emptiness/centreness scores.
 
 Each node's candidate splits are the centres of m equal bins per coordinate of the public box;
 the score u = w_c·centreness + w_e·emptiness (paper Defs. 5–7) is released through the
 non-monotone exponential mechanism exp(ε·u/(2Δu)), with Δu from the shifted noisy count
-(Def. 8). Nodes of one level are disjoint, so each level is one parallel-composed charge; the
-children's noisy counts of a level form one Laplace release of L1 sensitivity 1.
+(Def. 8), sampled by the package's exponential mechanism from the fit's sampler. Nodes of one
+level are disjoint, so each level is one parallel-composed charge; the children's noisy counts
+of a level form one release of L1 sensitivity 1 (exact discrete Laplace in corrected mode).
 """
 
 from __future__ import annotations
@@ -14,10 +15,22 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dptaucc.privacy import PrivacyLedger, exponential_mechanism
+from dptaucc.privacy import (
+    PrivacyLedger,
+    Sampler,
+    discrete_laplace_mechanism,
+    exponential_mechanism,
+    float_laplace_mechanism,
+)
 
 __all__ = ["TreeParams", "Split", "Tree", "centreness", "score_sensitivity", "node_utilities",
-           "grow_tree"]
+           "release_counts", "shifted_count", "choose_splits", "grow_tree",
+           "COUNT_SENSITIVITY", "SCALED_SCORE_RANGE"]
+
+#: L1 sensitivity of the counts of disjoint row sets under add/remove one row
+COUNT_SENSITIVITY = 1
+#: range sensitivity of the scores divided by their Δu (each moves by at most 1 either way)
+SCALED_SCORE_RANGE = 2.0
 
 
 @dataclass(frozen=True)
@@ -39,7 +52,7 @@ class TreeParams:
         return (self.hi - self.lo) / self.n_bins
 
     def slope(self) -> float:
-        """Max slope of centreness per unit rank, times N (spec §1.4)."""
+        """Max slope of centreness per unit rank, times N (both pieces of Def. 6)."""
         outer = self.t / self.q
         if not self.corrected:
             return outer  # the reference code's bound; equal to the max for the defaults
@@ -94,8 +107,57 @@ def node_utilities(Z: np.ndarray, N: float, params: TreeParams) -> np.ndarray:
     return (params.w_c * cent + params.w_e * empt).ravel()
 
 
+def release_counts(true_counts: np.ndarray, epsilon: float, delta_shift: float,
+                   sampler: Sampler, ledger: PrivacyLedger, step: str, *, paper: bool,
+                   note: str = "") -> np.ndarray:
+    """Noisy counts of disjoint row sets: L1 sensitivity 1 (one added row joins one set).
+
+    Corrected: the exact discrete Laplace of scale 1/ε, integer counts (their possible values
+    do not depend on the data). Paper: the reference code's float Laplace. A second entry
+    charges δ_shift (0, δ) for the shifted count of Def. 8 (see :func:`shifted_count`).
+    """
+    if paper:
+        noisy = float_laplace_mechanism(true_counts, epsilon, COUNT_SENSITIVITY, sampler, ledger,
+                                        step, note)
+    else:
+        noisy = discrete_laplace_mechanism(np.asarray(true_counts, dtype=np.int64), epsilon,
+                                           COUNT_SENSITIVITY, sampler, ledger, step, note)
+    ledger.charge(f"{step}/shift", "shifted count (tail bound)", 0.0, delta_shift, math.nan,
+                  "sequential",
+                  "delta of the shifted count n_tilde (Def. 8) falling above the true size; in "
+                  "corrected mode the scores are normalised by the released count itself, so "
+                  "the guarantee does not rest on it (kept: the method's budget split)")
+    return noisy
+
+
+def shifted_count(c_hat: float, epsilon: float, delta: float, params: TreeParams) -> float:
+    """ñ = max(1, ĉ + ln(2δ)/ε) (Def. 8), capped at N = max(ĉ, 1) in corrected mode."""
+    N = max(c_hat, 1.0) if params.corrected else c_hat
+    if math.isinf(epsilon):
+        return float(N)
+    n_tilde = max(1.0, c_hat + math.log(2.0 * delta) / epsilon)
+    return float(min(n_tilde, N)) if params.corrected else float(n_tilde)
+
+
+def choose_splits(utilities: np.ndarray, n_tildes: np.ndarray, epsilon: float,
+                  params: TreeParams, sampler: Sampler, ledger: PrivacyLedger,
+                  step: str) -> np.ndarray:
+    """One candidate per node (row of ``utilities``) with P ∝ exp(ε·u/(2Δu)), Δu from ñ.
+
+    The utilities are divided by each node's Δu = :func:`score_sensitivity`, so every scaled
+    score moves by at most 1 either way over neighbours: range sensitivity 2, and the package's
+    exponential mechanism with Δ = 2 is the non-monotone form exp(ε·u/(2Δu)) of the method.
+    Nodes of a level are disjoint (one charge, parallel composition).
+    """
+    du = np.array([score_sensitivity(float(nt), params) for nt in n_tildes])
+    return exponential_mechanism(
+        utilities / du[:, None], epsilon, SCALED_SCORE_RANGE, sampler, ledger, step,
+        "non-monotone exponential mechanism exp(eps*u/(2*du)); utilities divided by each "
+        "node's du = (w_c*slope + w_e)/n_tilde; nodes of a level are disjoint")
+
+
 def grow_tree(Z: np.ndarray, root_count: float, eps_cnt: np.ndarray, eps_exp: np.ndarray,
-              delta_cnt: float, params: TreeParams, rng: np.random.Generator,
+              delta_cnt: float, params: TreeParams, sampler: Sampler,
               ledger: PrivacyLedger) -> Tree:
     """Breadth-first DPM splitting; returns the leaves (exact members, noisy counts) and splits.
 
@@ -107,7 +169,7 @@ def grow_tree(Z: np.ndarray, root_count: float, eps_cnt: np.ndarray, eps_exp: np
     m = params.n_bins
     centres = params.lo + (np.arange(m) + 0.5) * params.width
     tree = Tree()
-    nodes = [(np.arange(Z.shape[0]), float(root_count))]
+    nodes = [(np.arange(Z.shape[0]), root_count)]
     for level in range(L + 1):
         if not nodes:
             break
@@ -116,22 +178,14 @@ def grow_tree(Z: np.ndarray, root_count: float, eps_cnt: np.ndarray, eps_exp: np
             tree.leaves.extend(nodes)
             break
         U = np.empty((len(nodes), Z.shape[1] * m))
+        n_tildes = np.empty(len(nodes))
         for i, (idx, c_hat) in enumerate(nodes):
             N = max(c_hat, 1.0) if params.corrected else c_hat
-            if math.isinf(eps_cnt[level]):
-                n_tilde = N
-            else:
-                n_tilde = max(1.0, c_hat + math.log(2.0 * delta_cnt) / eps_cnt[level])
-                if params.corrected:
-                    n_tilde = min(n_tilde, N)
-            U[i] = node_utilities(Z[idx], N, params) / score_sensitivity(n_tilde, params)
-        # utilities are in units of Δu, so exp(ε·u/(2Δu)) = exp(ε·(u/Δu)/2): sensitivity 2.
-        choice = exponential_mechanism(
-            U, eps_exp[level], 2.0, rng, ledger, f"split_level_{level}",
-            "non-monotone exponential mechanism exp(eps*u/(2*du)); utilities pre-divided by "
-            "each node's du = (w_c*slope + w_e)/n_tilde; nodes of a level are disjoint",
-        )
-        true_counts = np.empty(2 * len(nodes))
+            U[i] = node_utilities(Z[idx], N, params)
+            n_tildes[i] = shifted_count(c_hat, eps_cnt[level], delta_cnt, params)
+        choice = choose_splits(U, n_tildes, eps_exp[level], params, sampler, ledger,
+                               f"split_level_{level}")
+        true_counts = np.empty(2 * len(nodes), dtype=np.int64)
         parts = []
         for i, (idx, _) in enumerate(nodes):
             dim, b = divmod(int(choice[i]), m)
@@ -141,17 +195,13 @@ def grow_tree(Z: np.ndarray, root_count: float, eps_cnt: np.ndarray, eps_exp: np
             parts.append((idx[left], idx[~left]))
             true_counts[2 * i] = left.sum()
             true_counts[2 * i + 1] = idx.size - true_counts[2 * i]
-        ledger.charge(
-            f"counts_level_{level + 1}", "laplace (shifted count)", eps_cnt[level + 1], delta_cnt,
-            1.0, "parallel",
-            "children's noisy counts of one level (disjoint nodes, L1 sensitivity 1); delta "
-            "pays for the shifted count over-estimating |S| (Def. 8)",
-        )
-        noisy = true_counts if math.isinf(eps_cnt[level + 1]) else \
-            true_counts + rng.laplace(0.0, 1.0 / eps_cnt[level + 1], size=true_counts.shape)
+        noisy = release_counts(
+            true_counts, eps_cnt[level + 1], delta_cnt, sampler, ledger,
+            f"counts_level_{level + 1}", paper=not params.corrected,
+            note="children's noisy counts of one level (disjoint nodes, L1 sensitivity 1)")
         next_nodes = []
         for i, (idx, c_hat) in enumerate(nodes):
-            c_left, c_right = float(noisy[2 * i]), float(noisy[2 * i + 1])
+            c_left, c_right = noisy[2 * i], noisy[2 * i + 1]
             if c_left <= s_lim or c_right <= s_lim:
                 tree.leaves.append((idx, c_hat))
                 k = len(tree.splits) - len(nodes) + i

@@ -1,7 +1,7 @@
 """Privacy-preserving collaborative FCCM of vertically partitioned matrices (Honda et al. 2015).
 
-T >= 3 sites share the n objects; site t holds the column block R^t privately (spec
-``other-seed-methods.md`` §3.3-3.4). Per iteration:
+T >= 3 sites share the n objects; site t holds the column block R^t privately (Honda et al.
+§5). Per iteration:
 
 * every site computes A^t = W^t R^tᵀ (C × n) from its block and its private W^t;
 * the masked secure sum (:mod:`.secure_sum`; dealer s₁ = site 0, aggregator s₂ = site 1) gives
@@ -25,6 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import xlogy
 from sklearn.base import BaseEstimator
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from dptaucc.privacy import PrivacyLedger
 from dptaucc.validation import check_count_matrix, make_generator
@@ -38,7 +39,7 @@ from ._params import (
     default_lambdas,
 )
 from .core import FCCMResult, init_memberships, object_update
-from .estimator import FCCMFittedMixin
+from .estimator import FCCM_PARAMETER_CONSTRAINTS, FCCMFittedMixin
 from .messages import MessageLog
 from .secure_sum import masked_secure_sum
 from .sites import Site, split_columns
@@ -59,7 +60,7 @@ class CollaborativeFCCM(FCCMFittedMixin, BaseEstimator):
     n_row_clusters : number C of co-clusters; ``n_col_clusters`` None or C.
     n_sites : T >= 3 sites (at most the number of columns).
     lambda_u : object fuzzifier used on the *summed* aggregates; None = T · 0.01/m (the summed
-        A is about T times the whole-data one, spec §3.3 tip).
+        A is about T times the whole-data one).
     lambda_w : item fuzzifier, one number or one per site; None = 6·n/m.
     normalize : "l1" divides each row by its total over all sites; the totals are obtained by
         one secure sum and broadcast (a disclosure the paper's raw-data setting does not have).
@@ -74,6 +75,15 @@ class CollaborativeFCCM(FCCMFittedMixin, BaseEstimator):
     ``site_columns_`` (column indices of each site), ``lambda_u_``, ``lambda_w_`` (per site).
     ``column_labels_`` are per-site argmax typicalities put back in the original column order.
     """
+
+    _parameter_constraints = {
+        **FCCM_PARAMETER_CONSTRAINTS,
+        "n_sites": [Interval(numbers.Integral, 3, None, closed="left")],
+        "lambda_w": [None, Interval(numbers.Real, 0, None, closed="neither"), "array-like"],
+        "column_split": [None, StrOptions({"random"}), "array-like"],
+        "fractional_bits": [Interval(numbers.Integral, 0, 52, closed="both")],
+        "store_payloads": ["boolean"],
+    }
 
     def __init__(self, n_row_clusters: int = 3, n_col_clusters: int | None = None,
                  n_sites: int = 3, lambda_u: float | None = None, lambda_w=None,
@@ -106,6 +116,7 @@ class CollaborativeFCCM(FCCMFittedMixin, BaseEstimator):
         return np.asarray(lams)
 
     def fit(self, X, y=None) -> CollaborativeFCCM:
+        self._validate_params()
         X = check_count_matrix(X, integer=False)
         n, m = X.shape
         C = check_co_clusters(self.n_row_clusters, self.n_col_clusters, n, m)

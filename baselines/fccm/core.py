@@ -1,6 +1,6 @@
 """FCCM: entropy-regularised fuzzy co-clustering (Oh, Honda & Ichihashi 2001).
 
-Notation of Honda et al. (2015), §4 (spec ``other-seed-methods.md`` §3.2). For a non-negative
+Notation of Honda et al. (2015), §4. For a non-negative
 co-occurrence matrix R (n objects × m items) FCCM maximises
 
     J = Σ_c Σ_i Σ_j u_ci w_cj r_ij − λ_u Σ_c Σ_i u_ci log u_ci − λ_w Σ_c Σ_j w_cj log w_cj   (eq. 1)

@@ -1,24 +1,34 @@
 """Whole-data FCCM as an estimator: the non-private co-clustering reference (ε = ∞).
 
-Spec ``other-seed-methods.md`` §3.7(1): centralised FCCM (Oh et al. 2001; Honda et al. 2015,
-eqs. 1-3) on the whole matrix, hard co-clusters by maximum membership / typicality.
+Centralised FCCM (Oh et al. 2001; Honda et al. 2015, eqs. 1-3) on the whole matrix, hard
+co-clusters by maximum membership / typicality. No differential privacy: every fitted attribute
+that depends on the data is declared non-private, and the ledger reports ε = inf.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, BiclusterMixin
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from dptaucc.objective import contingency_table, tau_hat
-from dptaucc.privacy import PrivacyLedger
+from dptaucc.privacy import (
+    LEDGER_ATTRIBUTES,
+    NON_PRIVATE,
+    PUBLIC,
+    PrivacyLedger,
+    ReleaseKindsMixin,
+)
 from dptaucc.validation import check_count_matrix, make_generator
 
 from ._params import (
+    RANDOM_STATE_CONSTRAINT,
     check_co_clusters,
     check_lambda,
     check_normalize,
@@ -28,7 +38,7 @@ from ._params import (
 )
 from .core import FCCMResult, fccm_iterate, init_memberships, object_aggregates
 
-__all__ = ["FCCM", "FCCMFittedMixin"]
+__all__ = ["FCCM", "FCCMFittedMixin", "FCCM_PARAMETER_CONSTRAINTS"]
 
 NO_DP_NOTE = "no differential privacy: the co-clusters are computed from the raw data"
 
@@ -42,8 +52,37 @@ def _fingerprint(X: sp.csr_matrix) -> str:
     return h.hexdigest()
 
 
-class FCCMFittedMixin(BiclusterMixin):
-    """Fitted attributes and evaluation shared by the whole-data and collaborative FCCM."""
+#: scikit-learn parameter constraints shared by the whole-data and collaborative FCCM
+FCCM_PARAMETER_CONSTRAINTS = {
+    "n_row_clusters": [Interval(Integral, 1, None, closed="left")],
+    "n_col_clusters": [None, Interval(Integral, 1, None, closed="left")],
+    "lambda_u": [None, Interval(Real, 0, None, closed="neither")],
+    "lambda_w": [None, Interval(Real, 0, None, closed="neither")],
+    "normalize": [None, StrOptions({"l1"})],
+    "n_init": [Interval(Integral, 1, None, closed="left")],
+    "max_iter": [Interval(Integral, 1, None, closed="left")],
+    "tol": [Interval(Real, 0, None, closed="neither")],
+    "random_state": RANDOM_STATE_CONSTRAINT,
+}
+
+
+class FCCMFittedMixin(ReleaseKindsMixin, BiclusterMixin):
+    """Fitted attributes and evaluation shared by the whole-data and collaborative FCCM.
+
+    FCCM is not differentially private: every attribute computed from the data is declared
+    non-private; shapes, parameters and the data-independent column split are public.
+    """
+
+    _release_kinds = {
+        **dict.fromkeys(
+            ["memberships_", "typicalities_", "row_labels_", "column_labels_",
+             "n_row_clusters_", "n_col_clusters_", "rows_", "columns_", "contingency_",
+             "tau_rc_", "tau_cr_", "objective_", "n_iter_", "converged_", "message_log_"],
+            NON_PRIVATE),
+        **dict.fromkeys(["n_features_in_", "row_labels_private_", "lambda_u_", "lambda_w_",
+                         "site_columns_"], PUBLIC),
+        **LEDGER_ATTRIBUTES,
+    }
 
     def _set_fitted(self, X: sp.csr_matrix, U: np.ndarray, W: np.ndarray, res: FCCMResult,
                     ledger: PrivacyLedger, contingency: np.ndarray | None = None) -> None:
@@ -118,6 +157,8 @@ class FCCM(FCCMFittedMixin, BaseEstimator):
     ``privacy_ledger_``, ``epsilon_spent_`` (= inf), ``delta_spent_``.
     """
 
+    _parameter_constraints = FCCM_PARAMETER_CONSTRAINTS
+
     def __init__(self, n_row_clusters: int = 3, n_col_clusters: int | None = None,
                  lambda_u: float | None = None, lambda_w: float | None = None,
                  normalize: str | None = "l1", n_init: int = 5, max_iter: int = 300,
@@ -133,6 +174,7 @@ class FCCM(FCCMFittedMixin, BaseEstimator):
         self.random_state = random_state
 
     def fit(self, X, y=None) -> FCCM:
+        self._validate_params()
         X = check_count_matrix(X, integer=False)
         n, m = X.shape
         C = check_co_clusters(self.n_row_clusters, self.n_col_clusters, n, m)

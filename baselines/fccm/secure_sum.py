@@ -1,6 +1,6 @@
 """The masked secure sum of Honda et al. (2015) §5.2, Figure 2, in fixed-point arithmetic.
 
-Protocol (spec ``other-seed-methods.md`` §3.4), for T >= 3 sites each holding a private array
+Protocol (Honda et al. 2015, §5), for T >= 3 sites each holding a private array
 x_t of the same shape:
 
 1. the mask dealer s₁ draws masks E_1..E_T, uniform on Z_{2^64}, with Σ_t E_t ≡ 0 (mod 2^64),

@@ -35,6 +35,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.metrics import normalized_mutual_info_score as nmi
 
 from dptaucc.objective import contingency_table
+from dptaucc.privacy import attributes_of_kind, fitted_attributes, undeclared_attributes
 
 # The paper's §6.1 setting: 100 objects × 90 binary items, 4 co-clusters, items over 4 sites.
 # One initialisation per trial, as in the paper's Table 1.
@@ -339,6 +340,21 @@ def test_ledger_says_secure_computation_not_dp():
     assert whole.epsilon_spent_ == math.inf and not whole.privacy_ledger_.end_to_end_dp
 
 
+@pytest.mark.parametrize("cls", [FCCM, CollaborativeFCCM])
+def test_every_data_dependent_attribute_is_declared_non_private(cls):
+    """FCCM is not DP: what it computes from the data is declared non-private (never DP or
+    post-processing), and a fit with such attributes reports ε = ∞."""
+    X, _, _ = poisson_counts(2)
+    model = cls(3, random_state=0, n_init=1).fit(X)
+    assert undeclared_attributes(model) == []
+    kinds = model.release_kinds()
+    assert {kinds[a] for a in fitted_attributes(model)} <= {"non-private", "public",
+                                                             "post-processing"}
+    assert {"memberships_", "typicalities_", "row_labels_", "column_labels_", "contingency_",
+            "objective_"} <= set(attributes_of_kind(model, "non-private"))
+    assert model.epsilon_spent_ == math.inf
+
+
 def test_fitted_attributes_and_evaluation_labels():
     X, _, _ = poisson_counts(3)
     with pytest.raises(NotFittedError):
@@ -416,7 +432,7 @@ def test_bad_input():
         CollaborativeFCCM(3).fit(-X.toarray())
     with pytest.raises(ValueError, match="NaN"):
         FCCM(3).fit(np.full((4, 4), np.nan))
-    with pytest.raises(ValueError, match="n_sites must be >= 3"):
+    with pytest.raises(ValueError, match="'n_sites' parameter .* range \\[3, inf\\)"):
         CollaborativeFCCM(3, n_sites=2).fit(X)
     with pytest.raises(ValueError, match="larger than the number of columns"):
         CollaborativeFCCM(3, n_sites=X.shape[1] + 1).fit(X)
@@ -432,7 +448,7 @@ def test_bad_input():
         FCCM(3, normalize="l2").fit(X)
     with pytest.raises(ValueError, match="fractional_bits"):
         CollaborativeFCCM(3, fractional_bits=60).fit(X)
-    with pytest.raises(TypeError, match="n_sites must be an int"):
+    with pytest.raises(TypeError, match="'n_sites' parameter .* must be an int"):
         CollaborativeFCCM(3, n_sites=3.0).fit(X)
     # an all-zero matrix is a valid input (fits, nothing to separate)
     assert CollaborativeFCCM(3, random_state=0).fit(sp.csr_matrix((6, 6))).row_labels_.size == 6
