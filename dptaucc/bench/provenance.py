@@ -121,6 +121,7 @@ def blas() -> str:
     keep = ("user_api", "internal_api", "version", "threading_layer", "num_threads",
             "architecture")
     libs = [{k: p.get(k) for k in keep if p.get(k) is not None} for p in _threadpools()]
+    libs.sort(key=lambda lib: json.dumps(lib, sort_keys=True))  # the same order in every process
     return json.dumps(libs, sort_keys=True)
 
 
