@@ -315,6 +315,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, ScaleError, StoreLockedError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted: finished jobs are stored; run the same command again to resume",
+              file=sys.stderr)
+        return 130
 
     for exp in exps:
         print(f"{exp}: {summary[exp]}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -197,3 +198,17 @@ def test_killed_worker_fails_its_job_only(composer, results_dir):
     assert dead["status"] == "error" and dead["error"].startswith("WorkerDied")
     assert failure_summary(tally.outcomes).startswith("1 job(s) failed: 1 WorkerDied")
     assert [run_id(j) for j in rp.pending_jobs(jobs)] == [run_id(jobs[bad])]
+
+
+def test_ctrl_c_stops_the_driver_cleanly(results_dir):
+    cmd = [sys.executable, "-m", "dptaucc.bench.reproduce", "--scale", "quick", "--jobs", "1",
+           "--experiments", "supp_h", "--no-outputs",
+           "--sweep=algorithm.target=fake_estimators.CtrlCInFit",
+           *(f"--sweep={k}={v}" for k, v in TINY["supp_h"].items())]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent)}
+    out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120, env=env,
+                         start_new_session=True,  # its own process group, as in a terminal
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert out.returncode == 130, out.stderr[-2000:]
+    assert "Traceback" not in out.stderr and "interrupted: finished jobs are stored" in out.stderr
+    assert not (results_dir / "quick" / "runs" / ".lock").exists()
