@@ -61,6 +61,9 @@ def publish(results_dir: str | Path, experiments: Sequence[str] | None = None,
         done["collect"] = collect_guarded(results_dir, experiments, allow_partial)
         for exp, what in done["collect"].items():
             print(f"[outputs] {exp}: {what}", file=sys.stderr)
+        if not done["collect"]:
+            print(f"[outputs] no records under {Path(results_dir) / 'runs'}: nothing collected "
+                  f"(existing tables stay)", file=sys.stderr)
     if "figures" in steps:
         from dptaucc.bench import figures
 
