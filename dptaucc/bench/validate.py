@@ -18,6 +18,7 @@ import numbers
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from sklearn.utils._param_validation import (
@@ -29,7 +30,6 @@ from sklearn.utils._param_validation import (
 from dptaucc.bench.configs import estimator_kwargs, in_protocol
 
 MODES = ("paper", "corrected")
-LOADERS = ("cluto", "biclusters")
 
 #: sklearn-style constraints of parameters several estimators share; used for an estimator
 #: that declares no ``_parameter_constraints`` of its own
@@ -53,13 +53,15 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class DataShape:
-    """What the checks need to know about a dataset without loading it."""
+    """What the checks need to know about a dataset without loading it (None: not known
+    before loading, e.g. a user's own matrix file)."""
 
     name: str
-    n_rows: int
-    n_cols: int
-    n_classes: int
-    n_col_classes: int
+    n_rows: int | None
+    n_cols: int | None
+    n_classes: int | None
+    n_col_classes: int | None
+    has_labels: bool = True  # False: "classes" cannot stand for a cluster count
 
 
 def check_epsilon(value: Any) -> float:
@@ -92,23 +94,28 @@ def check_delta(value: Any) -> float | None:
     return float(value)
 
 
-def import_target(target: Any) -> type:
-    """The estimator class named ``package.module.Class``."""
+def import_target(target: Any, what: str = "algorithm.target",
+                  form: str = "package.module.Class") -> Any:
+    """The class (or function) named ``package.module.Name``."""
     if not isinstance(target, str) or "." not in target:
-        raise ConfigError(f"algorithm.target must be 'package.module.Class', got {target!r}")
+        raise ConfigError(f"{what} must be '{form}', got {target!r}")
     module, _, attr = target.rpartition(".")
     try:
-        cls = getattr(importlib.import_module(module), attr)
+        obj = getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"algorithm.target {target!r} cannot be imported: {exc}") from exc
-    if not callable(cls):
-        raise ConfigError(f"algorithm.target {target!r} is not a class")
-    return cls
+        raise ConfigError(f"{what} {target!r} cannot be imported: {exc}") from exc
+    if not callable(obj):
+        raise ConfigError(f"{what} {target!r} is not callable")
+    return obj
 
 
 def dataset_shape(ds: Mapping) -> DataShape:
     """Rows, columns and classes of the job's dataset, from the registry (CLUTO) or from the
-    synthetic generator's parameters (biclusters); ConfigError for an unknown dataset."""
+    synthetic generator's parameters (biclusters); for a user's own data (``matrix`` files,
+    a ``callable``) the files exist / the function imports, the shape stays unknown.
+    ConfigError for an unknown dataset."""
+    from dptaucc.bench.run import LOADERS
+
     loader = ds.get("loader")
     if loader not in LOADERS:
         raise ConfigError(f"dataset.loader must be one of {', '.join(LOADERS)}, got {loader!r}")
@@ -121,8 +128,35 @@ def dataset_shape(ds: Mapping) -> DataShape:
             raise ConfigError(str(exc)) from exc
         return DataShape(entry.name, entry.n_rows, entry.n_cols, entry.n_classes,
                          entry.n_classes)
+    if loader == "matrix":
+        return _matrix_shape(ds)
+    if loader == "callable":
+        import_target(ds.get("target"), "dataset.target", "package.module.function")
+        return DataShape(str(ds.get("name")), None, None, None, None)
     return _biclusters_shape(ds.get("n_cols"), json.dumps(ds.get("params") or {},
                                                           sort_keys=True))
+
+
+def _matrix_shape(ds: Mapping) -> DataShape:
+    """A user's matrix files: known arguments, the files exist; shape unknown until read."""
+    from dptaucc.datasets import load_matrix
+
+    params = dict(ds.get("params") or {})
+    try:
+        inspect.signature(load_matrix).bind(**params)
+    except TypeError as exc:
+        raise ConfigError(f"dataset.params of a matrix dataset: {exc}") from exc
+    for key in ("path", "labels", "col_labels"):
+        value = params.get(key)
+        if value is None and key != "path":
+            continue
+        if not isinstance(value, str) or value in ("", "???"):
+            raise ConfigError(f"dataset.params.{key} must name a file, got {value!r}")
+        if not Path(value).expanduser().is_file():
+            raise ConfigError(f"dataset.params.{key}: {value} does not exist (relative paths "
+                              f"are read from the working directory)")
+    return DataShape(str(ds.get("name")), None, None, None, None,
+                     has_labels=params.get("labels") is not None)
 
 
 @lru_cache(maxsize=256)
@@ -149,7 +183,8 @@ def _biclusters_shape(n_cols: Any, params_json: str) -> DataShape:
 
 
 def check_cluster_counts(params: Mapping, shape: DataShape) -> None:
-    """Cluster counts are integers >= 1 and at most the rows (columns) of the data."""
+    """Cluster counts are integers >= 1 and at most the rows (columns) of the data (when the
+    data's shape is known before loading)."""
     for key, value in params.items():
         bound = (shape.n_rows, "rows") if key in _ROW_COUNTS else (
             (shape.n_cols, "columns") if key in _COL_COUNTS else None)
@@ -158,7 +193,7 @@ def check_cluster_counts(params: Mapping, shape: DataShape) -> None:
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
             raise ConfigError(f"algorithm.params.{key} must be an integer >= 1 (or 'classes'), "
                               f"got {value!r}")
-        if value > bound[0]:
+        if bound[0] is not None and value > bound[0]:
             raise ConfigError(f"algorithm.params.{key}={value} exceeds the {bound[0]} "
                               f"{bound[1]} of dataset {shape.name!r}")
 
@@ -202,12 +237,24 @@ def validate_job(job: Mapping, *, protocol: bool = True) -> None:
         raise ConfigError(f"{name} runs only for epsilon < {alg.get('max_epsilon')} in the "
                           f"experiment protocol (algorithm.max_epsilon), got epsilon={eps:g}")
     shape = dataset_shape(job.get("dataset") or {})
-    kwargs = estimator_kwargs(job, shape.n_classes, shape.n_col_classes)
+    if not shape.has_labels:
+        sentinels = [k for k, v in (alg.get("params") or {}).items()
+                     if v in ("classes", "col_classes")]
+        if sentinels:
+            raise ConfigError(f"dataset {shape.name!r} has no labels, so {', '.join(sentinels)} "
+                              f"cannot be its number of classes: give them explicitly (e.g. "
+                              f"algorithm.params.{sentinels[0]}=5) or a labels file")
+    # unknown class counts (labels read at load time) stand in as 2 for the parameter checks
+    kwargs = estimator_kwargs(job, _known(shape.n_classes), _known(shape.n_col_classes))
     check_cluster_counts(kwargs, shape)
     cls = import_target(alg.get("target"))
     if "random_state" in inspect.signature(cls).parameters:
         kwargs["random_state"] = 0
     check_estimator_params(cls, kwargs, name)
+
+
+def _known(count: int | None) -> int:
+    return 2 if count is None else count
 
 
 def validate_jobs(jobs: Iterable[dict]) -> list[str]:

@@ -130,3 +130,28 @@ def test_runtime_failures_are_stored_and_retried(composer, results_dir, monkeypa
     assert run(job)["status"] == "error" and len(calls) == 2  # retried by default
     no_retry = {**job, "bench": {**job["bench"], "retry_failed": False}}
     assert run(no_retry) == store.get(rec["run_id"]) and len(calls) == 2  # skipped
+
+
+def test_user_datasets_are_checked_without_loading(composer, results_dir, tmp_path,
+                                                   monkeypatch):
+    import numpy as np
+    import scipy.sparse as sp
+
+    monkeypatch.chdir(tmp_path)  # relative paths are read from the working directory
+    sp.save_npz("counts.npz", sp.csr_matrix(np.ones((6, 4), dtype=np.int64)))
+    (tmp_path / "labels.txt").write_text("a\na\nb\nb\nc\nc\n")
+    matrix = ["dataset=matrix", "dataset.name=mine", "dataset.params.path=counts.npz"]
+    validate_job(_job(composer, results_dir, *matrix, "dataset.params.labels=labels.txt"))
+    with pytest.raises(ConfigError, match="has no labels, so n_row_clusters, n_col_clusters "
+                                          "cannot be its number of classes"):
+        validate_job(_job(composer, results_dir, *matrix))
+    validate_job(_job(composer, results_dir, *matrix, "algorithm.params.n_row_clusters=2",
+                      "algorithm.params.n_col_clusters=2"))
+    with pytest.raises(ConfigError, match="dataset.params.path: missing.npz does not exist"):
+        validate_job(_job(composer, results_dir, "dataset=matrix",
+                          "dataset.params.path=missing.npz"))
+    with pytest.raises(ConfigError, match="dataset.params.path must name a file"):
+        validate_job(_job(composer, results_dir, "dataset=matrix"))  # path: ??? not given
+    with pytest.raises(ConfigError, match="dataset.target 'nosuch.load' cannot be imported"):
+        validate_job(_job(composer, results_dir, "dataset=callable",
+                          "dataset.target=nosuch.load"))
