@@ -37,6 +37,9 @@ BAD = [
     (("algorithm.params.h=2",), "'h' parameter of DPTauCC must be a float in the range"),
     (("algorithm.params.h=0",), "'h' parameter"),
     (("algorithm.params.n_iterations=0",), "'n_iterations' parameter"),
+    # an estimator with _parameter_constraints: scikit-learn's own check and message
+    (("algorithm=dp_kmeans", "+algorithm.params.bounds_max=-1"),
+     "'bounds_max' parameter of DPKMeans must be None or a float"),
     (("+algorithm.params.bogus=1",), "unexpected keyword argument 'bogus'"),
     (("algorithm.target=dptaucc.NoSuchEstimator",), "cannot be imported"),
     (("dataset.name=nosuch",), "unknown dataset 'nosuch'"),
