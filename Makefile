@@ -7,6 +7,10 @@ PY := $(VENV)/bin/python
 DPTAUCC_MIRROR ?= $(if $(wildcard ../shared/data/cluto/MANIFEST.tsv),$(abspath ../shared/data/cluto),)
 export DPTAUCC_MIRROR
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+# Which results folder collect/figures/report work on: quick = results/quick/ (git-ignored, the
+# default), paper = results/ (the committed paper-scale outputs; collect only rewrites a table
+# from a store that holds every job of the paper grid).
+SCALE ?= quick
 
 .DEFAULT_GOAL := help
 .PHONY: help setup octave data test lint bench reproduce reproduce-quick collect figures report clean
@@ -40,20 +44,20 @@ bench: ## fit time and peak memory of every algorithm on the bundled CLUTO matri
 	$(PY) scripts/bench_fit.py
 	$(PY) scripts/bench_baselines.py
 
-reproduce: ## every paper/supplement experiment at paper scale (resumable), then collect, figures, report
+reproduce: ## every paper/supplement experiment at paper scale into results/ (resumable), then collect, figures, report
 	$(PY) -m dptaucc.bench.reproduce --scale paper --jobs $(JOBS)
 
-reproduce-quick: ## a reduced grid of every experiment in a few minutes, then collect, figures, report
+reproduce-quick: ## a reduced grid of every experiment in a few minutes into results/quick/ (git-ignored)
 	$(PY) -m dptaucc.bench.reproduce --scale quick --jobs $(JOBS)
 
-collect: ## merge per-job records into results/<experiment>.parquet and .csv
-	$(PY) -m dptaucc.bench.collect
+collect: ## merge per-job records into <folder>/<experiment>.parquet and .csv (SCALE=quick|paper)
+	$(PY) -m dptaucc.bench.outputs collect --scale $(SCALE)
 
-figures: ## redraw every figure from the stored tables in results/ (no recomputation)
-	$(PY) -m dptaucc.bench.figures
+figures: ## redraw every figure from the stored tables (SCALE=quick|paper; no recomputation)
+	$(PY) -m dptaucc.bench.outputs figures --scale $(SCALE)
 
-report: ## regenerate results/REPORT.md from the stored tables
-	$(PY) -m dptaucc.bench.report
+report: ## regenerate REPORT.md from the stored tables (SCALE=quick|paper)
+	$(PY) -m dptaucc.bench.outputs report --scale $(SCALE)
 
 clean: ## remove caches (not the data cache, not results/)
 	rm -rf .pytest_cache .ruff_cache build dist *.egg-info

@@ -1,23 +1,38 @@
-"""``python -m dptaucc.bench``: the Hydra entry point (one job, or a sweep with ``-m``)."""
+"""``python -m dptaucc.bench``: the Hydra entry point (one job, or a sweep with ``-m``).
+
+Exit codes: 0 done; 1 a job failed; 2 refused (invalid config, a single run off its
+experiment's grid, the store locked by another sweep); 130 interrupted (Ctrl-C: finished
+records are kept, rerunning the same command resumes).
+"""
 
 from __future__ import annotations
 
-import logging
+import sys
 
 import hydra
 from omegaconf import DictConfig
 
 from dptaucc.bench.configs import CONFIG_MODULE
-from dptaucc.bench.run import run_job, summarize, to_plain
+from dptaucc.bench.cores_launcher import register
+from dptaucc.bench.hydra_sweep import task
 
-log = logging.getLogger("dptaucc.bench")
+register()
 
 
 @hydra.main(version_base="1.3", config_path=f"pkg://{CONFIG_MODULE}", config_name="config")
 def main(cfg: DictConfig) -> None:
-    outcome, rec = run_job(to_plain(cfg))
-    log.info("%s: %s", outcome, summarize(rec))
+    task(cfg)
+
+
+def cli() -> int:
+    try:
+        main()
+    except KeyboardInterrupt:
+        print("\ninterrupted: finished jobs are stored; run the same command again to resume",
+              file=sys.stderr)
+        return 130
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(cli())

@@ -7,12 +7,12 @@ with Hydra's parser), optionally updated with its ``bench.quick`` block. Group k
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import itertools
 import json
 import math
-from collections.abc import Iterable, Mapping
+import os
+from collections.abc import Iterable, Iterator, Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,9 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 GROUPS = ("algorithm", "dataset", "paths", "experiment")
+#: the paper's experiments, in the order the reproduce driver runs them (supp_runtime last:
+#: it is serial)
+EXPERIMENTS = ("fig2_real", "fig3_iterations", "supp_h", "supp_synthetic", "supp_runtime")
 #: sweep keys whose order decides which jobs share a worker's cached dataset
 _ORDER = ("dataset", "dataset.n_cols", "seed", "algorithm", "mode")
 
@@ -38,6 +41,51 @@ def to_plain(cfg: Any) -> Any:
     if isinstance(cfg, (DictConfig, ListConfig)):
         return OmegaConf.to_container(cfg, resolve=True)
     return cfg
+
+
+#: the largest job array submitted at once (SLURM's default MaxArraySize is 1001)
+MAX_ARRAY_SIZE = 1000
+
+
+def sweep_batch_size(launcher: Mapping) -> int:
+    """Jobs that Hydra's sweeper hands the launcher at once (``hydra.sweeper.max_batch_size``).
+
+    Hydra composes every job of a batch before the first one starts (about 0.1 s each), so
+    small batches start a sweep within seconds whatever its size: 8 jobs for the serial
+    launcher, 8 per worker for ``cores``; submitit launchers get arrays of at most
+    :data:`MAX_ARRAY_SIZE` tasks."""
+    target = str(launcher.get("_target_", ""))
+    if "submitit" in target:
+        return MAX_ARRAY_SIZE
+    n_jobs = launcher.get("n_jobs")
+    if isinstance(n_jobs, int) and n_jobs != 0:
+        workers = n_jobs if n_jobs > 0 else max(1, (os.cpu_count() or 1) + 1 + n_jobs)
+        return 8 * workers
+    return 8
+
+
+OmegaConf.register_new_resolver("dptaucc.sweep_batch", sweep_batch_size, replace=True)
+
+
+def resolve_sentinels(params: Mapping, n_classes: int, n_col_classes: int) -> dict:
+    """Replace the parameter values ``classes`` / ``col_classes`` by the dataset's number of
+    row / column classes (the paper runs every method with K = L = the number of classes)."""
+    sentinel = {"classes": n_classes, "col_classes": n_col_classes}
+    return {k: sentinel.get(v, v) if isinstance(v, str) else v for k, v in params.items()}
+
+
+def estimator_kwargs(job: Mapping, n_classes: int, n_col_classes: int) -> dict:
+    """The estimator's arguments for ``job`` (plain Python; no ListConfig reaches sklearn):
+    its parameters with the sentinels resolved, plus ε, mode and δ for a private algorithm.
+    The derived ``random_state`` is added by the caller."""
+    alg = job["algorithm"]
+    kwargs = resolve_sentinels(to_plain(alg.get("params") or {}), n_classes, n_col_classes)
+    if alg.get("private", True):
+        kwargs["epsilon"] = float(job["epsilon"])
+        kwargs["mode"] = job["mode"]
+        if alg.get("uses_delta") and job.get("delta") is not None:
+            kwargs["delta"] = float(job["delta"])
+    return kwargs
 
 
 def list_experiments() -> list[str]:
@@ -104,9 +152,16 @@ def experiment_grid(composer: Composer, experiment: str, scale: str = "paper",
     if scale not in ("paper", "quick"):
         raise ValueError(f"scale must be 'paper' or 'quick', got {scale!r}")
     cfg = composer.compose([f"experiment={experiment}", *overrides], hydra=True)
-    params = dict(to_plain(cfg.hydra.sweeper.params) or {})
+    return scale_grid(to_plain(cfg.hydra.sweeper.params), to_plain(cfg.bench.quick), scale,
+                      sweep)
+
+
+def scale_grid(params: Mapping[str, str] | None, quick: Mapping | None, scale: str,
+               sweep: Mapping[str, str] | None = None) -> dict[str, list]:
+    """The grid of an experiment from its ``hydra.sweeper.params`` and ``bench.quick``."""
+    params = dict(params or {})
     if scale == "quick":
-        params.update({k: str(v) for k, v in (to_plain(cfg.bench.quick) or {}).items()})
+        params.update({k: str(v) for k, v in (quick or {}).items()})
     params.update(sweep or {})
     return parse_sweep(params)
 
@@ -121,25 +176,83 @@ def enumerate_jobs(composer: Composer, experiment: str, scale: str = "paper",
     Jobs outside the algorithm's protocol (e.g. DPNMF at ε >= 1) are dropped, and non-private
     algorithms collapse to one job per seed (their run_id ignores ε and mode).
     """
+    return distinct_jobs(expand_experiment(composer, experiment, scale, overrides, sweep))
+
+
+def expand_experiment(composer: Composer, experiment: str, scale: str = "paper",
+                      overrides: Iterable[str] = (),
+                      sweep: Mapping[str, str] | None = None) -> Iterator[dict]:
+    """Every combination of the experiment's grid (see :func:`expand_grid`)."""
     overrides = tuple(overrides)
     grid = experiment_grid(composer, experiment, scale, overrides, sweep)
+    return expand_grid(composer, (f"experiment={experiment}", *overrides), grid)
+
+
+def expand_grid(composer: Composer, overrides: Iterable[str],
+                grid: Mapping[str, list]) -> Iterator[dict]:
+    """Every combination of ``grid`` on top of ``overrides``, as plain configs (duplicates and
+    jobs outside the protocol included), dataset outermost so that neighbours share a matrix.
+
+    Group keys (``algorithm``, ``dataset``) are composed once per selection; other keys are set
+    in the plain config, so a large grid costs a few compose calls, not one per job."""
+    overrides = tuple(overrides)
     keys = sorted(grid, key=lambda k: _ORDER.index(k) if k in _ORDER else len(_ORDER))
-    jobs: dict[str, dict] = {}
     base: dict[tuple, dict] = {}
     for values in itertools.product(*(grid[k] for k in keys)):
         assign = dict(zip(keys, values, strict=True))
-        groups = (f"experiment={experiment}", *overrides,
-                  *(f"{k}={v}" for k, v in assign.items() if k in GROUPS))
+        groups = (*overrides, *(f"{k}={v}" for k, v in assign.items() if k in GROUPS))
         if groups not in base:
             base[groups] = to_plain(composer.compose(groups))
-        job = copy.deepcopy(base[groups])
+        job = _copy_plain(base[groups])
         for k, v in assign.items():
             if k not in GROUPS:
                 set_dotted(job, k, v)
-        if not in_protocol(job):
-            continue
-        jobs.setdefault(run_id(job), job)
-    return list(jobs.values())
+        yield job
+
+
+def _copy_plain(node: Any) -> Any:
+    """A deep copy of plain config data (dicts, lists, scalars); much cheaper than
+    ``copy.deepcopy`` for the tens of thousands of jobs of a paper grid."""
+    if isinstance(node, dict):
+        return {k: _copy_plain(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_copy_plain(v) for v in node]
+    return node
+
+
+def distinct_jobs(jobs: Iterable[dict]) -> list[dict]:
+    """Jobs inside their algorithm's protocol, one per run_id (first occurrence kept)."""
+    out: dict[str, dict] = {}
+    for job in jobs:
+        if in_protocol(job):
+            out.setdefault(run_id(job), job)
+    return list(out.values())
+
+
+def off_grid(job: Mapping, grid: Mapping[str, list]) -> dict[str, Any]:
+    """The axes of ``grid`` on which ``job`` takes a value outside the grid ({key: value})."""
+    out = {}
+    for key, values in grid.items():
+        value = get_dotted(job, f"{key}.name" if key in GROUPS else key)
+        if not any(_same(value, v) for v in values):
+            out[key] = value
+    return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        return math.isclose(float(a), float(b), rel_tol=1e-12)
+    return str(a) == str(b)
+
+
+def get_dotted(cfg: Mapping, key: str) -> Any:
+    """``a.b.c`` of a plain nested dict (None where the path does not exist)."""
+    node: Any = cfg
+    for part in key.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node
 
 
 def set_dotted(cfg: dict, key: str, value: Any) -> None:

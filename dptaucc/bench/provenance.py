@@ -1,30 +1,73 @@
-"""Provenance columns of a record: git commit, library versions, BLAS threads, start time."""
+"""Provenance columns of a record: the code, the libraries and the machine that produced it.
+
+Everything here is read once per process (cached): the git commit of this project's own
+checkout (with ``-dirty`` when tracked code differs from it), package versions, Python, the
+OS, the CPU model, the BLAS/OpenMP libraries numpy and scipy loaded (threadpoolctl), and GNU
+Octave's version for the jobs that run in Octave (DPHD).
+"""
 
 from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
+import platform
+import re
 import subprocess
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 
-_PACKAGES = ("dptaucc-bench", "numpy", "scipy", "scikit-learn", "diffprivlib", "hydra-core")
+#: the distribution whose checkout a commit hash may describe
+PROJECT = "dptaucc-bench"
+_PACKAGES = (PROJECT, "numpy", "scipy", "scikit-learn", "diffprivlib", "hydra-core", "pandas",
+             "threadpoolctl")
+#: paths whose changes do not make the code dirty (outputs, not code)
+_NOT_CODE = (":(exclude)results",)
+
+
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
+                          timeout=10, check=True).stdout.strip()
+
+
+def project_root(package_file: str | Path = __file__) -> Path | None:
+    """This project's checkout when the running code lives in one (an editable install or a
+    run from the source tree): the folder two levels above the ``dptaucc`` package must be a
+    git work tree's top level whose pyproject.toml names this project. None for an installed
+    copy, even one inside another git repository."""
+    root = Path(package_file).resolve().parents[2]
+    try:
+        text = (root / "pyproject.toml").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    if not re.search(rf'^name\s*=\s*"{re.escape(PROJECT)}"', text, re.MULTILINE):
+        return None
+    try:
+        top = Path(_git(root, "rev-parse", "--show-toplevel")).resolve()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return root if top == root else None
+
+
+def commit(root: Path) -> str:
+    """HEAD of the checkout at ``root``, ``-dirty`` if tracked code differs from it (changes
+    under ``results/`` are outputs, not code); ``unknown`` if git cannot tell."""
+    try:
+        sha = _git(root, "rev-parse", "HEAD")
+        dirty = _git(root, "status", "--porcelain", "--untracked-files=no", "--", ".",
+                     *_NOT_CODE)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return sha + ("-dirty" if dirty else "")
 
 
 @lru_cache(maxsize=1)
 def git_sha() -> str:
-    """HEAD of the repository this package lives in (suffix ``-dirty`` if tracked files changed)."""
-    root = Path(__file__).resolve().parents[2]
-    try:
-        sha = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
-                             text=True, timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain",
-                                "--untracked-files=no"], capture_output=True, text=True,
-                               timeout=10).stdout.strip()
-        return sha + ("-dirty" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
+    """The commit of this project's own checkout (:func:`commit`), or ``unknown`` when the
+    code does not run from one (:func:`project_root`)."""
+    root = project_root()
+    return "unknown" if root is None else commit(root)
 
 
 @lru_cache(maxsize=1)
@@ -40,13 +83,76 @@ def versions() -> str:
 
 
 @lru_cache(maxsize=1)
-def blas_threads() -> int:
-    """Threads of the BLAS/OpenMP pools of this process (max over the loaded libraries; read
-    once per process: workers keep the limit they were started with)."""
+def python_version() -> str:
+    return f"{platform.python_implementation()} {platform.python_version()}"
+
+
+@lru_cache(maxsize=1)
+def os_name() -> str:
+    """Kernel and distribution, e.g. ``Linux-6.1.0-x86_64-with-glibc2.36``."""
+    return platform.platform()
+
+
+@lru_cache(maxsize=1)
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo`` on Linux) and the logical CPU count."""
+    name = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith(("model name", "hardware", "cpu model")):
+                name = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    name = name or platform.processor() or platform.machine() or "unknown"
+    return f"{name} ({os.cpu_count()} logical CPUs)"
+
+
+@lru_cache(maxsize=1)
+def _threadpools() -> tuple[dict, ...]:
     from threadpoolctl import threadpool_info
 
-    info = threadpool_info()
-    return int(max((p.get("num_threads") or 0 for p in info), default=0))
+    return tuple(threadpool_info())
+
+
+def blas() -> str:
+    """JSON list of the BLAS/OpenMP libraries loaded: API, implementation, version, threading
+    layer and threads (read once per process: workers keep the limit they started with)."""
+    keep = ("user_api", "internal_api", "version", "threading_layer", "num_threads",
+            "architecture")
+    libs = [{k: p.get(k) for k in keep if p.get(k) is not None} for p in _threadpools()]
+    libs.sort(key=lambda lib: json.dumps(lib, sort_keys=True))  # the same order in every process
+    return json.dumps(libs, sort_keys=True)
+
+
+def blas_threads() -> int:
+    """Threads of the BLAS/OpenMP pools of this process (max over the loaded libraries)."""
+    return int(max((p.get("num_threads") or 0 for p in _threadpools()), default=0))
+
+
+@lru_cache(maxsize=1)
+def octave_version() -> str | None:
+    """``octave-cli --version``'s first line (asked once per process); None without Octave."""
+    from dptaucc.baselines.dphd.octave import OCTAVE_EXECUTABLE
+
+    try:
+        out = subprocess.run([OCTAVE_EXECUTABLE, "--version"], capture_output=True, text=True,
+                             timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    first = (out.stdout or "").strip().splitlines()
+    return first[0].strip() if out.returncode == 0 and first else None
+
+
+def uses_octave(target: str) -> bool:
+    """Does the estimator at import path ``target`` run in Octave (DPHD)?"""
+    return target.startswith("dptaucc.baselines.dphd")
+
+
+def machine() -> dict:
+    """The provenance columns that do not depend on the job."""
+    return {"git_sha": git_sha(), "versions": versions(), "python": python_version(),
+            "os": os_name(), "cpu": cpu_model(), "blas": blas()}
 
 
 def utc_now() -> str:

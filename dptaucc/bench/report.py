@@ -260,14 +260,12 @@ def synthetic_section(df: pd.DataFrame) -> list[str]:
 
 
 def header_lines(frames: dict[str, pd.DataFrame], results_dir: Path) -> list[str]:
-    """Title, generation time, code versions, and the size of every table."""
+    """Title, generation time and the size of every table (code versions: the provenance
+    section)."""
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = ["# dptaucc-bench: results", "",
              f"Generated {now} by `python -m dptaucc.bench.report` from "
              f"`{results_dir.name}/<experiment>.parquet`; figures in `figures/`.", ""]
-    shas = sorted({s for df in frames.values() for s in df["git_sha"].dropna()})
-    if shas:
-        lines += [f"Code versions (git): {', '.join(s[:12] for s in shas)}", ""]
     lines += [f"- {e}: {len(df)} records, {df['seed'].nunique()} seeds, datasets "
               f"{', '.join(_datasets(df))}" + (f" (m = {int(df['n_cols'].min())}"
                                                f"..{int(df['n_cols'].max())})"
@@ -275,6 +273,66 @@ def header_lines(frames: dict[str, pd.DataFrame], results_dir: Path) -> list[str
               for e, df in frames.items()]
     return lines + ["", "Paper scale is 10 seeds per point (`make reproduce`); fewer seeds mean a "
                     "quick-scale run (`make reproduce-quick`).", ""]
+
+
+def provenance_section(frames: dict[str, pd.DataFrame]) -> list[str]:
+    """Where the records come from (code, libraries, machine) and, for the runtime
+    experiment, whether the machine was otherwise idle during the fits."""
+    import json
+    from collections import Counter
+
+    df = pd.concat(list(frames.values()), ignore_index=True)
+
+    def values(col: str, show=str) -> str:
+        if col not in df or df[col].dropna().empty:
+            return "not recorded"
+        c = Counter(show(v) for v in df[col].dropna())
+        if len(c) == 1:
+            return next(iter(c))
+        return "; ".join(f"{v} ({n} records)" for v, n in c.most_common())
+
+    def sha(v: str) -> str:  # short hash, the -dirty flag kept
+        head, dirty, _ = str(v).partition("-dirty")
+        return f"`{head[:12]}{dirty}`"
+
+    def package(name: str):
+        return lambda v: str(json.loads(v).get(name)) if str(v).startswith("{") else "?"
+
+    def blas(v: str) -> str:
+        try:
+            libs = json.loads(v)
+        except (TypeError, ValueError):
+            return str(v)
+        return ", ".join(f"{lib.get('internal_api')} {lib.get('version') or ''}".strip()
+                         + (f" ({lib['threading_layer']})" if lib.get("threading_layer")
+                            else "") for lib in libs if lib.get("user_api") == "blas") or "-"
+
+    rows = [["code (git commit)", values("git_sha", sha)],
+            *[[pkg, values("versions", package(pkg))]
+              for pkg in ("dptaucc-bench", "numpy", "scipy", "scikit-learn")],
+            ["BLAS", values("blas", blas)], ["Python", values("python")],
+            ["OS", values("os")], ["CPU", values("cpu")],
+            ["GNU Octave (DPHD)", values("octave")]]
+    lines = ["## Provenance", "", "A `-dirty` commit means the code differed from that "
+             "commit (changes under results/ do not count).", ""]
+    lines += _table(["", "value"], rows) + [""]
+    rt = frames.get("supp_runtime")
+    if rt is not None:
+        fits = ok(rt)
+        busy = fits["other_busy_cpus"].dropna() if "other_busy_cpus" in fits else pd.Series()
+        if busy.empty:
+            lines += ["Runtime experiment: the machine's load during the fits was not "
+                      "recorded (records older than this check).", ""]
+        else:
+            loaded = int((busy > 0.25).sum())
+            verdict = ("on an otherwise idle machine" if loaded == 0 else
+                       f"NOT on an idle machine: {loaded} of {len(busy)} fits saw other "
+                       f"processes keep more than 0.25 CPUs busy; those fit times are inflated")
+            lines += [f"Runtime experiment (supp. Fig. 6) ran {verdict}. Other busy CPUs "
+                      f"during a fit: median {busy.median():.2f}, max {busy.max():.2f}; "
+                      f"1-minute load average at the start: median "
+                      f"{fits['load_1m'].median():.2f}.", ""]
+    return lines
 
 
 def _real_data(frames: dict[str, pd.DataFrame]) -> list[str]:
@@ -291,7 +349,8 @@ Section = Callable[[dict[str, pd.DataFrame]], list[str]]
 #: the report's sections, in order; each maps the tables ({experiment: DataFrame}) to Markdown
 #: lines (an empty list leaves the section out)
 SECTIONS: list[Section] = [_real_data, other_experiments_section, privacy_section,
-                           runtime_section, heatmap_section, _synthetic, status_section]
+                           runtime_section, heatmap_section, _synthetic, status_section,
+                           provenance_section]
 
 
 def write_report(results_dir: str | os.PathLike = "results") -> Path:

@@ -1,4 +1,4 @@
-"""One job -> one record (DESIGN §4): load the dataset, fit the estimator, evaluate, store.
+"""One job -> one record: load the dataset, fit the estimator, evaluate, store.
 
 :func:`run` takes a composed config (DictConfig or the plain dict it resolves to), which is
 all that ``python -m dptaucc.bench`` and the reproduce driver hand it.
@@ -6,7 +6,6 @@ all that ``python -m dptaucc.bench`` and the reproduce driver hand it.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import json
 import math
@@ -21,11 +20,22 @@ import numpy as np
 from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
 
 from dptaucc.bench import provenance
-from dptaucc.bench.configs import derived_seed, in_protocol, job_identity, run_id, to_plain
+from dptaucc.bench.configs import (
+    derived_seed,
+    estimator_kwargs,
+    in_protocol,
+    job_identity,
+    resolve_sentinels,
+    run_id,
+    to_plain,
+)
+from dptaucc.bench.contention import OtherLoad
 from dptaucc.bench.memory import PeakRSS
 from dptaucc.bench.store import RunStore
+from dptaucc.bench.validate import import_target, validate_job
 
-#: the record columns of DESIGN §4 (plus a few extras), in table order; p_* columns follow
+#: the record columns (identity, privacy, data, metrics, status, provenance), in table order;
+#: p_* parameter columns follow
 COLUMNS = [
     "run_id", "experiment", "algorithm", "mode", "dataset", "seed",
     "epsilon", "delta", "epsilon_spent", "epsilon_mechanisms", "delta_spent", "end_to_end_dp",
@@ -34,7 +44,8 @@ COLUMNS = [
     "nmi_rows", "ari_rows", "nmi_rows_private", "ari_rows_private", "nmi_rows_released",
     "ari_rows_released", "row_labels_private", "nmi_cols", "ari_cols", "tau_rc", "tau_cr",
     "k_found", "l_found", "fit_time_s", "eval_time_s", "peak_rss_mb", "status", "error",
-    "warnings", "random_state", "git_sha", "versions", "started_at", "blas_threads", "ledger",
+    "warnings", "random_state", "git_sha", "versions", "started_at", "blas_threads",
+    "python", "os", "cpu", "blas", "octave", "load_1m", "other_busy_cpus", "ledger",
 ]
 
 NAN = float("nan")
@@ -94,40 +105,24 @@ def load_dataset(job: Mapping):
 
 
 # ---------------------------------------------------------------- estimator
-def _import(target: str):
-    module, _, attr = target.rpartition(".")
-    if not module:
-        raise ValueError(f"algorithm target must be 'package.module.Class', got {target!r}")
-    return getattr(importlib.import_module(module), attr)
+def class_counts(dataset) -> tuple[int, int]:
+    """Row and column class counts of a loaded dataset (what ``classes`` / ``col_classes``
+    stand for); without column labels the column count is the row count."""
+    n_classes = int(dataset.meta.get("n_classes", len(np.unique(dataset.row_labels))))
+    col = dataset.col_labels
+    return n_classes, (n_classes if col is None else len(np.unique(col)))
 
 
 def resolve_params(params: Mapping, dataset) -> dict:
     """Replace the sentinels ``classes`` / ``col_classes`` by the dataset's class counts."""
-    n_classes = int(dataset.meta.get("n_classes", len(np.unique(dataset.row_labels))))
-    col = dataset.col_labels
-    n_col_classes = n_classes if col is None else len(np.unique(col))
-    out = {}
-    for key, value in params.items():
-        if value == "classes":
-            value = n_classes
-        elif value == "col_classes":
-            value = n_col_classes
-        out[key] = value
-    return out
+    return resolve_sentinels(params, *class_counts(dataset))
 
 
 def build_estimator(job: Mapping, dataset):
     """Instantiate the algorithm with plain-Python arguments (no ListConfig reaches sklearn)."""
-    alg = job["algorithm"]
-    cls = _import(alg["target"])
-    kwargs = resolve_params(to_plain(alg.get("params") or {}), dataset)
-    accepted = inspect.signature(cls).parameters
-    if alg.get("private", True):
-        kwargs["epsilon"] = float(job["epsilon"])
-        kwargs["mode"] = job["mode"]
-        if alg.get("uses_delta") and job.get("delta") is not None:
-            kwargs["delta"] = float(job["delta"])
-    if "random_state" in accepted:
+    cls = import_target(job["algorithm"]["target"])
+    kwargs = estimator_kwargs(job, *class_counts(dataset))
+    if "random_state" in inspect.signature(cls).parameters:
         kwargs["random_state"] = derived_seed(job)
     return cls(**kwargs)
 
@@ -216,7 +211,6 @@ def base_record(job: Mapping) -> dict:
         "delta": NAN if ident["delta"] is None else ident["delta"],
         "delta_spent": NAN,
         "private": bool(alg.get("private", True)), "random_state": derived_seed(job),
-        "git_sha": provenance.git_sha(), "versions": provenance.versions(),
     })
     for key, value in (alg.get("params") or {}).items():
         rec[f"p_{key}"] = value if isinstance(value, (int, float, str, bool)) else json.dumps(value)
@@ -229,7 +223,6 @@ def execute(job: Mapping) -> dict:
     """Run one job and return its record; exceptions become ``status="error"`` records."""
     rec = base_record(job)
     rec["started_at"] = provenance.utc_now()
-    rec["blas_threads"] = provenance.blas_threads()
     try:
         dataset = load_dataset(job)
         meta = dataset.meta
@@ -240,11 +233,12 @@ def execute(job: Mapping) -> dict:
         est = build_estimator(job, dataset)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            with PeakRSS() as mem:
+            with PeakRSS() as mem, OtherLoad() as load:
                 t0 = time.perf_counter()
                 est.fit(dataset.X)
                 rec["fit_time_s"] = time.perf_counter() - t0
             rec["peak_rss_mb"] = mem.peak_mb
+            rec["load_1m"], rec["other_busy_cpus"] = load.load_1m, load.other_busy_cpus
             t0 = time.perf_counter()
             rec.update(evaluate(est, dataset.X, dataset))
             rec["eval_time_s"] = time.perf_counter() - t0
@@ -256,20 +250,31 @@ def execute(job: Mapping) -> dict:
         rec["status"] = "error"
         tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
         rec["error"] = (f"{type(exc).__name__}: {exc}\n" + "".join(tb[-3:]))[-4000:]
+    rec.update(provenance.machine())
+    rec["blas_threads"] = provenance.blas_threads()
+    if provenance.uses_octave(str(job["algorithm"].get("target", ""))):
+        rec["octave"] = provenance.octave_version()
     return rec
 
 
-def run_job(job: Mapping, *, write: bool = True, skip_done: bool = True) -> tuple[str, dict | None]:
+def run_job(job: Mapping, *, write: bool = True, skip_done: bool = True,
+            validated: bool = False) -> tuple[str, dict | None]:
     """Execute one plain job config against its store.
 
-    Returns ``(outcome, record)``: ``"excluded"`` (outside the protocol, no record),
-    ``"skipped"`` (already stored; the stored record) or ``"ran"`` (the new record).
+    The config is validated first (:func:`validate.validate_job`; skip with ``validated``
+    when the caller checked it): a bad one raises :class:`validate.ConfigError` and stores
+    nothing. Returns ``(outcome, record)``: ``"excluded"`` (outside the algorithm's protocol
+    range, no record), ``"skipped"`` (already done; the stored record) or ``"ran"`` (the new
+    record). Done = a successful record; a failed one is run again unless
+    ``bench.retry_failed`` is false.
     """
+    if not validated:
+        validate_job(job, protocol=False)
     if not in_protocol(job):
         return "excluded", None
     store = RunStore(job["paths"]["runs_dir"], job["bench"]["experiment"])
     rid = run_id(job)
-    retry = bool(job["bench"].get("retry_failed", False))
+    retry = bool(job["bench"].get("retry_failed", True))
     if skip_done and store.is_done(rid, retry_failed=retry):
         return "skipped", store.get(rid)
     rec = execute(job)

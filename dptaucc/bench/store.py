@@ -1,7 +1,10 @@
 """The working store: one JSON record per finished job under ``<runs_dir>/<experiment>/``.
 
 Writes are atomic (temporary file in the same directory, then ``os.replace``), so a crash or
-Ctrl-C never leaves a half-written record; reruns look records up by run_id and skip them.
+Ctrl-C never leaves a half-written record. A job is *done* when its record says
+``status="ok"``: reruns skip those and retry failed ones (unless told not to). Records are
+created with the usual file mode (0666 minus the umask, e.g. 0644), readable by the group of a
+shared cluster store, not with the 0600 of a temporary file.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import os
 import tempfile
 import warnings
 from collections.abc import Iterator
+from functools import lru_cache
 from pathlib import Path
 
 
@@ -23,6 +27,14 @@ def _clean(value):
         if math.isinf(value):
             return "inf" if value > 0 else "-inf"
     return value
+
+
+@lru_cache(maxsize=1)
+def _umask() -> int:
+    """The process umask (read once: reading it means setting it)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 class RunStore:
@@ -43,8 +55,8 @@ class RunStore:
         except FileNotFoundError:
             return None
 
-    def is_done(self, run_id: str, retry_failed: bool = False) -> bool:
-        """A stored record exists (and, with ``retry_failed``, it succeeded)."""
+    def is_done(self, run_id: str, retry_failed: bool = True) -> bool:
+        """The job has a successful record (any record when ``retry_failed`` is False)."""
         if not retry_failed:
             return self.path(run_id).exists()
         try:
@@ -53,7 +65,8 @@ class RunStore:
             return False
         return rec is not None and rec.get("status") == "ok"
 
-    def done_ids(self, retry_failed: bool = False) -> set[str]:
+    def done_ids(self, retry_failed: bool = True) -> set[str]:
+        """Run ids of the done jobs (see :meth:`is_done`)."""
         if not self.dir.exists():
             return set()
         if not retry_failed:
@@ -66,6 +79,7 @@ class RunStore:
         target = self.path(record["run_id"])
         fd, tmp = tempfile.mkstemp(prefix=f".{record['run_id']}.", suffix=".tmp", dir=self.dir)
         try:
+            os.fchmod(fd, 0o666 & ~_umask())
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 json.dump({k: _clean(v) for k, v in record.items()}, fh, sort_keys=True)
                 fh.flush()

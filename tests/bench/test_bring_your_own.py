@@ -56,7 +56,7 @@ def test_readme_bring_your_own_example(tmp_path):
         capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
 
-    results = tmp_path / "results"
+    results = tmp_path / "results" / "quick"  # Hydra runs write to the quick folder
     table = pd.read_parquet(results / "fig2_real.parquet")
     assert (table["status"] == "ok").all(), table["error"].dropna().tolist()
     mine = table[table["algorithm"] == "random_rows"]

@@ -11,6 +11,7 @@ from dptaucc.bench.configs import (
     in_protocol,
     list_experiments,
     list_group,
+    off_grid,
     parse_sweep,
     run_id,
     set_dotted,
@@ -106,3 +107,16 @@ def test_sweep_replaces_axes(composer):
                                                                "algorithm": "dp_taucc"})
     assert g["seed"] == [0, 1, 2, 3, 4] and g["algorithm"] == ["dp_taucc"]
     assert g["dataset"] == ["cstr", "classic3", "tr11"]
+
+
+def test_off_grid_names_the_axes_a_job_leaves(composer):
+    grid = experiment_grid(composer, "fig2_real")
+    job = OmegaConf.to_container(composer.compose(["experiment=fig2_real", "epsilon=0.99999",
+                                                   "dataset=tr11", "seed=3"]), resolve=True)
+    assert off_grid(job, grid) == {}
+    job["epsilon"], job["seed"] = 1.0, 12
+    assert off_grid(job, grid) == {"epsilon": 1.0, "seed": 12}
+    job["dataset"]["name"] = "sports"
+    assert set(off_grid(job, grid)) == {"epsilon", "seed", "dataset"}
+    quick = experiment_grid(composer, "fig2_real", "quick")
+    assert off_grid({**job, "epsilon": 3, "seed": 2, "dataset": {"name": "cstr"}}, quick) == {}

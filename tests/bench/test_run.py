@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import json
 import math
+import platform
+import re
+import shutil
 
+import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
@@ -12,6 +16,7 @@ from dptaucc.bench import run
 from dptaucc.bench.configs import run_id
 from dptaucc.bench.run import COLUMNS
 from dptaucc.bench.store import RunStore
+from dptaucc.bench.validate import ConfigError
 
 
 def _cfg(composer, results_dir, *overrides):
@@ -52,17 +57,40 @@ def test_non_private_method_runs_once_per_seed(composer, results_dir):
     assert a["mode"] is None and math.isnan(a["epsilon"]) and a["private"] is False
 
 
-def test_protocol_exclusion_and_failures_are_recorded(composer, results_dir):
+def test_protocol_exclusion_and_refusals_store_nothing(composer, results_dir):
     assert run(_cfg(composer, results_dir, "algorithm=dpnmf", "epsilon=1.5")) is None
-    bad = run(_cfg(composer, results_dir, "algorithm=dp_taucc", "algorithm.params.h=1.7"))
-    assert bad["status"] == "error" and "h" in bad["error"]
-    missing = run(_cfg(composer, results_dir, "algorithm=dp_taucc",
-                       "algorithm.target=dptaucc.NoSuchEstimator"))
-    assert missing["status"] == "error" and "NoSuchEstimator" in missing["error"]
-    store = RunStore(results_dir / "runs", "adhoc")
-    assert {r["status"] for r in store.records()} == {"error"} and len(store) == 2
-    # with retry_failed the error is rerun, otherwise it counts as finished
-    assert store.is_done(bad["run_id"]) and not store.is_done(bad["run_id"], retry_failed=True)
+    with pytest.raises(ConfigError, match="'h' parameter"):
+        run(_cfg(composer, results_dir, "algorithm=dp_taucc", "algorithm.params.h=1.7"))
+    with pytest.raises(ConfigError, match="NoSuchEstimator"):
+        run(_cfg(composer, results_dir, "algorithm.target=dptaucc.NoSuchEstimator"))
+    assert len(RunStore(results_dir / "runs", "adhoc")) == 0
+
+
+def test_record_provenance(composer, results_dir):
+    rec = run(_cfg(composer, results_dir, "algorithm=dp_taucc", "epsilon=3"))
+    assert rec["status"] == "ok", rec["error"]
+    assert rec["python"].startswith(("CPython", "PyPy")) and platform.python_version() in \
+        rec["python"]
+    assert rec["os"] == platform.platform() and "logical CPUs" in rec["cpu"]
+    blas = json.loads(rec["blas"])
+    assert blas and all("internal_api" in lib and "num_threads" in lib for lib in blas)
+    versions = json.loads(rec["versions"])
+    assert versions["numpy"] == np.__version__ and versions["scikit-learn"]
+    assert rec["octave"] is None  # only Octave jobs ask for its version
+    # a checkout of this project: a commit hash, with -dirty when tracked code changed
+    assert re.fullmatch(r"[0-9a-f]{40}(-dirty)?", rec["git_sha"]), rec["git_sha"]
+    assert rec["load_1m"] >= 0 and rec["other_busy_cpus"] >= 0
+    path = RunStore(results_dir / "runs", "adhoc").path(rec["run_id"])
+    assert path.stat().st_mode & 0o040, "records are group-readable"
+
+
+@pytest.mark.octave
+def test_octave_jobs_record_octave_version(composer, results_dir):
+    if shutil.which("octave-cli") is None:
+        pytest.skip("GNU Octave not installed")
+    rec = run(_cfg(composer, results_dir, "algorithm=dphd", "epsilon=3"))
+    assert rec["status"] == "ok", rec["error"]
+    assert rec["octave"].startswith("GNU Octave, version")
 
 
 def test_biclusters_record_has_column_scores(composer, results_dir):

@@ -1,0 +1,101 @@
+"""``python -m dptaucc.bench.outputs collect|figures|report|all --scale quick|paper``.
+
+Tables, figures and REPORT.md of one results folder, with the rule that protects the
+committed paper-scale outputs (:mod:`scales`): ``--scale quick`` (the default) works on
+``results/quick/``; ``--scale paper`` on ``results/``, where an experiment's table is only
+rewritten when its store holds a successful record for every job of the paper grid --
+otherwise the committed table stays and the command says how far the store is
+(``--allow-partial`` overrides). Figures and the report read only the tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from dptaucc.bench.configs import EXPERIMENTS
+from dptaucc.bench.scales import SCALES, is_paper_dir, results_dir_for
+
+STEPS = ("collect", "figures", "report")
+
+
+def paper_progress(results_dir: str | Path, experiment: str) -> tuple[int, int]:
+    """(jobs of the paper grid with a successful record, jobs in the paper grid)."""
+    from dptaucc.bench.configs import Composer, enumerate_jobs, run_id
+    from dptaucc.bench.store import RunStore
+
+    with Composer() as composer:
+        jobs = enumerate_jobs(composer, experiment, "paper",
+                              [f"paths.results_dir={results_dir}"])
+    done = RunStore(Path(results_dir) / "runs", experiment).done_ids()
+    return sum(run_id(j) in done for j in jobs), len(jobs)
+
+
+def collect_guarded(results_dir: str | Path, experiments: Sequence[str] | None = None,
+                    allow_partial: bool = False) -> dict[str, str]:
+    """Collect each experiment's records into its table; in the paper-scale folder only
+    experiments whose paper grid is complete. Returns ``{experiment: what happened}``."""
+    from dptaucc.bench import collect
+
+    experiments = list(experiments or collect.stored_experiments(results_dir))
+    out = {}
+    for exp in experiments:
+        if is_paper_dir(results_dir) and not allow_partial and exp in EXPERIMENTS:
+            done, total = paper_progress(results_dir, exp)
+            if done < total:
+                out[exp] = (f"kept the existing table: the store holds {done} of the {total} "
+                            f"paper-scale jobs with a successful record")
+                continue
+        df = collect.collect_experiment(results_dir, exp)
+        out[exp] = "no records" if df is None else f"{len(df)} records"
+    return out
+
+
+def publish(results_dir: str | Path, experiments: Sequence[str] | None = None,
+            steps: Sequence[str] = STEPS, allow_partial: bool = False) -> dict:
+    """Run ``steps`` (collect, figures, report) on ``results_dir``; returns what each did."""
+    done: dict = {}
+    if "collect" in steps:
+        done["collect"] = collect_guarded(results_dir, experiments, allow_partial)
+        for exp, what in done["collect"].items():
+            print(f"[outputs] {exp}: {what}", file=sys.stderr)
+        if not done["collect"]:
+            print(f"[outputs] no records under {Path(results_dir) / 'runs'}: nothing collected "
+                  f"(existing tables stay)", file=sys.stderr)
+    if "figures" in steps:
+        from dptaucc.bench import figures
+
+        done["figures"] = len(figures.make_figures(results_dir))
+    if "report" in steps:
+        from dptaucc.bench import report
+
+        done["report"] = str(report.write_report(results_dir))
+    return done
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m dptaucc.bench.outputs", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("step", choices=(*STEPS, "all"))
+    ap.add_argument("--scale", choices=SCALES, default="quick",
+                    help="quick: results/quick/ (default); paper: results/")
+    ap.add_argument("--results-dir", default=None, help="instead of the scale's folder")
+    ap.add_argument("--allow-partial", action="store_true",
+                    help="collect into the paper-scale folder even from an incomplete store")
+    ap.add_argument("experiments", nargs="*", help="default: every experiment in the store")
+    args = ap.parse_args(argv)
+    results_dir = Path(args.results_dir or results_dir_for(args.scale))
+    steps = STEPS if args.step == "all" else (args.step,)
+    if "collect" not in steps and not any(results_dir.glob("*.parquet")):
+        print(f"[outputs] no tables in {results_dir}: run the experiments (make "
+              f"reproduce-quick) or `make collect` first", file=sys.stderr)
+    done = publish(results_dir, args.experiments or None, steps, args.allow_partial)
+    if "report" in done:
+        print(done["report"])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

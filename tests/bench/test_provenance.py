@@ -1,0 +1,77 @@
+"""Provenance: the commit only of this project's own checkout, machine and library facts."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from dptaucc.bench import provenance
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _git(cwd, *args):
+    subprocess.run(["git", "-C", str(cwd), *args], check=True, capture_output=True,
+                   env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+                        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t",
+                        "HOME": str(cwd), "PATH": "/usr/bin:/bin"})
+
+
+def _repo_with(tmp_path, name: str, package_at: str) -> Path:
+    """A git repo whose pyproject names ``name``, holding dptaucc/bench/provenance.py at
+    ``package_at``; returns that file's path."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "pyproject.toml").write_text(f'[project]\nname = "{name}"\n')
+    target = tmp_path / package_at / "dptaucc" / "bench" / "provenance.py"
+    target.parent.mkdir(parents=True)
+    shutil.copy(provenance.__file__, target)
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "commit", "-qm", "x")
+    return target
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_commit_only_for_this_projects_checkout(tmp_path):
+    assert provenance.project_root() == REPO  # the tests run from the checkout
+    own = _repo_with(tmp_path / "own", provenance.PROJECT, ".")
+    assert provenance.project_root(own) == (tmp_path / "own").resolve()
+    sha = provenance.commit(tmp_path / "own")
+    assert len(sha) == 40 and not sha.endswith("-dirty")
+    own.write_text(own.read_text() + "\n# changed\n")
+    assert provenance.commit(tmp_path / "own") == sha + "-dirty"
+    # installed inside another project's repo (e.g. a venv in it): not our commit
+    other = _repo_with(tmp_path / "other", "someone-else", ".")
+    assert provenance.project_root(other) is None
+    nested = _repo_with(tmp_path / "nested", provenance.PROJECT,
+                        ".venv/lib/python3/site-packages")
+    assert provenance.project_root(nested) is None
+    assert provenance.project_root(tmp_path / "nowhere" / "dptaucc" / "bench" / "x.py") is None
+
+
+def test_outputs_do_not_make_the_code_dirty(tmp_path):
+    own = _repo_with(tmp_path, provenance.PROJECT, ".")
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "REPORT.md").write_text("a")
+    _git(tmp_path, "add", "results")
+    _git(tmp_path, "commit", "-qm", "results")
+    sha = provenance.commit(tmp_path)
+    (tmp_path / "results" / "REPORT.md").write_text("b")
+    assert provenance.commit(tmp_path) == sha
+    own.write_text("changed")
+    assert provenance.commit(tmp_path) == sha + "-dirty"
+
+
+def test_machine_facts():
+    m = provenance.machine()
+    assert set(m) == {"git_sha", "versions", "python", "os", "cpu", "blas"}
+    assert json.loads(m["versions"])["dptaucc-bench"]
+    libs = json.loads(m["blas"])
+    assert any(lib.get("user_api") == "blas" for lib in libs)
+    assert provenance.blas_threads() >= 1
+    assert provenance.uses_octave("dptaucc.baselines.dphd.DPHD")
+    assert not provenance.uses_octave("dptaucc.DPTauCC")
