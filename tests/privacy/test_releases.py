@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from dptaucc.baselines.dphd import DPHD
+from dptaucc.baselines.dphd.testing import have_octave
 from sklearn.metrics import normalized_mutual_info_score as nmi
 
 from dptaucc import DPTauCC, FastTauCC
@@ -29,6 +31,8 @@ CASES = [
     ("DPTauCC", lambda mode: DPTauCC(3, 3, epsilon=1.0, mode=mode, random_state=0),
      ("corrected", "paper"), True),
     ("FastTauCC", lambda mode: FastTauCC(3, 3, random_state=0), (None,), False),
+    *([("DPHD", lambda mode: DPHD(3, epsilon=1.0, mode=mode, random_state=0),
+        ("corrected", "paper"), True)] if have_octave() else []),
 ]
 
 FITS = [pytest.param(factory, mode, dp, id=f"{name}-{mode}")
@@ -73,6 +77,15 @@ def raw_recomputations(est, X) -> dict[str, np.ndarray]:
         c, ell = relabel(np.asarray(est.column_labels_))
         out["exact table of the evaluation labels"] = contingency_table(
             sp.csr_matrix(X), r, c, k, ell)
+    centers = getattr(est, "cluster_centers_", None)
+    if centers is not None and np.ndim(centers) == 2 and np.shape(centers)[1] == X.shape[1]:
+        rows = {"": np.asarray(X, dtype=float)}
+        if hasattr(est, "max_value_"):  # the rows after a public count cap
+            rows[" (counts capped at max_value_)"] = np.minimum(rows[""], est.max_value_)
+        for what, R in rows.items():
+            dist = ((R[:, None, :] - np.asarray(centers)[None, :, :]) ** 2).sum(axis=2)
+            out[f"SSE of the rows at cluster_centers_{what}"] = dist.min(axis=1).sum()
+            out[f"nearest-centre distances{what}"] = dist.min(axis=1)
     if hasattr(est, "dp_row_labels_") and hasattr(est, "column_labels_"):
         r, k = relabel(np.asarray(est.dp_row_labels_))
         c, ell = relabel(np.asarray(est.column_labels_))
