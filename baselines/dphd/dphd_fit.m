@@ -57,7 +57,9 @@ function R = dphd_fit(D, k, epsilon, T, M, B1, paper, trace)
     b_sum = 2 * B1 / ((1 - P.count_share) * eps_rec);
     P.grid = pow2(max(floor(log2(b_sum)) - 24, ceil(log2(n * B1)) - 52));
     if D.integral && P.grid <= 1
-      P.Xu = Xt;               % sums in data units, divided by the grid exactly (dphd_recover)
+      % the same numbers as floor(Xt / P.grid), without a pass over Xt: the sums in data
+      % units divided by the grid, exactly (dphd_recover)
+      P.Xu = Xt;
       P.unit = P.grid;
     else
       P.Xu = floor(Xt / P.grid);

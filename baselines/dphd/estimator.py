@@ -21,9 +21,10 @@ and is **not private**. The fit is ε-DP when one row of X is replaced by any ot
    is scaled); ρ = min(M√d, B1) bounds every row's L2 norm;
 2. candidates: 3 grid partitions of the rows projected to p = max(1, ⌊½ ln n⌋) dimensions (a
    data-independent Gaussian matrix G); the side length restarts at s = 2M in every
-   partition; each of the L = ⌈ln n⌉ − 1 levels releases all 3^p bucket counts of every cell
-   (empty ones included) with discrete Laplace noise at ε_p/L, count sensitivity 2, and
-   keeps the buckets above the threshold; levels not reached are charged all the same;
+   partition; at each of the L = ⌈ln n⌉ − 1 levels every one of the 3^p buckets of every
+   cell (empty ones included) gets discrete Laplace noise at ε_p/L (count sensitivity 2) and
+   the buckets whose noisy count passes the threshold become cells; levels not reached are
+   charged all the same (where a partition stops is part of what it reveals);
 3. local search: min(k, 20) swaps and a final pick, each an exponential mechanism over
    utility −loss/Λ² with Λ = ‖G‖₂ρ + max‖candidate‖ (each row adds at most 1: range
    sensitivity 2; the authors use Λ = 2ρ/d and omit the factor);
@@ -32,10 +33,10 @@ and is **not private**. The fit is ε-DP when one row of X is replaced by any ot
    integers in units of g with discrete Laplace noise (L1 sensitivity 2·B1/g units), and the
    k cluster sizes with discrete Laplace noise (sensitivity 2); the centre is noisy sum · g /
    max(noisy size, 1), projected onto [0, M]^d. The centres are post-processing of integer
-   releases, so their possible values do not depend on the data (no floating-point attack);
-   g is 2^24 times finer than the sums' noise scale (coarser only where every sum of n rows
-   would not stay exact in a double), so flooring changes a row by less than 2^-24 noise
-   scales (and not at all for whole counts when g <= 1);
+   releases, so their possible values do not depend on the data (no floating-point attack).
+   g is 2^24 times finer than the sums' noise scale (coarser only where a sum of n rows
+   would leave the exact integers of a double), so flooring moves an entry by less than g,
+   and not at all for whole counts when g <= 1 (the default bounds);
 5. round selection (T > 1): an exponential mechanism over −loss_r/(ρ + min_j‖z_j‖)² (each row
    adds at most 1, range sensitivity 2), charged;
 6. budget: 5 % to the selection (T > 1), the rest split evenly over rounds and, inside a
@@ -45,7 +46,8 @@ and is **not private**. The fit is ε-DP when one row of X is replaced by any ot
 Randomness. Every mechanism's noise comes from the fit's sampler in Python: seeded from
 ``random_state`` (106-bit uniforms: a discrete-Laplace variate is never larger than 74.2
 scales and a choice trailing the best by more than 78.5 logits is never drawn, so each call
-is (ε, δ)-DP with δ < 2⁻¹⁰⁰ instead of pure ε-DP), or with ``secure=True`` OpenDP's exact
+is (ε, δ)-DP with δ below 2⁻¹⁰⁰ per value drawn instead of pure ε-DP), or with
+``secure=True`` OpenDP's exact
 samplers with OS randomness (no seed: use it to publish a release). Octave draws only what is
 data-independent (G, the grid shifts, the local search's starting centres), from generators
 seeded from the same sampler. Octave's own 53-bit samplers serve paper mode only.

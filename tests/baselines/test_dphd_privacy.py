@@ -114,7 +114,7 @@ def _pairs(trace, rec):
     return list(zip(drawing, rec.draws, strict=True))
 
 
-@pytest.mark.parametrize("eps,n_rounds,k", [(3.0, 4, 3), (40.0, 2, 2)])
+@pytest.mark.parametrize("eps,n_rounds,k", [(3.0, 4, 3), (40.0, 2, 2), (1e4, 2, 3)])
 def test_every_mechanism_call_draws_at_the_scale_the_math_gives(counts, eps, n_rounds, k):
     n, d = counts.shape
     M, B1 = 10.0, 10.0 * d
@@ -148,6 +148,7 @@ def test_every_mechanism_call_draws_at_the_scale_the_math_gives(counts, eps, n_r
         else:
             assert step == "round selection" and draw.kind == "choose"
             assert draw.scale == pytest.approx(2 / b["selection"], rel=1e-12)
+            assert model.selected_round_ == int(draw.output[0])
             # utilities: −loss_r in units of its per-row bound (ρ + min_j ‖z_j‖)²
             losses = []
             for rnd in trace.rounds:
@@ -155,6 +156,14 @@ def test_every_mechanism_call_draws_at_the_scale_the_math_gives(counts, eps, n_r
                 dist = ((Xw[:, None, :] - Z[None, :, :]) ** 2).sum(axis=2).min(axis=1)
                 losses.append(dist.sum() / (rho + np.sqrt((Z**2).sum(axis=1)).min()) ** 2)
             np.testing.assert_allclose(draw.inputs.ravel(), -np.array(losses), rtol=1e-9)
+
+    # a partition keeps exactly the buckets whose NOISY count passes γ = 2·ln(n)·b: the next
+    # level tests the 3^p buckets of each of them
+    gamma = 2 * math.log(n) * 2 * levels / b["partition"]
+    for prev, nxt in zip(trace.requests, trace.requests[1:], strict=False):
+        if "partition" in prev["step"] and prev["op"] == nxt["op"] == "discrete-laplace" \
+                and nxt["step"].rsplit(" ", 1)[0] == prev["step"].rsplit(" ", 1)[0]:
+            assert nxt["values"].size == 3**p * int((prev["output"] > gamma).sum())
 
     # the local search utilities, recomputed from the round's public intermediates
     for r, rnd in enumerate(trace.rounds, start=1):
@@ -174,6 +183,28 @@ def test_every_mechanism_call_draws_at_the_scale_the_math_gives(counts, eps, n_r
                     if e.step.startswith(f"round {r}: partition {c} ")]
             assert math.fsum(part) == pytest.approx(b["partition"], rel=1e-12)
     assert model.epsilon_spent_ == pytest.approx(eps, rel=1e-12)
+
+
+def test_a_partition_keeps_the_buckets_whose_noisy_count_passes():
+    """30 points in 1-D around the root cell 0 (13 in the + bucket, 14 in the −), ε = 1 a
+    level (ε_p = 3 over L = 3 levels): a child cell (±2) is output exactly when the noisy
+    count Python returned for its bucket passes γ = 2·ln(30)·2; over 40 calls both outcomes
+    occur, so the decisions follow the noise, not the exact counts."""
+    Y = np.array([1.0] * 13 + [-1.0] * 14 + [0.0] * 3)[:, None]
+    gamma = 2 * math.log(30) * 2.0
+    outcomes = set()
+    for seed in range(40):
+        trace: list[dict] = []
+        server = MechanismServer(SeededSampler(np.random.default_rng(seed)), PrivacyLedger(),
+                                 trace)
+        (C,) = octave.call("dphd_partition", Y, 3.0, 8.0, False, "t ", handler=server)
+        first = trace[0]
+        assert first["step"] == "t level 1"
+        np.testing.assert_array_equal(first["values"].ravel(), [3, 13, 14])  # 0, +, − buckets
+        kept = tuple(bool(v > gamma) for v in first["output"].ravel()[1:])
+        assert kept == (bool(np.any(C == 2.0)), bool(np.any(C == -2.0)))
+        outcomes.add(kept)
+    assert len(outcomes) >= 3
 
 
 def test_the_noise_drawn_has_the_charged_law(counts):
