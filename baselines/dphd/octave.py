@@ -57,8 +57,10 @@ OCTAVE_EXECUTABLE: str = os.environ.get("DPTAUCC_OCTAVE", "octave-cli")
 #: Seconds a call may take by default (start-up and sending the matrix included).
 DEFAULT_TIMEOUT = 600.0
 
-#: Matrices Octave keeps between calls (least recently used dropped first), and their bytes.
-MAX_CACHED_MATRICES = 4
+#: Matrices Octave keeps between calls (least recently used dropped first), and their bytes:
+#: a sweep that runs dataset by dataset needs two (the raw counts for paper mode and the
+#: clipped ones for corrected mode); more would only add to the worker's memory.
+MAX_CACHED_MATRICES = 2
 MAX_CACHED_BYTES = 2**30
 
 #: Seconds allowed for Octave to start and answer, whatever the call's own timeout.

@@ -125,6 +125,7 @@ def test_a_matrix_travels_once_per_content(monkeypatch):
 @octave_test
 def test_least_recently_used_matrices_are_dropped(monkeypatch):
     monkeypatch.setattr(octave, "MAX_CACHED_MATRICES", 2)
+    octave.shutdown()  # start from an empty cache
     sent = _puts(monkeypatch)
     mats = [_counts(seed=20 + i) for i in range(3)]
     for X in mats + mats[2:] + mats[:1]:
