@@ -1,22 +1,27 @@
-function R = dphd_fit(X, k, epsilon, T, M, B1, paper)
+function R = dphd_fit(D, k, epsilon, T, M, B1, paper, trace)
   % DPHD (Balcan, Dick, Liang, Mou, Zhang, ICML 2017) as run in the DP-tauCC experiments:
   % T rounds of [JL projection -> candidate set -> private local search -> recover -> 3 Lloyd
   % steps with recover], then a choice among the rounds by their loss.
-  % X: n x d sparse (one point per ROW; the authors pass d x n, same computation).
+  % D (dphd_data.m): D.Xt d x n (one point per COLUMN; sparse or dense), D.rowsq the
+  % points' squared norms, D.integral whether every entry is a whole number.
   % M: bound on a count (side length s = 2M, range rho = M sqrt(d)); B1: public row-L1 bound
-  % (corrected mode only). paper = true keeps every quirk of the authors' code
-  % (reference-experiments.md §6); paper = false is the corrected variant (see each function).
-  % R: labels (n x 1, 1..k), centres, the centres the labels were assigned to, per-round
-  % losses, the selected round and the ledger log L (replayed by the Python wrapper).
-  [n, d] = size(X);
-  Xt = X.';                        % d x n: Octave's sparse (CSC) products are fastest as Z*Xt
-  rowsq = full(sum(Xt .^ 2, 1)).';
+  % (corrected mode only). paper = true keeps every quirk of the authors' code and draws its
+  % noise in Octave; paper = false is the corrected variant (see each function), whose
+  % mechanisms are served by Python (dphd_mechanism.m).
+  % R: centres of the selected round, the selected round, side lengths and candidate counts;
+  % paper mode adds the labels, the centres they were assigned to, the losses and the log L
+  % of its nominal charges (replayed by the Python wrapper). trace = true (tests) adds, per
+  % round, the projection G, the candidates, the first centre set of the local search and
+  % the round's centres.
+  Xt = D.Xt;
+  rowsq = D.rowsq;
+  [d, n] = size(Xt);
   L = struct('step', {{}}, 'mechanism', {{}}, 'epsilon', [], 'sensitivity', [], ...
              'composition', {{}}, 'note', {{}});
   if paper
     % range rho = maxval*sqrt(d), then rho = max(rho, max_i ||x_i - mu||) (clustering.m L11-17).
     P.rho = M * sqrt(d);
-    mu = full(sum(X, 1)) / n;
+    mu = full(sum(Xt, 2)).' / n;
     dev = rowsq - 2 * full(mu * Xt).' + mu * mu.';
     rho_data = sqrt(max(max(dev), 0));
     if rho_data > P.rho
@@ -45,14 +50,31 @@ function R = dphd_fit(X, k, epsilon, T, M, B1, paper)
     eps_ls = eps_r / 17;
     eps_rec = eps_r * 2 / 17;
     eps_lloyd = eps_r * 2 / 17;
+    % Cluster sums are released in units of a public power of two P.grid: 2^24 finer than
+    % their noise scale (coarser only if needed so that every sum of n rows stays an exact
+    % integer in a double). Each row is floored to the grid (a public per-row map, so rows
+    % stay within their L1 bound B1); whole counts are multiples of a grid <= 1 already.
+    b_sum = 2 * B1 / ((1 - P.count_share) * eps_rec);
+    P.grid = pow2(max(floor(log2(b_sum)) - 24, ceil(log2(n * B1)) - 52));
+    if D.integral && P.grid <= 1
+      % the same numbers as floor(Xt / P.grid), without a pass over Xt: the sums in data
+      % units divided by the grid, exactly (dphd_recover)
+      P.Xu = Xt;
+      P.unit = P.grid;
+    else
+      P.Xu = floor(Xt / P.grid);
+      P.unit = 1;
+    end
   end
   s0 = 2 * M;
   side = s0;
   losses = zeros(T, 1);
-  deltas = zeros(T, 1);
+  scales = zeros(T, 1);
   res = cell(T, 1);
   sides = zeros(T, 1);
   ncand = zeros(T, 1);
+  tr = struct('G', {cell(T, 1)}, 'candidates', {cell(T, 1)}, 'ids0', {cell(T, 1)}, ...
+              'centers', {cell(T, 1)});
   for r = 1:T
     tag = sprintf('round %d: ', r);
     % 1. JL projection, p = floor(ln(n)/2) (at least 1), G ~ N(0, 1/p); identity if d <= 5.
@@ -66,7 +88,7 @@ function R = dphd_fit(X, k, epsilon, T, M, B1, paper)
     Y = full(G * Xt).';
     % 2. candidate set: 3 private partitions (1 unshifted, 2 randomly shifted).
     if paper
-      [Cand, side, nlev] = dphd_candidates(Y, eps_p, side, true, 2);
+      [Cand, side, nlev] = dphd_candidates(Y, eps_p, side, true, 2, tag);
       L = dphd_log(L, [tag 'candidate set'], 'noisy-threshold', 2 * eps_r / 3, 1, ...
                    'sequential', sprintf(['nominal budget of candidate(2 eps_r/3); it runs 3 ' ...
                    'partition calls of eps_r/3 (levels run: [%s]) with eps_s = eps_p/(2 ln n) ' ...
@@ -74,20 +96,14 @@ function R = dphd_fit(X, k, epsilon, T, M, B1, paper)
                    'removed, but up to eps_r under a changed cell (count sensitivity 2); only ' ...
                    'non-empty buckets are tested'], num2str(nlev)));
     else
-      [Cand, ~, nlev] = dphd_candidates(Y, eps_p, s0, false, 2);
-      for c = 1:3
-        L = dphd_log(L, sprintf('%spartition %d', tag, c), 'noisy-threshold', eps_p, 2, ...
-                     'sequential', sprintf(['%d levels, Laplace on all 3^p bucket counts of ' ...
-                     'every cell, eps_p/%d per level'], nlev(c), max(1, ceil(log(n)) - 1)));
-      end
-      Rc = max(sqrt(sum(Cand .^ 2, 2)));
-      Ry = norm(G) * P.rho;
-      Lam2 = (Ry + Rc) ^ 2;
+      Cand = dphd_candidates(Y, eps_p, s0, false, 2, tag);
+      % Lambda bounds ||y - c|| for every projected row y = G x (||x|| <= rho) and candidate c
+      Lam2 = (norm(G) * P.rho + max(sqrt(sum(Cand .^ 2, 2)))) ^ 2;
     end
     sides(r) = side;
     ncand(r) = rows(Cand);
     % 3. private local search in the projected space.
-    [U, L] = dphd_local_search(Y, Cand, k, eps_ls, Lam2, paper, L, tag);
+    [U, L, info] = dphd_local_search(Y, Cand, k, eps_ls, Lam2, paper, L, tag);
     % 4. assign in the projected space, recover in the original space.
     D = zeros(n, k);
     for t = 1:p
@@ -111,15 +127,20 @@ function R = dphd_fit(X, k, epsilon, T, M, B1, paper)
       res{r}.labels = lab;
       res{r}.Zlab = Zprev;
     else
-      % loss of the nearest-centre assignment to the released centres; its range is
-      % (rho + min_j ||z_j||)^2 per row, a bound fixed by public quantities.
-      [labf, dmin] = dphd_assign(Xt, rowsq, Z);
-      losses(r) = sum(dmin);
-      deltas(r) = (P.rho + min(sqrt(sum(Z .^ 2, 2)))) ^ 2;
-      res{r}.labels = labf;
-      res{r}.Zlab = Z;
+      % loss of the nearest-centre assignment to the released centres, in units of its
+      % per-row bound (rho + min_j ||z_j||)^2, a bound fixed by public quantities and DP
+      % outputs: each row adds a number in [0, 1]. Used only by the round selection.
+      [~, dmin] = dphd_assign(Xt, rowsq, Z);
+      scales(r) = (P.rho + min(sqrt(sum(Z .^ 2, 2)))) ^ 2;
+      losses(r) = sum(dmin) / scales(r);
     end
     res{r}.Z = Z;
+    if trace
+      tr.G{r} = G;
+      tr.candidates{r} = Cand;
+      tr.ids0{r} = info.ids0;
+      tr.centers{r} = Z;
+    end
   end
   % 6. round selection.
   if paper
@@ -130,20 +151,24 @@ function R = dphd_fit(X, k, epsilon, T, M, B1, paper)
       L = dphd_log(L, 'round selection', 'none', Inf, NaN, 'non-private', ...
                    'exp(-eps_r*loss/12) over the rounds: unbudgeted, loss sensitivity is not 12');
     end
+    L = dphd_log(L, 'labels and losses', 'none', Inf, NaN, 'non-private', ...
+                 ['the released labels and k-means losses are computed from the raw rows ' ...
+                  'after the last mechanism']);
+    R.labels = res{sel}.labels;
+    R.label_centers = res{sel}.Zlab;
+    R.loss = losses(sel);
+    R.round_losses = losses;
   elseif T > 1
-    sel = dphd_gumbel_argmax((eps_sel / 2) * (-losses ./ deltas));
-    L = dphd_log(L, 'round selection', 'exponential', eps_sel, 1, 'sequential', ...
-                 'utility -loss_r/(rho + min||z||)^2 (range 1 per row), weights exp(eps u/2)');
+    sel = dphd_select_round(losses, eps_sel);
   else
     sel = 1;
   end
-  R.labels = res{sel}.labels;
   R.centers = res{sel}.Z;
-  R.label_centers = res{sel}.Zlab;
-  R.loss = losses(sel);
-  R.round_losses = losses;
   R.selected_round = sel;
   R.side_lengths = sides;
   R.n_candidates = ncand;
   R.log = L;
+  if trace
+    R.trace = tr;
+  end
 end

@@ -7,8 +7,10 @@ function [U, L, info] = dphd_local_search(Y, Cand, k, eps_ls, Lam2, paper, L, ta
   % eps_ls/(T + 1) each. Lam2 is the loss sensitivity Lambda^2 the caller chose.
   % paper = true: weights exp(-eps gain/(Lam2 (T+1))) with gain = new loss - current loss (no
   %   factor 1/2) and the authors' Octave sampler (underflow -> first entry, overflow -> last).
-  % paper = false: utility -loss with range Lam2 that can move both ways under a changed row,
-  %   so the factor 1/2: weights exp(-eps loss/(2 Lam2 (T+1))), sampled in log space.
+  % paper = false: utility -loss/Lam2: each row adds to a loss a squared distance in
+  %   [0, Lam2], so a replaced row moves every utility by at most 1 and the difference of two
+  %   by at most 2 (range sensitivity 2): weights exp(-eps loss/(2 Lam2 (T+1))), the factor
+  %   1/2 of the textbook mechanism; every pick is drawn and charged in Python.
   m = rows(Cand);
   n = rows(Y);
   W = zeros(m, n);
@@ -16,6 +18,7 @@ function [U, L, info] = dphd_local_search(Y, Cand, k, eps_ls, Lam2, paper, L, ta
     W = W + (Cand(:, t) - Y(:, t).') .^ 2;
   end
   ids = ceil(m * rand(k, 1));
+  info.ids0 = ids;
   T = min(k, 20);
   eps_step = eps_ls / (T + 1);
   rec_ids = zeros(k, T);
@@ -26,7 +29,9 @@ function [U, L, info] = dphd_local_search(Y, Cand, k, eps_ls, Lam2, paper, L, ta
     if paper
       [a, b] = dphd_sample_discrete(exp(-eps_ls * (NL - loss) / (Lam2 * (T + 1))));
     else
-      [a, b] = dphd_gumbel_argmax(-(eps_step / (2 * Lam2)) * NL);
+      pick = dphd_mechanism('exponential', sprintf('%slocal search swap %d', tag, it), ...
+                            eps_step, 2, note_corrected(k, m), -NL(:).' / Lam2);
+      [a, b] = ind2sub([k, m], pick);
     end
     ids(a) = b;
     loss = sum(min(W(ids, :), [], 1));
@@ -40,19 +45,16 @@ function [U, L, info] = dphd_local_search(Y, Cand, k, eps_ls, Lam2, paper, L, ta
                     'a valid bound on the loss change'], T + 1, T);
     L = dphd_log(L, [tag 'local search'], 'exponential', eps_ls, Lam2, 'sequential', note);
   else
-    it = dphd_gumbel_argmax(-(eps_step / (2 * Lam2)) * rec_loss);
-    for s = 1:T + 1
-      if s <= T
-        what = sprintf('swap %d', s);
-      else
-        what = 'final pick';
-      end
-      L = dphd_log(L, sprintf('%slocal search %s', tag, what), 'exponential', eps_step, ...
-                   Lam2, 'sequential', ...
-                   'utility -loss, range sensitivity Lambda^2 = (R_y + R_c)^2, weights exp(eps u/(2 Lambda^2))');
-    end
+    it = dphd_mechanism('exponential', [tag 'local search final pick'], eps_step, 2, ...
+                        sprintf('one of the %d recorded centre sets, utility -loss/Lambda^2', ...
+                                T), -rec_loss(:).' / Lam2);
   end
   U = Cand(rec_ids(:, it), :);
   info.chosen_step = it;
   info.loss = rec_loss(it);
+end
+
+function note = note_corrected(k, m)
+  note = sprintf(['one of %d x %d swaps (slot, candidate), utility -loss/Lambda^2 with ' ...
+                  'Lambda = ||G|| rho + max ||candidate||'], k, m);
 end

@@ -1,4 +1,4 @@
-function [C, side, nlevels] = dphd_partition(Y, eps_p, side, paper)
+function [C, side, nlevels] = dphd_partition(Y, eps_p, side, paper, tag)
   % Private partition of the projected points Y (n x p, one point per row) by a regular grid
   % (Balcan et al. 2017, Alg. 2 "candidate" / partition.m), vectorised.
   %
@@ -15,10 +15,13 @@ function [C, side, nlevels] = dphd_partition(Y, eps_p, side, paper)
   %   coordinate most significant). The caller keeps `side` across calls (global side_length).
   % paper = false (corrected): every one of the 3^p buckets of every cell gets a noisy count,
   %   empty ones included (testing only non-empty buckets leaks their emptiness: an empty
-  %   bucket can never be output, so the test is not epsilon-DP); Laplace scale
-  %   b = 2 L/eps_p with L = ceil(ln n) - 1 levels, since replacing one row moves one point
-  %   between two buckets (L1 sensitivity 2 per level): L levels cost exactly eps_p.
-  %   Threshold gamma = 2 ln(n) b, the paper's choice expressed in units of b.
+  %   bucket can never be output, so the test is not epsilon-DP). Replacing one row moves one
+  %   point between two buckets, so the bucket counts of a level have L1 sensitivity 2; each
+  %   of the L = ceil(ln n) - 1 levels is a discrete Laplace release at eps_p/L (scale
+  %   2L/eps_p), drawn and charged in Python; levels not run because no cell survived are
+  %   charged all the same (where the partition stops is part of what it releases), so a
+  %   call costs exactly eps_p. Threshold gamma = 2 ln(n) b, the paper's choice in units of
+  %   the scale b.
   n = rows(Y);
   p = columns(Y);
   lnn = log(n);
@@ -29,7 +32,8 @@ function [C, side, nlevels] = dphd_partition(Y, eps_p, side, paper)
     gamma = 2 * lnn / eps_s;
   else
     L = max(1, ceil(lnn) - 1);
-    b = 2 * L / eps_p;
+    eps_level = eps_p / L;
+    b = 2 / eps_level;
     gamma = 2 * lnn * b;
   end
   cells = zeros(1, p);
@@ -57,7 +61,10 @@ function [C, side, nlevels] = dphd_partition(Y, eps_p, side, paper)
       ncand = rows(cells) * nb;
       ub = (0:ncand - 1).';
       a = accumarray(bucket + 1, 1, [ncand, 1]);
-      keep = a + dphd_laplace(b, [ncand, 1]) > gamma;
+      noisy = dphd_mechanism('discrete-laplace', sprintf('%slevel %d', tag, nlevels), ...
+                             eps_level, 2, sprintf(['bucket counts of %d cells x 3^%d ' ...
+                             'patterns, count sensitivity 2'], rows(cells), p), a);
+      keep = noisy > gamma;
     end
     kept = ub(keep);
     kept = kept(:);
@@ -75,5 +82,10 @@ function [C, side, nlevels] = dphd_partition(Y, eps_p, side, paper)
     member(:) = 0;
     member(act) = loc;
     depth = depth + 1;
+  end
+  if ~paper && nlevels < L
+    dphd_mechanism('charge', sprintf('%slevels %d-%d', tag, nlevels + 1, L), ...
+                   (L - nlevels) * eps_level, 2, ['not run: no cell left; charged, since ' ...
+                   'the level where the partition stops is part of its output'], []);
   end
 end

@@ -2,63 +2,105 @@
 spaces"), as run in the DP-τCC experiments, behind the suite's estimator contract.
 
 The algorithm runs in GNU Octave (our own vectorised ``*.m`` files next to this module; see
-``dphd_fit.m``); this module validates the input, applies the public preprocessing, drives
-Octave (:mod:`dptaucc.baselines.dphd.octave`) and replays Octave's mechanism log into the fit's
-:class:`~dptaucc.privacy.PrivacyLedger`. Specification: ``reference-experiments.md`` §6.
+``dphd_fit.m``) in one persistent process per Python process
+(:mod:`~dptaucc.baselines.dphd.octave`); this module validates the input, applies the public
+preprocessing, hands Octave the matrix (once per matrix content) and the fit's parameters,
+and serves the fit's mechanism calls (:mod:`~dptaucc.baselines.dphd.mechanisms`).
+
+Threat model of ``mode="corrected"`` (the default). Released: ``cluster_centers_`` (k
+centres), ``selected_round_``, ``n_candidates_`` and the public facts (bounds, side lengths,
+the ledger). Nothing else about the training rows is kept: their labels, the k-means loss and
+the per-round losses are not attributes; :meth:`DPHD.predict` and
+:meth:`DPHD.evaluation_row_labels` compute labels of rows you pass in, which reads those rows
+and is **not private**. The fit is ε-DP when one row of X is replaced by any other row
+(n stays public), which covers the suite's relation of one count changed by one,
+``A' = A + e_u e_vᵀ``. Each step and its fix of the authors' code, in order:
+
+1. public bounds: counts clipped to ``max_value`` M (default :data:`DEFAULT_MAX_VALUE`, never
+   read from the data) and rows scaled down to a public L1 bound B1 (default M·d, so no row
+   is scaled); ρ = min(M√d, B1) bounds every row's L2 norm;
+2. candidates: 3 grid partitions of the rows projected to p = max(1, ⌊½ ln n⌋) dimensions (a
+   data-independent Gaussian matrix G); the side length restarts at s = 2M in every
+   partition; at each of the L = ⌈ln n⌉ − 1 levels every one of the 3^p buckets of every
+   cell (empty ones included) gets discrete Laplace noise at ε_p/L (count sensitivity 2) and
+   the buckets whose noisy count passes the threshold become cells; levels not reached are
+   charged all the same (where a partition stops is part of what it reveals);
+3. local search: min(k, 20) swaps and a final pick, each an exponential mechanism over
+   utility −loss/Λ² with Λ = ‖G‖₂ρ + max‖candidate‖ (each row adds at most 1: range
+   sensitivity 2; the authors use Λ = 2ρ/d and omit the factor);
+4. recover (4 per round: after the local search and after each of 3 Lloyd steps): the k×d
+   cluster sums of the rows floored to a public grid of power-of-two step g, released as
+   integers in units of g with discrete Laplace noise (L1 sensitivity 2·B1/g units), and the
+   k cluster sizes with discrete Laplace noise (sensitivity 2); the centre is noisy sum · g /
+   max(noisy size, 1), projected onto [0, M]^d. The centres are post-processing of integer
+   releases, so their possible values do not depend on the data (no floating-point attack).
+   g is 2^24 times finer than the sums' noise scale (coarser only where a sum of n rows
+   would leave the exact integers of a double), so flooring moves an entry by less than g,
+   and not at all for whole counts when g <= 1 (the default bounds);
+5. round selection (T > 1): an exponential mechanism over −loss_r/(ρ + min_j‖z_j‖)² (each row
+   adds at most 1, range sensitivity 2), charged;
+6. budget: 5 % to the selection (T > 1), the rest split evenly over rounds and, inside a
+   round, in the paper's proportions 2/3 : 1/12 : 1/6 : 3×1/6 normalised to 1; the ledger is
+   strict and totals exactly ε.
+
+Randomness. Every mechanism's noise comes from the fit's sampler in Python: seeded from
+``random_state`` (106-bit uniforms: a discrete-Laplace variate is never larger than 74.2
+scales and a choice trailing the best by more than 78.5 logits is never drawn, so each call
+is (ε, δ)-DP with δ below 2⁻¹⁰⁰ per value drawn instead of pure ε-DP), or with
+``secure=True`` OpenDP's exact
+samplers with OS randomness (no seed: use it to publish a release). Octave draws only what is
+data-independent (G, the grid shifts, the local search's starting centres), from generators
+seeded from the same sampler. Octave's own 53-bit samplers serve paper mode only.
 
 ``mode="paper"`` keeps what shapes the published curves: range ρ = maxval·√d and side length
 s = 2·maxval from the NON-PRIVATE data maximum, the global side length halved on every grid
 level and never reset, Λ = 2ρ/d in the local search, recover noise ρ·d/(ε|S|) with the exact
-|S|, Octave's sampler on under/overflow, and the unbudgeted round selection. Its ledger holds
-the nominal charges the code makes, 17/12·ε in all, plus the non-private steps by name.
-
-``mode="corrected"`` (default) is ε-DP under the replacement of one row, which covers the
-suite's cell-level relation ``A' = A + e_u e_vᵀ`` and keeps n public. Each fix, with the
-file that makes it:
-
-1. public bounds: counts clipped to ``max_value`` M (default :data:`DEFAULT_MAX_VALUE`, never
-   read from the data) and rows scaled to a public L1 bound B1 (default M·d); ρ = min(M√d, B1)
-   (this module; ``dphd_fit.m``);
-2. the side length restarts at s = 2M in every partition call (``dphd_candidates.m``);
-3. partition tests all 3^p buckets of every cell, empty ones included, with Laplace scale
-   2L/ε_p over L = ⌈ln n⌉−1 levels (count sensitivity 2 under replacement) (``dphd_partition.m``);
-4. local search: utility −loss with range Λ² = (R_y + R_c)², R_y = ‖G‖₂·ρ, R_c the largest
-   candidate norm, weights exp(ε u/(2Λ²)) (factor ½), sampled in log space (Gumbel-max)
-   (``dphd_local_search.m``; the authors use Λ = 2ρ/d and no ½);
-5. recover releases noisy cluster sums (Laplace, L1 sensitivity 2·B1) and noisy sizes
-   (sensitivity 2), no ×d, no exact |S|; the centre is projected onto [0, M]^d
-   (``dphd_recover.m``);
-6. round selection is an exponential mechanism over −loss_r/(ρ + min_j‖z_j‖)² (range 1, ½),
-   charged (``dphd_fit.m``);
-7. budget: 5 % to the selection (T > 1), the rest split evenly over rounds and, inside a
-   round, in the paper's proportions 2/3 : 1/12 : 1/6 : 3×1/6 normalised to 1; the ledger
-   total is exactly ε (strict ledger).
+|S| (textbook float Laplace), Octave's sampler on under/overflow, the unbudgeted round
+selection, and labels and losses of the training rows computed from the raw data. Its ledger
+holds the nominal charges the code makes, 17/12·ε in all, plus the non-private steps by name
+(so ``epsilon_spent_`` is inf).
 
 Both modes use p = max(1, ⌊½ ln n⌋) (the authors' code breaks for n < 8, where p = 0).
-The released labels come from assigning the rows to the released centres, which reads the
-data (``row_labels_private_ = False``), as the paper's evaluation protocol does.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
-import numbers
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from dptaucc.privacy import PrivacyLedger, check_epsilon
-from dptaucc.validation import check_count_matrix, check_n_clusters, make_generator
+from dptaucc.privacy import (
+    DP,
+    LEDGER_ATTRIBUTES,
+    NON_PRIVATE,
+    POST_PROCESSING,
+    PUBLIC,
+    PrivacyLedger,
+    ReleaseKindsMixin,
+    Sampler,
+    make_sampler,
+)
+from dptaucc.validation import check_count_matrix, check_n_clusters
 
 from . import octave
+from .mechanisms import MechanismServer
 
-__all__ = ["DPHD", "DEFAULT_MAX_VALUE"]
+__all__ = ["DPHD", "DEFAULT_MAX_VALUE", "DENSE_MIN_DENSITY", "MODES"]
 
 #: Public cap on one count used by ``mode="corrected"`` when ``max_value`` is None (counts
 #: above it are clipped). A data-independent constant, so it costs no privacy.
 DEFAULT_MAX_VALUE = 10.0
+
+#: A matrix with at least this share of non-zero entries goes to Octave dense: its products
+#: run on BLAS, and dense storage (8 bytes an entry) is then at most 4/3 of sparse storage
+#: (12-16 bytes a non-zero), so the dense path adds no cost beyond the non-zeros.
+DENSE_MIN_DENSITY = 0.5
 
 MODES = ("corrected", "paper")
 
@@ -81,37 +123,94 @@ def _sq_distances(X: sp.csr_matrix, centers: np.ndarray) -> np.ndarray:
     return rowsq[:, None] - 2.0 * np.asarray(X @ centers.T) + (centers**2).sum(axis=1)[None, :]
 
 
-class DPHD(ClusterMixin, BaseEstimator):
+def content_key(X: sp.csr_matrix, *context) -> str:
+    """SHA-256 of a canonical CSR matrix's content (shape, pointers, indices, values) and of
+    ``context``: the name under which Octave keeps the matrix between fits."""
+    h = hashlib.sha256(repr((X.shape, X.indptr.dtype.str, X.indices.dtype.str,
+                             X.data.dtype.str, context)).encode())
+    for arr in (X.indptr, X.indices, X.data):
+        h.update(memoryview(np.ascontiguousarray(arr)).cast("B"))
+    return h.hexdigest()
+
+
+def octave_matrix(X: sp.csr_matrix) -> np.ndarray | sp.csc_matrix:
+    """X as Octave's d × n operand (one row per column): dense when at least
+    :data:`DENSE_MIN_DENSITY` of it is non-zero, else sparse (the CSR arrays of X are the CSC
+    arrays of Xᵀ, so nothing is reordered)."""
+    n, d = X.shape
+    if X.nnz >= DENSE_MIN_DENSITY * n * d:
+        return X.toarray().T  # column-major d × n view of the row-major n × d array
+    return X.T.tocsc()
+
+
+class DPHD(ReleaseKindsMixin, ClusterMixin, BaseEstimator):
     """Differentially private k-means in high dimensions (Balcan et al. 2017), run in Octave.
 
     Parameters
     ----------
     n_clusters : number of centres k (the experiments use the number of classes).
     epsilon : privacy budget ε (finite, > 0).
-    n_rounds : independent rounds T (the experiments: 4), each with ε/T in paper mode.
+    n_rounds : independent rounds T (the experiments: 4).
     mode : "corrected" (default) or "paper" (see the module docstring).
     max_value : public bound M on one count. None: paper mode reads the data maximum
         (non-private, marked in the ledger); corrected mode uses :data:`DEFAULT_MAX_VALUE`.
     row_l1_bound : corrected mode only: public bound on a row's L1 norm (rows above are scaled
         down). None: M·d, implied by the count cap, so no row is scaled.
-    random_state : None, int or numpy Generator; Octave's generators are seeded from it.
+    random_state : None, int, numpy Generator or a :class:`~dptaucc.privacy.Sampler`: the
+        source of every random choice (mechanism noise and Octave's seeds).
+    secure : corrected mode only: draw every mechanism's noise from OpenDP's exact samplers
+        with OS randomness (``random_state`` must be None). For releases you publish.
+    timeout : seconds a fit may take in Octave (start-up and sending the matrix included)
+        before Octave is killed and the fit raises
+        :class:`~dptaucc.baselines.dphd.octave.OctaveTimeoutError`; None waits forever.
 
     Attributes
     ----------
-    row_labels_ : labels 0..k'-1 (empty clusters dropped). Paper mode: the authors' clusters
-        (assignment at the start of the third Lloyd step of the selected round); corrected:
-        nearest released centre. Both read the data: ``row_labels_private_`` is False.
     cluster_centers_ : (k, d) released centres of the selected round.
-    assignment_centers_ : the centres ``row_labels_`` were assigned to (paper mode: the Lloyd
-        iterate before the last; corrected: ``cluster_centers_``).
-    loss_ : k-means loss of the selected round (the authors' ``L_loss``; reads the data).
-    round_losses_, selected_round_ (0-based), side_lengths_, n_candidates_ : diagnostics.
-    privacy_ledger_, epsilon_spent_, delta_spent_ (= 0), n_row_clusters_.
+    selected_round_ : the selected round (0-based).
+    n_candidates_ : number of candidate centres per round (from the private partitions).
+    side_lengths_ : grid side length per round (corrected: 2M; paper: the global side length).
+    max_value_, row_l1_bound_ : the bounds used; n_features_in_.
+    privacy_ledger_, epsilon_spent_ (ε; paper mode inf), delta_spent_ (= 0).
+
+    Paper mode adds the authors' non-private outputs: ``row_labels_`` (= ``labels_``; the
+    assignment at the start of the third Lloyd step of the selected round, empty clusters
+    dropped), ``row_labels_private_`` (False), ``n_row_clusters_``, ``assignment_centers_``
+    (the centres those labels were assigned to), ``loss_`` and ``round_losses_`` (k-means
+    losses). In corrected mode the labels of rows come from :meth:`predict` (not private).
     """
+
+    _parameter_constraints: dict = {
+        "n_clusters": [Interval(Integral, 1, None, closed="left")],
+        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "n_rounds": [Interval(Integral, 1, None, closed="left")],
+        "mode": [StrOptions(set(MODES))],
+        "max_value": [None, Interval(Real, 0, None, closed="neither")],
+        "row_l1_bound": [None, Interval(Real, 0, None, closed="neither")],
+        "random_state": ["random_state", np.random.Generator, np.random.SeedSequence, Sampler],
+        "secure": ["boolean"],
+        "timeout": [None, Interval(Real, 0, None, closed="neither")],
+    }
+
+    _release_kinds = {
+        "cluster_centers_": DP, "selected_round_": DP, "n_candidates_": POST_PROCESSING,
+        "side_lengths_": PUBLIC, "max_value_": PUBLIC, "row_l1_bound_": PUBLIC,
+        "n_features_in_": PUBLIC, **LEDGER_ATTRIBUTES,
+    }
+    # the authors' code: noise scaled by exact cluster sizes, data-derived range, unbudgeted
+    # selection, labels and losses of the raw rows
+    _paper_release_kinds = {
+        "cluster_centers_": NON_PRIVATE, "selected_round_": NON_PRIVATE,
+        "n_candidates_": NON_PRIVATE, "side_lengths_": NON_PRIVATE, "max_value_": NON_PRIVATE,
+        "row_labels_": NON_PRIVATE, "labels_": NON_PRIVATE, "row_labels_private_": PUBLIC,
+        "n_row_clusters_": NON_PRIVATE, "assignment_centers_": NON_PRIVATE,
+        "loss_": NON_PRIVATE, "round_losses_": NON_PRIVATE,
+    }
 
     def __init__(self, n_clusters: int = 8, epsilon: float = 1.0, n_rounds: int = 4,
                  mode: str = "corrected", max_value: float | None = None,
-                 row_l1_bound: float | None = None, random_state=None):
+                 row_l1_bound: float | None = None, random_state=None, secure: bool = False,
+                 timeout: float | None = octave.DEFAULT_TIMEOUT):
         self.n_clusters = n_clusters
         self.epsilon = epsilon
         self.n_rounds = n_rounds
@@ -119,93 +218,113 @@ class DPHD(ClusterMixin, BaseEstimator):
         self.max_value = max_value
         self.row_l1_bound = row_l1_bound
         self.random_state = random_state
+        self.secure = secure
+        self.timeout = timeout
 
     # -- validation -------------------------------------------------------------------------
-    def _check_params(self, n: int, d: int) -> tuple[int, float, int, bool]:
-        if self.mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
-        paper = self.mode == "paper"
+    def _check_params(self, n: int) -> int:
+        """Checks scikit-learn's constraints cannot express (the data's shape, combinations)."""
+        if self.mode == "paper" and self.row_l1_bound is not None:
+            raise ValueError("row_l1_bound is a corrected-mode bound; leave it None in paper mode")
+        if self.secure and self.mode == "paper":
+            raise ValueError("secure=True is for corrected mode; paper mode reproduces the "
+                             "authors' Octave noise")
         if n < 3:
             raise ValueError(f"DPHD needs at least 3 rows (its grid has ln(n) - 1 levels), "
                              f"got n_samples={n}")
-        k = check_n_clusters(self.n_clusters, n, "n_clusters", "rows")
-        eps = check_epsilon(self.epsilon)
-        if not math.isfinite(eps):
-            raise ValueError("epsilon must be finite for DPHD")
-        if isinstance(self.n_rounds, bool) or not isinstance(self.n_rounds, numbers.Integral) \
-                or self.n_rounds < 1:
-            raise ValueError(f"n_rounds must be an int >= 1, got {self.n_rounds!r}")
-        for name in ("max_value", "row_l1_bound"):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool)
-                                      or not isinstance(value, numbers.Real)
-                                      or not math.isfinite(value) or value <= 0):
-                raise ValueError(f"{name} must be None or a finite number > 0, got {value!r}")
-        if paper and self.row_l1_bound is not None:
-            raise ValueError("row_l1_bound is a corrected-mode bound; leave it None in paper mode")
-        return k, eps, int(self.n_rounds), paper
+        return check_n_clusters(self.n_clusters, n, "n_clusters", "rows")
 
     # -- fit --------------------------------------------------------------------------------
     def fit(self, X, y=None) -> DPHD:
         """Run DPHD on the rows of the non-negative count matrix ``X`` (dense or sparse)."""
+        self._validate_params()
         X = check_count_matrix(X)
         n, d = X.shape
-        k, eps, n_rounds, paper = self._check_params(n, d)
-        rng = make_generator(self.random_state)
-        ledger = PrivacyLedger(budget_epsilon=eps, strict=not paper)
+        k = self._check_params(n)
+        paper = self.mode == "paper"
+        sampler = make_sampler(self.random_state, bool(self.secure))
 
         if self.max_value is None and paper:
             max_value = float(X.max())
-            ledger.mark_non_private(
-                "max value", "maxval = max(X) read from the data; sets range rho = maxval*sqrt(d) "
-                "and side length s = 2*maxval")
-        elif self.max_value is None:
-            max_value = DEFAULT_MAX_VALUE
         else:
-            max_value = float(self.max_value)
+            max_value = float(self.max_value) if self.max_value is not None \
+                else DEFAULT_MAX_VALUE
         if paper:
             row_l1_bound = math.inf
-            Xw = X
+            key = content_key(X, "paper")
+
+            def build():
+                return octave_matrix(X)
         else:
             row_l1_bound = (float(self.row_l1_bound) if self.row_l1_bound is not None
                             else max_value * d)
-            Xw = _public_preprocess(X, max_value, row_l1_bound)
+            key = content_key(X, "corrected", max_value, row_l1_bound)
 
-        seeds = rng.integers(0, 2**31 - 1, size=2)
-        out = octave.run_dphd({
-            "X": Xw, "k": float(k), "epsilon": eps, "n_rounds": float(n_rounds),
-            "max_value": max_value, "row_l1_bound": row_l1_bound, "mode": self.mode,
-            "seed_rand": float(seeds[0]), "seed_randn": float(seeds[1]),
-        })
-        self._replay_log(out, ledger)
+            def build():
+                return octave_matrix(_public_preprocess(X, max_value, row_l1_bound))
 
-        raw = np.atleast_1d(np.asarray(out["labels"])).astype(np.int64).ravel() - 1
-        _, self.row_labels_ = np.unique(raw, return_inverse=True)
-        self.row_labels_ = self.row_labels_.astype(np.int64)
-        self.row_labels_private_ = False
-        self.n_row_clusters_ = int(self.row_labels_.max()) + 1
-        self.labels_ = self.row_labels_
-        self.cluster_centers_ = np.asarray(out["centers"], dtype=float).reshape(k, d)
-        self.assignment_centers_ = np.asarray(out["label_centers"], dtype=float).reshape(k, d)
-        self.loss_ = float(out["loss"])
-        self.round_losses_ = np.atleast_1d(np.asarray(out["round_losses"], dtype=float))
-        self.selected_round_ = int(out["selected_round"]) - 1
-        self.side_lengths_ = np.atleast_1d(np.asarray(out["side_lengths"], dtype=float))
-        self.n_candidates_ = np.atleast_1d(np.asarray(out["n_candidates"])).astype(np.int64)
+        seeds = sampler.rng.integers(0, 2**31 - 1, size=2)
+        params = {"k": k, "epsilon": float(self.epsilon), "n_rounds": int(self.n_rounds),
+                  "max_value": max_value, "row_l1_bound": row_l1_bound, "paper": paper,
+                  "seed_rand": float(seeds[0]), "seed_randn": float(seeds[1]), "trace": False}
+        out, ledger = self._run(key, build, params, sampler)
+        if paper and self.max_value is None:
+            ledger.mark_non_private(
+                "max value", "maxval = max(X) read from the data; sets range rho = maxval*sqrt(d) "
+                "and side length s = 2*maxval")
+        if paper:
+            self._replay_log(out["log"], ledger)
+        self._set_attributes(out, k, d, paper)
         self.max_value_ = max_value
         self.row_l1_bound_ = row_l1_bound
         self.n_features_in_ = d
         self.privacy_ledger_ = ledger
         self.epsilon_spent_ = ledger.epsilon_spent
-        self.delta_spent_ = 0.0
+        self.delta_spent_ = ledger.delta_spent
         return self
 
+    def _run(self, key, build, params, sampler: Sampler) -> tuple[dict, PrivacyLedger]:
+        """One fit in Octave with a fresh ledger; if Octave dies during it, once more in a
+        fresh Octave from the same sampler state (so a seeded fit gives the same result; the
+        first attempt released nothing), then the error."""
+        state = sampler.rng.bit_generator.state
+        for attempt in (1, 2):
+            ledger = PrivacyLedger(budget_epsilon=float(self.epsilon),
+                                   strict=self.mode != "paper")
+            try:
+                out = octave.run_fit(key, build, params, MechanismServer(sampler, ledger),
+                                     self.timeout)
+                return out, ledger
+            except octave.OctaveDiedError as exc:
+                if attempt == 2:
+                    raise octave.OctaveDiedError(
+                        f"Octave died twice running this DPHD fit: {exc}") from exc
+                sampler.rng.bit_generator.state = state
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _set_attributes(self, out: dict, k: int, d: int, paper: bool) -> None:
+        self.cluster_centers_ = np.asarray(out["centers"], dtype=float).reshape(k, d)
+        self.selected_round_ = int(np.asarray(out["selected_round"]).ravel()[0]) - 1
+        self.side_lengths_ = np.asarray(out["side_lengths"], dtype=float).ravel()
+        self.n_candidates_ = np.asarray(out["n_candidates"]).ravel().astype(np.int64)
+        if not paper:
+            return
+        raw = np.asarray(out["labels"]).astype(np.int64).ravel() - 1
+        _, labels = np.unique(raw, return_inverse=True)
+        self.row_labels_ = labels.astype(np.int64)
+        self.labels_ = self.row_labels_
+        self.row_labels_private_ = False
+        self.n_row_clusters_ = int(self.row_labels_.max()) + 1
+        self.assignment_centers_ = np.asarray(out["label_centers"], dtype=float).reshape(k, d)
+        self.loss_ = float(np.asarray(out["loss"]).ravel()[0])
+        self.round_losses_ = np.asarray(out["round_losses"], dtype=float).ravel()
+
     @staticmethod
-    def _replay_log(out: dict, ledger: PrivacyLedger) -> None:
-        """Charge every mechanism call Octave reports (in order) to the fit's ledger."""
-        fields = ("log_step", "log_mechanism", "log_epsilon", "log_sensitivity",
-                  "log_composition", "log_note")
-        cols = [np.atleast_1d(np.asarray(out[f], dtype=object)) for f in fields]
+    def _replay_log(log: dict, ledger: PrivacyLedger) -> None:
+        """Charge every nominal paper-mode charge Octave reports (in order) to the ledger."""
+        fields = ("step", "mechanism", "epsilon", "sensitivity", "composition", "note")
+        cols = [list(log[f]) if isinstance(log[f], list) else np.asarray(log[f]).ravel()
+                for f in fields]
         for step, mech, eps, sens, comp, note in zip(*cols, strict=True):
             if comp == "non-private":
                 ledger.mark_non_private(str(step), str(note))
@@ -217,20 +336,39 @@ class DPHD(ClusterMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         tags.input_tags.positive_only = True
-        tags.non_deterministic = False
+        tags.non_deterministic = bool(self.secure)
         return tags
 
-    # -- evaluation ---------------------------------------------------------------------------
-    def evaluation_row_labels(self, X) -> np.ndarray:
-        """EVALUATION ONLY, not private: each row of ``X`` goes to its nearest released centre
-        (``assignment_centers_``; corrected mode after the same public clipping as in fit).
-        On the training matrix this reproduces ``row_labels_`` up to label names: these are
-        centre indices 0..k-1."""
-        check_is_fitted(self, "assignment_centers_")
+    # -- labels of rows you hold (read those rows: not private) ---------------------------------
+    def _rows(self, X) -> sp.csr_matrix:
         X = check_count_matrix(X)
         if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} columns, the model was fitted on "
-                             f"{self.n_features_in_}")
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
+                             f"expecting {self.n_features_in_} features as input")
         if self.mode != "paper":
             X = _public_preprocess(X, self.max_value_, self.row_l1_bound_)
-        return np.argmin(_sq_distances(X, self.assignment_centers_), axis=1).astype(np.int64)
+        return X
+
+    def predict(self, X) -> np.ndarray:
+        """NOT PRIVATE: the index of each row's nearest released centre (corrected mode after
+        the same public clipping as in fit). It reads the rows of ``X``; on the training
+        matrix these labels are a function of the private data, not a DP release."""
+        check_is_fitted(self, "cluster_centers_")
+        return np.argmin(_sq_distances(self._rows(X), self.cluster_centers_),
+                         axis=1).astype(np.int64)
+
+    def fit_predict(self, X, y=None) -> np.ndarray:
+        """Fit, then :meth:`predict` on the same rows (not private); paper mode: the
+        authors' labels ``labels_``."""
+        self.fit(X)
+        return self.labels_ if self.mode == "paper" else self.predict(X)
+
+    def evaluation_row_labels(self, X) -> np.ndarray:
+        """EVALUATION ONLY, not private: the paper's protocol, each row of ``X`` to its nearest
+        centre (paper mode: ``assignment_centers_``, which reproduces ``row_labels_`` on the
+        training matrix up to label names; corrected mode: :meth:`predict`)."""
+        check_is_fitted(self, "cluster_centers_")
+        if self.mode != "paper":
+            return self.predict(X)
+        return np.argmin(_sq_distances(self._rows(X), self.assignment_centers_),
+                         axis=1).astype(np.int64)

@@ -11,6 +11,8 @@ import pytest
 import scipy.sparse as sp
 from dptaucc.baselines.colored_noise import ColoredNoiseKMeans
 from dptaucc.baselines.dp_kmeans import DPKMeans
+from dptaucc.baselines.dphd import DPHD
+from dptaucc.baselines.dphd.testing import have_octave
 from dptaucc.baselines.dpm import DPM
 from dptaucc.baselines.fccm import FCCM, CollaborativeFCCM
 from dptaucc.baselines.nmf_dp import DPNMF
@@ -48,6 +50,8 @@ CASES = [
                                                            random_state=0), ("paper",), True),
     ("FCCM", lambda mode: FCCM(3, random_state=0), (None,), False),
     ("CollaborativeFCCM", lambda mode: CollaborativeFCCM(3, random_state=0), (None,), False),
+    *([("DPHD", lambda mode: DPHD(3, epsilon=1.0, mode=mode, random_state=0),
+        ("corrected", "paper"), True)] if have_octave() else []),
 ]
 
 FITS = [pytest.param(factory, mode, dp, id=f"{name}-{mode}")
@@ -109,6 +113,15 @@ def raw_recomputations(est, X) -> dict[str, np.ndarray]:
             sizes = np.maximum(np.bincount(labels, minlength=k), 1)
             out["exact means of the predicted clusters"] = np.vstack(
                 [Y[labels == c].sum(axis=0) for c in range(k)]) / sizes[:, None]
+    centers = getattr(est, "cluster_centers_", None)
+    if centers is not None and np.ndim(centers) == 2 and np.shape(centers)[1] == X.shape[1]:
+        rows = {"": np.asarray(X, dtype=float)}
+        if hasattr(est, "max_value_"):  # the rows after a public count cap
+            rows[" (counts capped at max_value_)"] = np.minimum(rows[""], est.max_value_)
+        for what, R in rows.items():
+            dist = ((R[:, None, :] - np.asarray(centers)[None, :, :]) ** 2).sum(axis=2)
+            out[f"SSE of the rows at cluster_centers_{what}"] = dist.min(axis=1).sum()
+            out[f"nearest-centre distances{what}"] = dist.min(axis=1)
     if hasattr(est, "dp_row_labels_") and hasattr(est, "column_labels_"):
         r, k = relabel(np.asarray(est.dp_row_labels_))
         c, ell = relabel(np.asarray(est.column_labels_))

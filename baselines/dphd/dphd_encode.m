@@ -1,0 +1,25 @@
+function bytes = dphd_encode(v)
+  % One value in the Python <-> Octave wire format (described in protocol.py), as a uint8
+  % row: numbers and logicals as double arrays, char rows as text (Octave holds text as UTF-8
+  % bytes already), cells as lists, scalar structs as structs.
+  if ischar(v)
+    bytes = [uint8('c'), typecast(int64(numel(v)), 'uint8'), uint8(v(:).')];
+  elseif isstruct(v)
+    names = fieldnames(v);
+    parts = cell(1, 2 * numel(names));
+    for t = 1:numel(names)
+      parts{2 * t - 1} = [typecast(int64(numel(names{t})), 'uint8'), uint8(names{t})];
+      parts{2 * t} = dphd_encode(v.(names{t}));
+    end
+    bytes = [uint8('s'), typecast(int64(numel(names)), 'uint8'), parts{:}];
+  elseif iscell(v)
+    parts = cellfun(@dphd_encode, v(:).', 'UniformOutput', false);
+    bytes = [uint8('l'), typecast(int64(numel(v)), 'uint8'), parts{:}];
+  elseif isnumeric(v) || islogical(v)
+    x = full(double(v));
+    bytes = [uint8('d'), typecast(int64([ndims(x), size(x)]), 'uint8'), ...
+             typecast(x(:).', 'uint8')];
+  else
+    error('dphd:protocol', 'cannot send a value of class %s to Python', class(v));
+  end
+end

@@ -1,0 +1,70 @@
+"""Corrected-mode DPHD's mechanism calls, made in Octave and served here.
+
+Octave computes what each mechanism needs from the private data (integer bucket counts,
+integer cluster sums and sizes, normalised utilities) and states its ε and sensitivity
+(``dphd_mechanism.m``); :class:`MechanismServer` charges the fit's ledger and draws the noise
+with the library's mechanisms (:func:`~dptaucc.privacy.discrete_laplace_mechanism`,
+:func:`~dptaucc.privacy.exponential_mechanism`) from the fit's sampler, and returns only the
+release. So DPHD's noise comes from the same samplers as every estimator of the suite: the
+seeded 106-bit sampler for research, OpenDP's exact samplers with ``secure=True``, and a
+recording sampler in tests, whatever language computed the counts.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dptaucc.privacy import (
+    PrivacyLedger,
+    Sampler,
+    discrete_laplace_mechanism,
+    exponential_mechanism,
+)
+
+__all__ = ["MechanismServer"]
+
+
+def _number(value) -> float:
+    return float(np.asarray(value, dtype=float).reshape(-1)[0])
+
+
+class MechanismServer:
+    """Answers one fit's mechanism requests (a callable handed to :func:`octave.run_fit`).
+
+    ``trace`` (tests): a list that receives every request with its answer, as dicts with
+    ``op, step, epsilon, sensitivity, values`` (what Octave sent) and ``output``.
+    """
+
+    def __init__(self, sampler: Sampler, ledger: PrivacyLedger, trace: list | None = None):
+        self.sampler = sampler
+        self.ledger = ledger
+        self.trace = trace
+
+    def __call__(self, request: dict) -> np.ndarray:
+        """The release for one request: an int64 array (noisy values, or a 1-based index)."""
+        op = request["op"]
+        step, note = str(request["step"]), str(request["note"])
+        epsilon, sensitivity = _number(request["epsilon"]), _number(request["sensitivity"])
+        values = request["values"]
+        if op == "discrete-laplace":
+            output = discrete_laplace_mechanism(values, epsilon, sensitivity, self.sampler,
+                                                self.ledger, step, note)
+            answer = output
+        elif op == "exponential":
+            utilities = np.asarray(values, dtype=float).reshape(1, -1)
+            output = exponential_mechanism(utilities, epsilon, sensitivity, self.sampler,
+                                           self.ledger, step, note)
+            answer = np.asarray(output, dtype=np.int64).reshape(1, 1) + 1  # Octave counts from 1
+        elif op == "charge":  # budget set aside for steps not run: charged, nothing drawn
+            self.ledger.charge(step, "discrete-laplace", epsilon, 0.0, sensitivity,
+                               "sequential", note, math.nan)
+            output = answer = np.zeros((0, 0), dtype=np.int64)
+        else:  # pragma: no cover - octave.py only passes the three operations
+            raise ValueError(f"unknown mechanism request {op!r}")
+        if self.trace is not None:
+            self.trace.append({"op": op, "step": step, "epsilon": epsilon,
+                               "sensitivity": sensitivity, "values": np.array(values),
+                               "output": np.array(output)})
+        return answer
