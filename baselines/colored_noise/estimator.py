@@ -46,9 +46,10 @@ ratio (:meth:`ColoredNoiseKMeans.evaluation_clustering_loss`) read the data and 
 private**; they are methods, never fitted attributes.
 
 Randomness: one seeded sampler built from ``random_state`` (reproducible research runs, not for
-a release you publish: the seed replays the noise). For a real release pass
-``random_state=dptaucc.privacy.SecureSampler()``: the Gaussian noise, the initial partition and
-the projection then come from a Generator seeded by the operating system (same ledger).
+a release you publish: the seed replays the noise). For a real release pass ``secure=True``
+(``random_state`` None): the Gaussian noise then comes from OpenDP's exact Gaussian with the
+operating system's randomness, the initial partition and the projection from a Generator seeded
+by the operating system (same ledger).
 """
 
 from __future__ import annotations
@@ -158,6 +159,7 @@ class ColoredNoiseKMeans(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, 
         noise trace is within 0.01 % of the optimum; the covariance is exactly feasible at any
         gap) and iteration cap of the solver.
     random_state : seed of the one Generator all randomness comes from (or a Sampler).
+    secure : draw the noise from OpenDP's exact samplers with OS randomness (no seed).
 
     Attributes
     ----------
@@ -189,6 +191,7 @@ class ColoredNoiseKMeans(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, 
         "tol": [Interval(Real, 0, 1, closed="neither")],
         "max_solver_iter": [Interval(Integral, 1, None, closed="left")],
         "random_state": RANDOM_STATE_CONSTRAINT,
+        "secure": ["boolean"],
     }
 
     _release_kinds = {
@@ -208,7 +211,7 @@ class ColoredNoiseKMeans(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, 
 
     def __init__(self, n_clusters=8, epsilon=1.0, delta=1e-5, noise="full", variant="hardened",
                  mode="corrected", row_transform="l2", n_components="auto", n_iter=3, n_init=3,
-                 tol=1e-4, max_solver_iter=20_000, random_state=None):
+                 tol=1e-4, max_solver_iter=20_000, random_state=None, secure=False):
         self.n_clusters = n_clusters
         self.epsilon = epsilon
         self.delta = delta
@@ -222,6 +225,7 @@ class ColoredNoiseKMeans(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, 
         self.tol = tol
         self.max_solver_iter = max_solver_iter
         self.random_state = random_state
+        self.secure = secure
 
     def release_kinds(self) -> dict[str, str]:
         kinds = super().release_kinds()
@@ -260,7 +264,7 @@ class ColoredNoiseKMeans(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, 
         for stale in ("kmeans_labels_", "cluster_sums_", "cluster_counts_"):  # variant-specific
             self.__dict__.pop(stale, None)
         corrected = self.mode == "corrected"
-        sampler = make_sampler(self.random_state)
+        sampler = make_sampler(self.random_state, self.secure)
         ledger = PrivacyLedger(budget_epsilon=eps, budget_delta=delta, strict=corrected)
         eps_r, delta_r = row_level_budget(eps, delta) if corrected else (eps, delta)
         calibration = "analytic" if corrected else "pdp"

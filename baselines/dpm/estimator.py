@@ -44,9 +44,9 @@ depends on it is declared non-private.
 
 Randomness: every draw comes from one seeded sampler built from ``random_state`` (reproducible
 research runs, not for a release you publish: the seed replays the noise). For a real release
-pass ``random_state=dptaucc.privacy.SecureSampler()``: counts and choices then come from
-OpenDP's exact samplers with the operating system's randomness, the Gaussian sums and the public
-projection from a Generator seeded by the operating system (same ledger).
+pass ``secure=True`` (``random_state`` None): counts, choices and the Gaussian noise then come
+from OpenDP's exact samplers with the operating system's randomness, the public projection from
+a Generator seeded by the operating system (same ledger).
 """
 
 from __future__ import annotations
@@ -120,6 +120,7 @@ class DPM(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, BaseEstimator):
     budget_fractions : (f_int, f_cnt, f_exp, f_avg), positive, summing to 1.
     t, q, w_c, w_e : centreness shape and score weights (paper Defs. 6–7).
     random_state : seed of the one Generator all randomness comes from (or a Sampler).
+    secure : draw the noise from OpenDP's exact samplers with OS randomness (no seed).
 
     Attributes
     ----------
@@ -148,6 +149,7 @@ class DPM(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, BaseEstimator):
         "w_c": [Interval(Real, 0, None, closed="left")],
         "w_e": [Interval(Real, 0, None, closed="left")],
         "random_state": RANDOM_STATE_CONSTRAINT,
+        "secure": ["boolean"],
     }
 
     _release_kinds = {
@@ -163,7 +165,7 @@ class DPM(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, BaseEstimator):
     def __init__(self, epsilon=1.0, delta=None, mode="corrected", row_transform="l2",
                  n_components=20, coord_clip=3.0, max_depth=7,
                  budget_fractions=DEFAULT_FRACTIONS, t=0.3, q=1.0 / 12.0, w_c=1.0,
-                 w_e=5.0, random_state=None):
+                 w_e=5.0, random_state=None, secure=False):
         self.epsilon = epsilon
         self.delta = delta
         self.mode = mode
@@ -177,6 +179,7 @@ class DPM(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, BaseEstimator):
         self.w_c = w_c
         self.w_e = w_e
         self.random_state = random_state
+        self.secure = secure
 
     def release_kinds(self) -> dict[str, str]:
         """As declared; in a paper-mode fit whose interval step was not DP (p > 1), every
@@ -230,7 +233,7 @@ class DPM(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, BaseEstimator):
         n, d = X.shape
         eps, delta, (f_int, f_cnt, f_exp, f_avg) = self._check_params(n)
         corrected = self.mode == "corrected"
-        sampler = make_sampler(self.random_state)
+        sampler = make_sampler(self.random_state, self.secure)
         ledger = PrivacyLedger(budget_epsilon=eps, budget_delta=delta, strict=corrected)
         eps_r, delta_r = row_level_budget(eps, delta) if corrected else (eps, delta)
 

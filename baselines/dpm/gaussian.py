@@ -136,7 +136,7 @@ def colored_gaussian_noise(values: np.ndarray, covariance: np.ndarray,
     sds = marginal_sds(cov)
     if not np.any(sds > 0):
         return values.copy()
-    z = as_sampler(sampler).rng.standard_normal(values.shape)
+    z = as_sampler(sampler).standard_normal(values.shape)
     if cov.ndim == 1:
         noise = z * sds
     else:

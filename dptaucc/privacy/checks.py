@@ -22,8 +22,9 @@ __all__ = ["Draw", "RecordingSampler", "ScaledSampler", "discrete_laplace_pmf",
 
 @dataclass(frozen=True)
 class Draw:
-    """One sampler call: ``kind`` is "discrete_laplace" or "choose"; ``inputs`` the scores of
-    a choice (None for noise draws); ``output`` the noise or the chosen indices."""
+    """One sampler call: ``kind`` is "discrete_laplace", "choose" or "standard_normal";
+    ``inputs`` the scores of a choice (None for noise draws); ``output`` the noise or the
+    chosen indices."""
 
     kind: str
     scale: float
@@ -53,6 +54,11 @@ class RecordingSampler(Sampler):
                                np.array(out)))
         return out
 
+    def standard_normal(self, size):
+        out = self.inner.standard_normal(size)
+        self.draws.append(Draw("standard_normal", 1.0, None, np.array(out)))
+        return out
+
     def of_kind(self, kind: str) -> list[Draw]:
         return [d for d in self.draws if d.kind == kind]
 
@@ -75,6 +81,9 @@ class ScaledSampler(Sampler):
 
     def choose(self, scores, scale):
         return self.inner.choose(scores, scale * self.factor)
+
+    def standard_normal(self, size):
+        return self.inner.standard_normal(size) * self.factor
 
 
 def discrete_laplace_pmf(z: np.ndarray, scale: float) -> np.ndarray:

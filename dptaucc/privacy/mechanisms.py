@@ -227,5 +227,5 @@ def gaussian_mechanism(
     ledger.charge(step, "gaussian", epsilon, delta, sensitivity, "sequential", note, sigma)
     if sigma == 0.0:
         return values.copy()
-    noisy = values + as_sampler(sampler).rng.normal(0.0, sigma, size=values.shape)
+    noisy = values + sigma * as_sampler(sampler).standard_normal(values.shape)
     return snap_to_grid(noisy, sigma)

@@ -483,3 +483,11 @@ def test_lloyd_release_neighbours_at_its_own_epsilon(monkeypatch, broken):
         assert lower > (true + half) / 2
     else:
         assert lower <= true <= upper < (true + half) / 2
+
+
+def test_secure_flag_runs_and_refuses_a_seed():
+    X = np.random.default_rng(0).poisson(1.0, size=(40, 12)).astype(float)
+    m = ColoredNoiseKMeans(2, epsilon=2.0, noise="diag", n_iter=1, n_init=1, secure=True).fit(X)
+    assert m.privacy_ledger_.end_to_end_dp
+    with pytest.raises(ValueError, match="random_state"):
+        ColoredNoiseKMeans(2, secure=True, random_state=0).fit(X)

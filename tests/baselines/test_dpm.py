@@ -659,3 +659,11 @@ EXPECTED_SKLEARN_FAILURES = {
                          expected_failed_checks=lambda est: EXPECTED_SKLEARN_FAILURES)
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
+
+
+def test_secure_flag_draws_from_opendp_and_refuses_a_seed(data):
+    X, _ = data
+    m = DPM(epsilon=1.0, max_depth=2, secure=True).fit(X)
+    assert m.privacy_ledger_.end_to_end_dp and m.leaf_counts_.dtype == np.int64
+    with pytest.raises(ValueError, match="random_state"):
+        DPM(epsilon=1.0, secure=True, random_state=0).fit(X)

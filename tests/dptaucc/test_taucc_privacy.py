@@ -15,9 +15,10 @@ import scipy.sparse as sp
 import dptaucc.dp_taucc as dp_mod
 from dptaucc import DPTauCC
 from dptaucc.objective import contingency_table, relabel
-from dptaucc.privacy import Sampler, SeededSampler
+from dptaucc.privacy import SeededSampler
 from dptaucc.privacy.checks import (
     RecordingSampler,
+    ScaledSampler,
     discrete_laplace_pvalue,
     neighbour_log_ratio_bounds,
 )
@@ -107,26 +108,12 @@ def test_every_assignment_samples_at_the_range_sensitivity_of_its_weights(
     assert [e.noise_scale for e in expo] == pytest.approx([d.scale for d in choices])
 
 
-class _HalfScale(Sampler):
-    """A broken sampler: every noise scale halved (what a mis-stated sensitivity does)."""
-
-    def __init__(self, seed):
-        self.inner = SeededSampler(np.random.default_rng(seed))
-        self.rng = self.inner.rng
-
-    def discrete_laplace(self, size, scale):
-        return self.inner.discrete_laplace(size, scale / 2)
-
-    def choose(self, scores, scale):
-        return self.inner.choose(scores, scale / 2)
-
-
 def _released_total_at_most(X, threshold, runs, seed0, broken=False):
     """Fits with one row and one column cluster, I = 1, h = ½ and ε = 4: the released 1×1
     table's mechanism runs at its own ε_T = 1. Counts {T̃ <= threshold}."""
     hits = 0
     for s in range(runs):
-        state = _HalfScale(seed0 + s) if broken else seed0 + s
+        state = ScaledSampler(seed0 + s, 0.5) if broken else seed0 + s
         model = DPTauCC(1, 1, epsilon=4.0, n_iterations=1, h=0.5, random_state=state).fit(X)
         hits += int(model.contingency_[0, 0] <= threshold)
     return hits

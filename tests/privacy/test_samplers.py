@@ -112,3 +112,11 @@ def test_secure_choose_matches_the_seeded_law():
     p = np.exp(scores / 1.3)
     assert choice_pvalue(a, p / p.sum()) > 1e-4
     assert _two_sample_chi2(a, b, 4) > 1e-4
+
+
+def test_standard_normal_seeded_and_secure_have_the_same_law():
+    a = seeded(9).standard_normal(20_000)
+    b = SecureSampler().standard_normal(5_000)
+    assert stats.kstest(a, "norm").pvalue > 1e-3
+    assert stats.kstest(b, "norm").pvalue > 1e-3
+    assert stats.ks_2samp(a, b).pvalue > 1e-3
