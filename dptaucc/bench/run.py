@@ -6,6 +6,7 @@ all that ``python -m dptaucc.bench`` and the reproduce driver hand it.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import math
@@ -17,7 +18,6 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
 
 from dptaucc.bench import provenance
 from dptaucc.bench.configs import (
@@ -31,8 +31,10 @@ from dptaucc.bench.configs import (
 )
 from dptaucc.bench.contention import OtherLoad
 from dptaucc.bench.memory import PeakRSS
+from dptaucc.bench.metrics import nmi_ari
 from dptaucc.bench.store import RunStore
 from dptaucc.bench.validate import import_target, validate_job
+from dptaucc.validation import check_count_matrix
 
 #: the record columns (identity, privacy, data, metrics, status, provenance), in table order;
 #: p_* parameter columns follow
@@ -58,6 +60,14 @@ LOADERS = ("cluto", "biclusters", "matrix", "callable")
 
 @lru_cache(maxsize=3)
 def _load(loader: str, name: str, seed: int, params_json: str, cache_dir: str | None,
+          mirror: str | None, allow_unverified: bool):
+    """The dataset with its matrix validated once, as canonical CSR float64, so that the many
+    fits of a worker on it do not each convert and copy it."""
+    dataset = _read(loader, name, seed, params_json, cache_dir, mirror, allow_unverified)
+    return dataclasses.replace(dataset, X=check_count_matrix(dataset.X, integer=False))
+
+
+def _read(loader: str, name: str, seed: int, params_json: str, cache_dir: str | None,
           mirror: str | None, allow_unverified: bool):
     params = json.loads(params_json)
     if loader == "cluto":
@@ -131,9 +141,7 @@ def build_estimator(job: Mapping, dataset):
 def _scores(truth, labels) -> tuple[float, float]:
     if truth is None or labels is None:
         return NAN, NAN
-    labels = np.asarray(labels)
-    return (float(normalized_mutual_info_score(truth, labels)),
-            float(adjusted_rand_score(truth, labels)))
+    return nmi_ari(truth, labels)
 
 
 def evaluate(est, X, dataset) -> dict:
