@@ -1,0 +1,204 @@
+"""Events on a fitted estimator: ``function(model) -> bool``, fixed before an audit runs.
+
+Any function of the fitted model will do (a dict ``{name: function}`` is accepted by
+:func:`dptaucc.audit.audit`); the builders here cover the usual leaks of clustering code. They
+are written to survive changes of the estimators:
+
+* an attribute the model does not have (``AttributeError``, e.g. a raw-data attribute a later
+  version no longer keeps) makes the event False — not an error;
+* any other exception while evaluating an event makes it False and is counted in the audit's
+  ``errors_*`` (so a broken event shows up instead of silently never firing).
+
+Events may read public facts (D, D', the changed cell, the parameters and the ledger), never
+the random state: the seed determines all the noise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from dptaucc.objective import contingency_table
+
+from .pairs import NeighbouringPair
+from .reachability import laplace_reachable
+
+__all__ = [
+    "Event", "as_events", "evaluate_events", "values_equal", "same_partition",
+    "attribute_equals", "labels_match_evaluation", "same_label", "contingency_equals_exact",
+    "table_cell_reachable", "table_cell_above", "fewer_clusters_than", "slice_is_zero",
+    "ledger_laplace_scale", "released_cell",
+]
+
+
+@dataclass(frozen=True)
+class Event:
+    """A named event; ``fn(model)`` is truthy when the event occurred."""
+
+    name: str
+    fn: Callable[[Any], Any]
+    description: str = ""
+
+    def __call__(self, model) -> bool:
+        return bool(self.fn(model))
+
+
+def as_events(events: Mapping[str, Callable] | Sequence[Event]) -> list[Event]:
+    """Normalise ``{name: fn}`` or a list of :class:`Event` (checked: callables, names)."""
+    if isinstance(events, Mapping):
+        out = [Event(str(k), f) for k, f in events.items()]
+    else:
+        out = list(events)
+    for e in out:
+        if not isinstance(e, Event) or not callable(e.fn):
+            raise TypeError("events must be {name: callable} or a list of Event objects")
+    if not out:
+        raise ValueError("at least one event is needed")
+    return out
+
+
+def evaluate_events(events: Sequence[Event], model) -> tuple[np.ndarray, np.ndarray]:
+    """(fired, errored) boolean arrays; AttributeError means "absent": False, no error."""
+    fired = np.zeros(len(events), dtype=bool)
+    errored = np.zeros(len(events), dtype=bool)
+    for i, e in enumerate(events):
+        try:
+            fired[i] = e(model)
+        except AttributeError:
+            pass
+        except Exception:
+            errored[i] = True
+    return fired, errored
+
+
+# ------------------------------------------------------------------------------ helpers
+def values_equal(got, want, rtol: float = 1e-9) -> bool:
+    """Same shape and values (numbers within ``rtol``, exact zeros exact; others exact)."""
+    a, b = np.asarray(got), np.asarray(want)
+    if a.shape != b.shape:
+        return False
+    if a.dtype.kind in "biuf" and b.dtype.kind in "biuf":
+        return bool(np.allclose(a, b, rtol=rtol, atol=0.0, equal_nan=True))
+    return bool(np.array_equal(a, b))
+
+
+def same_partition(a, b) -> bool:
+    """True iff two label vectors define the same partition (label names ignored)."""
+    a, b = np.asarray(a).ravel(), np.asarray(b).ravel()
+    if a.shape != b.shape:
+        return False
+    ia = np.unique(a, return_inverse=True)[1]
+    ib = np.unique(b, return_inverse=True)[1]
+    pairs = np.unique(np.stack([ia, ib]), axis=1)
+    return pairs.shape[1] == ia.max(initial=-1) + 1 == ib.max(initial=-1) + 1
+
+
+def _table_labels(model) -> tuple[np.ndarray, np.ndarray]:
+    """Row and column labels of a co-clusterer's released table: ``dp_row_labels_`` when the
+    model has it (DP-τCC keeps it beside non-private final labels), else ``row_labels_``."""
+    rows = getattr(model, "dp_row_labels_", None)
+    if rows is None:
+        rows = model.row_labels_
+    return np.asarray(rows, dtype=np.intp), np.asarray(model.column_labels_, dtype=np.intp)
+
+
+def _exact_table(model, X, shape: tuple[int, int]) -> np.ndarray:
+    r, c = _table_labels(model)
+    return contingency_table(sp.csr_matrix(X, dtype=np.float64), r, c, shape[0], shape[1])
+
+
+def released_cell(model, pair: NeighbouringPair, attr: str = "contingency_"
+                  ) -> tuple[float, float, float]:
+    """The released table cell holding the changed cell (u, v), and its exact values on D and
+    on D' under the released labels: ``(y, x_D, x_D')``."""
+    T = np.asarray(getattr(model, attr), dtype=float)
+    r, c = _table_labels(model)
+    k, l = int(r[pair.u]), int(c[pair.v])
+    x_d = _exact_table(model, pair.D, T.shape)[k, l]
+    x_dp = _exact_table(model, pair.D_prime, T.shape)[k, l]
+    return float(T[k, l]), float(x_d), float(x_dp)
+
+
+def ledger_laplace_scale(model) -> float:
+    """Scale Δ/ε of the last ``"laplace"`` entry of ``privacy_ledger_`` (the released table)."""
+    for entry in reversed(model.privacy_ledger_.entries):
+        if entry.mechanism == "laplace":
+            return entry.sensitivity / entry.epsilon
+    raise AttributeError("the ledger records no Laplace release")
+
+
+# ------------------------------------------------------------------------------ builders
+def attribute_equals(attr: str, expected: Callable[[Any], Any], name: str | None = None,
+                     rtol: float = 1e-9) -> Event:
+    """"Released ``attr`` equals ``expected(model)``", a recomputation from the raw data (e.g.
+    a loss or labels recomputed from D). True under D for a raw-data attribute, false under D'
+    whenever the one-count change moves it."""
+    return Event(name or f"{attr} equals its recomputation on D",
+                 lambda m: values_equal(getattr(m, attr), expected(m), rtol))
+
+
+def labels_match_evaluation(D, attr: str = "row_labels_",
+                            method: str = "evaluation_row_labels") -> Event:
+    """The released labels define the same partition as the model's own evaluation-only
+    assignment of D's rows (a raw-data recomputation)."""
+    return Event(f"{attr} partition equals {method}(D)",
+                 lambda m: same_partition(getattr(m, attr), getattr(m, method)(D)))
+
+
+def same_label(u: int, w: int, attr: str = "row_labels_") -> Event:
+    """Rows u and w share a label."""
+    def fn(m):
+        labels = np.asarray(getattr(m, attr))
+        return labels[u] == labels[w]
+    return Event(f"{attr}[{u}] == {attr}[{w}]", fn)
+
+
+def contingency_equals_exact(D, attr: str = "contingency_") -> Event:
+    """The released table equals the exact table of D under the released labels."""
+    def fn(m):
+        T = np.asarray(getattr(m, attr), dtype=float)
+        return values_equal(T, _exact_table(m, D, T.shape))
+    return Event(f"{attr} equals the exact table of D", fn)
+
+
+def table_cell_reachable(pair: NeighbouringPair, attr: str = "contingency_",
+                         scale: float | None = None, clip_min: float | None = 0.0) -> Event:
+    """Mironov's test on the released cell holding (u, v): its double is reachable as
+    ``x_D + Generator.laplace(0, scale)`` and not as ``x_D' + …`` (then clipped at
+    ``clip_min``). ``scale`` None: read from the ledger (:func:`ledger_laplace_scale`).
+
+    A whole-number release is taken to lie on the integer grid of a discrete mechanism, whose
+    output set is the same for every input: the event is then False.
+    """
+    def fn(m):
+        y, x_d, x_dp = released_cell(m, pair, attr)
+        if y == round(y):
+            return False
+        s = ledger_laplace_scale(m) if scale is None else scale
+        return laplace_reachable(y, x_d, s, clip_min) and not laplace_reachable(y, x_dp, s,
+                                                                               clip_min)
+    return Event(f"{attr} cell of (u, v) float-reachable from D only", fn)
+
+
+def table_cell_above(pair: NeighbouringPair, margin: float = 0.5,
+                     attr: str = "contingency_") -> Event:
+    """The released cell holding (u, v) exceeds its exact value on D by more than ``margin``."""
+    def fn(m):
+        y, x_d, _ = released_cell(m, pair, attr)
+        return y > x_d + margin
+    return Event(f"{attr} cell of (u, v) > exact(D) + {margin:g}", fn)
+
+
+def fewer_clusters_than(k: int, attr: str = "n_row_clusters_") -> Event:
+    """The model reports fewer than k clusters (an empty cluster was dropped)."""
+    return Event(f"{attr} < {k}", lambda m: int(getattr(m, attr)) < k)
+
+
+def slice_is_zero(attr: str, index, label: str | None = None) -> Event:
+    """``attr[index]`` is exactly zero (e.g. a per-row factor of a row with no counts)."""
+    return Event(f"{attr}[{label or index}] all zero",
+                 lambda m: bool(np.all(np.asarray(getattr(m, attr))[index] == 0)))

@@ -1,0 +1,147 @@
+"""Neighbouring pairs (D, D' = D + e_u e_vᵀ) that stress clustering methods where they are weak.
+
+Every pair is small (a fit takes milliseconds) and planted with ``n_clusters`` = 2 groups of
+rows, so a method's "number of clusters" parameter has an obvious value. Each builder is
+deterministic (no randomness, or a fixed ``seed``).
+
+========================  ==========================================================
+pair                      what changes between D and D'
+========================  ==========================================================
+``moving_row``            a row balanced between the two row clusters leans to one
+``empty_cluster``         all rows identical in D (any 2-clustering has an empty
+                          cluster); one row differs in D'
+``new_column_maximum``    the cell holding its column's (and the matrix's) maximum grows:
+                          bounds read from the data move
+``all_zero_row``          a row with no counts in D gets one count
+``all_zero_matrix``       D has no counts at all (inputs some code refuses)
+``high_dimensional``      sparse rows in many columns (sensitivities that scale with d)
+========================  ==========================================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = [
+    "NeighbouringPair", "moving_row", "empty_cluster", "new_column_maximum", "all_zero_row",
+    "all_zero_matrix", "high_dimensional", "PAIRS", "make_pair",
+]
+
+
+@dataclass(frozen=True)
+class NeighbouringPair:
+    """D, D' = D + one count in cell (u, v), and what the pair is meant to stress."""
+
+    name: str
+    D: sp.csr_matrix
+    cell: tuple[int, int]
+    n_clusters: int
+    description: str
+
+    @cached_property
+    def D_prime(self) -> sp.csr_matrix:
+        u, v = self.cell
+        bump = sp.csr_matrix(([1], ([u], [v])), shape=self.D.shape, dtype=self.D.dtype)
+        return sp.csr_matrix(self.D + bump)
+
+    @property
+    def u(self) -> int:
+        return self.cell[0]
+
+    @property
+    def v(self) -> int:
+        return self.cell[1]
+
+
+def _pair(name: str, dense: np.ndarray, cell: tuple[int, int], description: str,
+          n_clusters: int = 2) -> NeighbouringPair:
+    D = sp.csr_matrix(np.asarray(dense, dtype=np.int64))
+    D.eliminate_zeros()
+    return NeighbouringPair(name, D, (int(cell[0]), int(cell[1])), n_clusters, description)
+
+
+def _blocks(n_per_cluster: int, n_cols: int, value: int) -> np.ndarray:
+    """Two row clusters on two disjoint halves of the columns."""
+    if n_per_cluster < 2 or n_cols < 4:
+        raise ValueError("need n_per_cluster >= 2 and n_cols >= 4")
+    half = n_cols // 2
+    X = np.zeros((2 * n_per_cluster, n_cols), dtype=np.int64)
+    X[:n_per_cluster, :half] = value
+    X[n_per_cluster:, half:] = value
+    return X
+
+
+def moving_row(n_per_cluster: int = 6, n_cols: int = 8, value: int = 2) -> NeighbouringPair:
+    """Two blocks plus a last row with one count in each half: D' adds one count on the first
+    half, so the row leans to the first cluster (label events on that row)."""
+    X = _blocks(n_per_cluster, n_cols, value)
+    row = np.zeros((1, n_cols), dtype=np.int64)
+    row[0, 0] = row[0, n_cols // 2] = 1
+    return _pair("moving_row", np.vstack([X, row]), (2 * n_per_cluster, 0),
+                 "a row balanced between the two row clusters leans to the first in D'")
+
+
+def empty_cluster(n_rows: int = 12, n_cols: int = 6, value: int = 2) -> NeighbouringPair:
+    """Every row of D is the same point; D' moves the last row by one count in the last
+    column. With k = 2, every clustering of D leaves one cluster empty."""
+    if n_rows < 2 or n_cols < 2:
+        raise ValueError("need n_rows >= 2 and n_cols >= 2")
+    X = np.zeros((n_rows, n_cols), dtype=np.int64)
+    X[:, 0] = value
+    return _pair("empty_cluster", X, (n_rows - 1, n_cols - 1),
+                 "all rows identical in D (a 2-clustering has an empty cluster); one differs "
+                 "in D'")
+
+
+def new_column_maximum(n_per_cluster: int = 6, n_cols: int = 8,
+                       value: int = 2) -> NeighbouringPair:
+    """Two blocks of ``value`` counts; the changed cell holds ``value + 1``, the maximum of its
+    column and of the matrix, and grows to ``value + 2`` in D'."""
+    X = _blocks(n_per_cluster, n_cols, value)
+    X[0, 0] = value + 1
+    return _pair("new_column_maximum", X, (0, 0),
+                 "the column (and global) maximum grows by one: data-derived bounds move")
+
+
+def all_zero_row(n_per_cluster: int = 6, n_cols: int = 8, value: int = 2) -> NeighbouringPair:
+    """Two blocks plus a last row with no counts in D and one count in D'."""
+    X = _blocks(n_per_cluster, n_cols, value)
+    X = np.vstack([X, np.zeros((1, n_cols), dtype=np.int64)])
+    return _pair("all_zero_row", X, (2 * n_per_cluster, 0),
+                 "a row with no counts in D gets one count in D'")
+
+
+def all_zero_matrix(n_rows: int = 8, n_cols: int = 6) -> NeighbouringPair:
+    """D has no counts at all; D' has one."""
+    return _pair("all_zero_matrix", np.zeros((n_rows, n_cols), dtype=np.int64), (0, 0),
+                 "D is the all-zero matrix (a valid input), D' has one count")
+
+
+def high_dimensional(n_per_cluster: int = 6, n_cols: int = 200, rate: float = 0.5,
+                     seed: int = 0) -> NeighbouringPair:
+    """Sparse Poisson rows in ``n_cols`` columns, each cluster using its own half of the
+    columns; the changed cell is a zero of the first row in that row's own half."""
+    rng = np.random.default_rng(seed)
+    X = np.zeros((2 * n_per_cluster, n_cols), dtype=np.int64)
+    half = n_cols // 2
+    X[:n_per_cluster, :half] = rng.poisson(rate, size=(n_per_cluster, half))
+    X[n_per_cluster:, half:] = rng.poisson(rate, size=(n_per_cluster, n_cols - half))
+    v = int(np.flatnonzero(X[0, :half] == 0)[0])
+    return _pair("high_dimensional", X, (0, v),
+                 f"sparse rows in {n_cols} columns (sensitivities that grow with d)")
+
+
+#: builders by name, each with its default sizes
+PAIRS = {f.__name__: f for f in (moving_row, empty_cluster, new_column_maximum, all_zero_row,
+                                 all_zero_matrix, high_dimensional)}
+
+
+def make_pair(name: str, **kwargs) -> NeighbouringPair:
+    """The pair ``name`` of :data:`PAIRS` (keyword arguments go to its builder)."""
+    if name not in PAIRS:
+        raise ValueError(f"unknown pair {name!r}; known: {sorted(PAIRS)}")
+    return PAIRS[name](**kwargs)

@@ -1,0 +1,102 @@
+"""Tiny mechanisms with a known privacy loss, for testing the auditor (not part of the library).
+
+Each reads one count ``X[0, 0]`` of its input, so the pair D = [[k]], D' = [[k + 1]] differs
+by exactly one in that cell.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator
+
+from dptaucc.privacy import PrivacyLedger
+
+
+def first_count(X) -> float:
+    return float(sp.csr_matrix(X)[0, 0])
+
+
+class LaplaceCount(BaseEstimator):
+    """Releases ``count_ = X[0,0] + Laplace(noise_factor/ε)``: ε-DP iff noise_factor >= 1."""
+
+    def __init__(self, epsilon=1.0, noise_factor=1.0, random_state=None):
+        self.epsilon = epsilon
+        self.noise_factor = noise_factor
+        self.random_state = random_state
+
+    def fit(self, X, y=None):
+        rng = np.random.default_rng(self.random_state)
+        self.count_ = first_count(X) + rng.laplace(0.0, self.noise_factor / self.epsilon)
+        return self
+
+
+class RandomizedResponse(BaseEstimator):
+    """Releases the bit ``X[0,0] > 0``, kept with probability e^ε/(1+e^ε): exactly ε-DP."""
+
+    def __init__(self, epsilon=1.0, random_state=None):
+        self.epsilon = epsilon
+        self.random_state = random_state
+
+    def fit(self, X, y=None):
+        rng = np.random.default_rng(self.random_state)
+        bit = first_count(X) > 0
+        keep = rng.random() < math.exp(self.epsilon) / (1.0 + math.exp(self.epsilon))
+        self.bit_ = bool(bit if keep else not bit)
+        return self
+
+
+class DataBlind(BaseEstimator):
+    """Ignores the data: 0-DP."""
+
+    def __init__(self, random_state=None):
+        self.random_state = random_state
+
+    def fit(self, X, y=None):
+        self.value_ = np.random.default_rng(self.random_state).random()
+        return self
+
+
+class RaisesOnZero(BaseEstimator):
+    """Raises when ``X[0,0] == 0``: the exception itself tells the inputs apart."""
+
+    def __init__(self, random_state=None):
+        self.random_state = random_state
+
+    def fit(self, X, y=None):
+        if first_count(X) == 0:
+            raise ValueError("X is all zeros")
+        self.value_ = 1.0
+        return self
+
+
+class TableRelease(BaseEstimator):
+    """A co-clusterer stand-in: fixed labels (row i -> i % 2, column j -> j % 2), the 2x2 table
+    of X released with Laplace(1/ε) noise as floats (``noise="float"``, the textbook
+    ``values + rng.laplace``) or as integers (``noise="integer"``, a two-sided geometric),
+    clipped at 0, charged to a ledger entry named "laplace" either way."""
+
+    def __init__(self, epsilon=1.0, noise="float", random_state=None):
+        self.epsilon = epsilon
+        self.noise = noise
+        self.random_state = random_state
+
+    def fit(self, X, y=None):
+        X = sp.csr_matrix(X, dtype=float)
+        rng = np.random.default_rng(self.random_state)
+        self.row_labels_ = np.arange(X.shape[0]) % 2
+        self.column_labels_ = np.arange(X.shape[1]) % 2
+        R = np.eye(2)[self.row_labels_].T
+        C = np.eye(2)[self.column_labels_]
+        exact = np.asarray(R @ X @ C)
+        self.privacy_ledger_ = PrivacyLedger()
+        self.privacy_ledger_.charge("table", "laplace", self.epsilon, 0.0, 1.0)
+        if self.noise == "float":
+            noisy = exact + rng.laplace(0.0, 1.0 / self.epsilon, size=exact.shape)
+        else:
+            p = 1.0 - math.exp(-self.epsilon)
+            noisy = exact + rng.geometric(p, exact.shape) - rng.geometric(p, exact.shape)
+        self.contingency_ = np.maximum(noisy, 0.0)
+        return self
