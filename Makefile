@@ -13,7 +13,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 SCALE ?= quick
 
 .DEFAULT_GOAL := help
-.PHONY: help setup octave data test lint bench reproduce reproduce-quick collect figures report clean
+.PHONY: help setup octave data test lint bench reproduce reproduce-quick collect figures report audit audit-quick audit-estimate clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
@@ -58,6 +58,15 @@ figures: ## redraw every figure from the stored tables (SCALE=quick|paper; no re
 
 report: ## regenerate REPORT.md from the stored tables (SCALE=quick|paper)
 	$(PY) -m dptaucc.bench.outputs report --scale $(SCALE)
+
+audit: ## empirical privacy audit of every method (ε lower bounds, ~30 min on 2 cores) -> results/audit.parquet
+	$(PY) -m dptaucc.audit --size full --jobs $(JOBS)
+
+audit-quick: ## the audit at a reduced fit count (a few minutes) -> results/quick/audit.parquet
+	$(PY) -m dptaucc.audit --size quick --jobs $(JOBS)
+
+audit-estimate: ## time a few fits of every audit and print the estimated wall time of `make audit`
+	$(PY) -m dptaucc.audit --size full --jobs $(JOBS) --dry-run
 
 clean: ## remove caches (not the data cache, not results/)
 	rm -rf .pytest_cache .ruff_cache build dist *.egg-info

@@ -1,0 +1,229 @@
+"""The pair and events aimed at each estimator of the suite (what ``make audit`` runs).
+
+One :class:`MethodAudit` per algorithm config name (``conf/algorithm/<name>.yaml``): a
+neighbouring pair chosen for the method's weak point and events on what the fitted model
+releases. Every event is defensive (:mod:`dptaucc.audit.events`): when a release is removed or
+becomes an integer from a discrete mechanism, its event simply stops firing, so the same
+catalogue audits the estimators before and after a privacy fix.
+
+=================  =====================  ==================================================
+method             pair                   events (besides "fit raised")
+=================  =====================  ==================================================
+dp_taucc           all_zero_row           float reachability of the released cell of (u, v);
+                                          that cell above its exact value; final labels equal
+                                          the raw-data assignment of D (paper mode, Q7)
+fast_taucc, fccm   moving_row             released table equals the exact table of D; labels
+dp_kmeans          new_column_maximum     ``bounds_`` = D's column maxima (paper); ``inertia_``
+                                          = the SSE of D's rows; labels = nearest centre on D
+dphd               new_column_maximum     ``max_value_`` = max(D) (paper); ``loss_`` = the loss
+                                          of D's rows at the released centres; labels
+dpnmf              all_zero_row           the zero row's document factor is zero; labels
+dpm                all_zero_row (201)     float reachability of the noisy leaf counts; labels
+colored_noise      moving_row (400 rows)  labels = nearest released centre on D
+=================  =====================  ==================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import events as ev
+from .pairs import NeighbouringPair, all_zero_row, moving_row, new_column_maximum
+from .reachability import laplace_reachable
+
+__all__ = ["MethodAudit", "CATALOGUE", "method_audit", "dpm_leaf_counts_reachable"]
+
+
+@dataclass(frozen=True)
+class MethodAudit:
+    """What to audit one method with."""
+
+    method: str
+    pair: NeighbouringPair
+    events: tuple[ev.Event, ...]
+    why: str
+
+
+def _dense(X) -> np.ndarray:
+    return np.asarray(sp.csr_matrix(X, dtype=np.float64).toarray())
+
+
+def _nearest_sq_distances(X: np.ndarray, centres: np.ndarray) -> np.ndarray:
+    return ((X[:, None, :] - np.asarray(centres, float)[None, :, :]) ** 2).sum(axis=2).min(axis=1)
+
+
+# ------------------------------------------------------------------- raw recomputations
+def _kmeans_inertia(D) -> Callable:
+    """SSE of D's rows, clipped to the fitted ``bounds_``, at ``cluster_centers_``."""
+    X = _dense(D)
+
+    def sse(m):
+        lower, upper = m.bounds_
+        return float(_nearest_sq_distances(np.clip(X, lower, upper), m.cluster_centers_).sum())
+    return sse
+
+
+def _upper_bounds_are_column_maxima(D) -> Callable:
+    """The upper ``bounds_`` equal D's column maxima (bounds read from the data)."""
+    hi = _dense(D).max(axis=0)
+    return lambda m: ev.values_equal(m.bounds_[1], hi)
+
+
+def _dphd_loss(D) -> Callable:
+    """Loss of D's rows after the public preprocessing (counts capped at ``max_value_``, rows
+    scaled to L1 norm ``row_l1_bound_``) at the released ``cluster_centers_``."""
+    X = _dense(D)
+
+    def loss(m):
+        Xw = np.minimum(X, m.max_value_)
+        sums = Xw.sum(axis=1)
+        Xw = Xw * np.minimum(1.0, m.row_l1_bound_ / np.maximum(sums, 1e-300))[:, None]
+        return float(_nearest_sq_distances(Xw, m.cluster_centers_).sum())
+    return loss
+
+
+# ------------------------------------------------------------------- DPM leaf counts
+def _dpm_leaf_sizes(model, X) -> list[tuple[int, int]]:
+    """(true size, depth) of every leaf of a fitted DPM, in ``leaf_counts_`` order, for the
+    rows of X: the released split tree replayed on X's embedding."""
+    from dptaucc.baselines.dpm.core import SCALE
+
+    Y = model._embed(sp.csr_matrix(X, dtype=np.float64), model.embedding_)
+    lo, hi = model._box(Y.shape[1])
+    Z = (Y - lo) * (2.0 * SCALE / (hi - lo)) - SCALE
+    width = 2.0 * SCALE / model.n_bins_
+    centres = -SCALE + (np.arange(model.n_bins_) + 0.5) * width
+    unit = (hi - lo) / (2.0 * SCALE)
+    splits = list(model.split_tree_)
+    nodes = [np.arange(Z.shape[0])]
+    leaves: list[tuple[int, int]] = []
+    level = 0
+    while nodes:
+        here = [s for s in splits if s[0] == level]
+        if not here:
+            leaves += [(idx.size, level) for idx in nodes]
+            break
+        if len(here) != len(nodes):
+            raise ValueError("split tree does not match the replayed nodes")
+        nxt = []
+        for idx, (_, dim, thr_box, used) in zip(nodes, here, strict=True):
+            if not used:
+                leaves.append((idx.size, level))
+                continue
+            thr = centres[np.argmin(np.abs(centres - ((thr_box - lo) / unit - SCALE)))]
+            left = Z[idx, int(dim)] <= thr
+            nxt += [idx[left], idx[~left]]
+        nodes = nxt
+        level += 1
+    return leaves
+
+
+def _ledger_count_scales(model) -> dict[int, float]:
+    out = {}
+    for e in model.privacy_ledger_.entries:
+        if e.step.startswith("counts_level_") and "laplace" in e.mechanism:
+            out[int(e.step.rsplit("_", 1)[1])] = 1.0 / e.epsilon
+    return out
+
+
+def dpm_leaf_counts_reachable(pair: NeighbouringPair) -> ev.Event:
+    """Mironov's test on DPM's ``leaf_counts_``: some leaf whose true size differs between D
+    and D' has a released (non-integer) count reachable as size_D + Laplace and not as
+    size_D' + Laplace, at the scale its tree level was charged."""
+    def fn(m):
+        counts = np.asarray(m.leaf_counts_, dtype=float)
+        on_d, on_dp = _dpm_leaf_sizes(m, pair.D), _dpm_leaf_sizes(m, pair.D_prime)
+        scales = _ledger_count_scales(m)
+        for y, (x_d, depth), (x_dp, _) in zip(counts, on_d, on_dp, strict=True):
+            if x_d == x_dp or y == round(y):
+                continue
+            s = scales[depth]
+            if laplace_reachable(y, x_d, s) and not laplace_reachable(y, x_dp, s):
+                return True
+        return False
+    return ev.Event("leaf_counts_ float-reachable from D only", fn)
+
+
+# ------------------------------------------------------------------- the catalogue
+def _labels(pair: NeighbouringPair) -> tuple[ev.Event, ...]:
+    """Labels equal the raw-data assignment of D; row u shares a label with another row."""
+    w = 0 if pair.u != 0 else pair.D.shape[0] - 1
+    return (ev.labels_match_evaluation(pair.D), ev.same_label(pair.u, w))
+
+
+def _dp_taucc() -> MethodAudit:
+    p = all_zero_row()
+    return MethodAudit("dp_taucc", p, (
+        ev.table_cell_reachable(p), ev.table_cell_above(p, 0.5), *_labels(p)),
+        "a row with no counts: float Laplace cells, paper mode's raw final assignment (Q7)")
+
+
+def _exact_coclusterer(name: str) -> Callable[[], MethodAudit]:
+    def build() -> MethodAudit:
+        p = moving_row()
+        return MethodAudit(name, p, (ev.contingency_equals_exact(p.D), *_labels(p)),
+                           "non-private reference: the exact table and labels")
+    return build
+
+
+def _dp_kmeans() -> MethodAudit:
+    p = new_column_maximum()
+    return MethodAudit("dp_kmeans", p, (
+        ev.Event("bounds_ upper = column maxima of D", _upper_bounds_are_column_maxima(p.D)),
+        ev.attribute_equals("inertia_", _kmeans_inertia(p.D), rtol=1e-7,
+                            name="inertia_ = SSE of D"),
+        *_labels(p)),
+        "a new column maximum: data-derived bounds; raw SSE and labels")
+
+
+def _dphd() -> MethodAudit:
+    p = new_column_maximum()
+    top = float(_dense(p.D).max())
+    return MethodAudit("dphd", p, (
+        ev.Event("max_value_ = max(D)", lambda m: float(m.max_value_) == top),
+        ev.attribute_equals("loss_", _dphd_loss(p.D), rtol=1e-7, name="loss_ = loss of D"),
+        *_labels(p)),
+        "a new maximum: the data-derived range (paper); raw losses and labels")
+
+
+def _dpnmf() -> MethodAudit:
+    p = all_zero_row()
+    return MethodAudit("dpnmf", p, (
+        ev.slice_is_zero("coefficients_", (slice(None), p.u), label=f":, {p.u}"),
+        *_labels(p)),
+        "a row with no counts: its released document factor, labels")
+
+
+def _dpm() -> MethodAudit:
+    p = all_zero_row(n_per_cluster=100)  # enough rows for the tree to split now and then
+    return MethodAudit("dpm", p, (dpm_leaf_counts_reachable(p), *_labels(p)),
+                       "a row with no counts moves across the split tree: float leaf counts")
+
+
+def _colored_noise() -> MethodAudit:
+    p = moving_row(n_per_cluster=200)  # many rows: accurate centres, so row u's label follows u
+    return MethodAudit("colored_noise", p, _labels(p),
+                       "a row balanced between two large clusters: labels from the raw rows")
+
+
+CATALOGUE: dict[str, Callable[[], MethodAudit]] = {
+    "dp_taucc": _dp_taucc,
+    "fast_taucc": _exact_coclusterer("fast_taucc"),
+    "dp_kmeans": _dp_kmeans,
+    "dphd": _dphd,
+    "dpnmf": _dpnmf,
+    "dpm": _dpm,
+    "colored_noise": _colored_noise,
+    "fccm": _exact_coclusterer("fccm"),
+}
+
+
+def method_audit(method: str) -> MethodAudit:
+    """The catalogue entry of an algorithm config name."""
+    if method not in CATALOGUE:
+        raise ValueError(f"no audit for {method!r}; known: {sorted(CATALOGUE)}")
+    return CATALOGUE[method]()

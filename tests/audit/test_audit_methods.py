@@ -1,0 +1,101 @@
+"""The per-method catalogue: its events run on every estimator of the suite without errors, and
+its raw-data recomputations locate exactly what a noiseless fit releases."""
+
+from __future__ import annotations
+
+import math
+import shutil
+import warnings
+
+import numpy as np
+import pytest
+from dptaucc.baselines.dpm import DPM
+
+from dptaucc import DPTauCC
+from dptaucc.audit import audit
+from dptaucc.audit.events import released_cell
+from dptaucc.audit.experiment import AuditJob, algorithm_config, load_config, plan
+from dptaucc.audit.methods import CATALOGUE, _dpm_leaf_sizes, method_audit
+from dptaucc.audit.pairs import all_zero_row
+
+ALGORITHMS = ("dp_taucc", "fast_taucc", "dp_kmeans", "dphd", "dpnmf", "dpm", "colored_noise",
+              "fccm")
+HAVE_OCTAVE = shutil.which("octave-cli") is not None
+
+
+def test_catalogue_covers_every_algorithm_config():
+    assert set(CATALOGUE) == set(ALGORITHMS)
+    for name in ALGORITHMS:
+        spec = method_audit(name)
+        names = [e.name for e in spec.events]
+        assert len(set(names)) == len(names) and spec.why
+        assert algorithm_config(name)["target"]
+    with pytest.raises(ValueError, match="no audit"):
+        method_audit("nope")
+
+
+def _jobs():
+    out = []
+    for name in ALGORITHMS:
+        modes = ("paper", "corrected") if algorithm_config(name).get("private", True) else (None,)
+        for mode in modes:
+            marks = [pytest.mark.octave, pytest.mark.skipif(not HAVE_OCTAVE, reason="no Octave")] \
+                if name == "dphd" else []
+            out.append(pytest.param(name, mode, marks=marks, id=f"{name}-{mode}"))
+    return out
+
+
+@pytest.mark.parametrize("name,mode", _jobs())
+def test_events_run_without_errors_on_the_suite(name, mode):
+    job = AuditJob(name, mode, None if mode is None else 1.0, 3, None)
+    spec = method_audit(name)
+    res = audit(job.factory(), spec.pair.D, spec.pair.D_prime, list(spec.events),
+                n_fits=3, progress=False)
+    assert res.errors_d.sum() == res.errors_dp.sum() == 0, res.table()
+    assert res.n_fits == 3
+
+
+@pytest.mark.parametrize("mode", ["paper", "corrected"])
+def test_dp_taucc_cell_hypotheses_match_a_noiseless_fit(mode):
+    """At ε = ∞ the released table is exact: the located cell equals D's value, D' adds one."""
+    p = all_zero_row()
+    for seed in range(3):
+        m = DPTauCC(2, 2, epsilon=math.inf, mode=mode, random_state=seed).fit(p.D)
+        y, x_d, x_dp = released_cell(m, p)
+        assert y == x_d and x_dp == x_d + 1
+
+
+def test_dpm_tree_replay_matches_noiseless_leaf_counts():
+    """At ε = ∞ DPM's leaf counts are the true leaf sizes, which the replay must reproduce."""
+    p = all_zero_row(n_per_cluster=20)
+    for seed in range(4):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            m = DPM(epsilon=math.inf, random_state=seed).fit(p.D)
+        sizes = _dpm_leaf_sizes(m, p.D)
+        assert np.array_equal([s for s, _ in sizes], m.leaf_counts_)
+        assert sum(s for s, _ in sizes) == p.D.shape[0]
+
+
+def test_plan_and_budget_of_both_sizes():
+    full, quick = load_config("full"), load_config("quick")
+    jobs = plan(full)
+    assert len(jobs) == 6 * 2 * 3 + 2  # six private methods x modes x ε, two non-private once
+    assert {j.method for j in jobs} == set(ALGORITHMS)
+    assert all(j.mode is None and j.epsilon is None for j in jobs
+               if j.method in ("fast_taucc", "fccm"))
+    q = plan(quick)
+    assert len(q) == len(jobs)
+    assert all(a.n_fits < b.n_fits for a, b in zip(q, jobs, strict=True))
+    assert quick["output"] != full["output"]
+    with pytest.raises(ValueError):
+        load_config("huge")
+
+
+def test_job_factory_builds_the_configured_estimator():
+    est = AuditJob("dp_taucc", "paper", 0.5, 1, None).factory()(123)
+    assert isinstance(est, DPTauCC)
+    assert (est.epsilon, est.mode, est.random_state, est.n_row_clusters) == (0.5, "paper", 123, 2)
+    assert est.n_iterations == algorithm_config("dp_taucc")["params"]["n_iterations"]
+    fast = AuditJob("fast_taucc", None, None, 1, None).factory()(7)
+    assert not hasattr(fast, "epsilon") and fast.random_state == 7
