@@ -1,0 +1,82 @@
+"""The audit experiment end to end on a tiny grid: table, report section, figure, CLI guards."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from dptaucc.audit.__main__ import main
+from dptaucc.audit.experiment import RECORD_COLUMNS, load_config, measurable_max, plan, run_all
+from dptaucc.audit.report import audit_section, draw_figure, verdicts
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory):
+    cfg = load_config("quick")
+    cfg.update(epsilons=[1.0], n_fits=30, n_fits_per_method={}, time_limit=30)
+    out = tmp_path_factory.mktemp("results") / "audit.parquet"
+    run_all(cfg, plan(cfg, ["dp_taucc", "fast_taucc"]), out, n_jobs=1, progress=False)
+    return out
+
+
+def test_records(table):
+    df = pd.read_parquet(table)
+    assert list(df.columns) == RECORD_COLUMNS
+    assert len(df) == 3 and set(df["size"]) == {"quick"}
+    paper = df[(df["method"] == "dp_taucc") & (df["mode"] == "paper")].iloc[0]
+    assert math.isinf(paper["epsilon_spent"]) and not paper["end_to_end_dp"]
+    corrected = df[(df["method"] == "dp_taucc") & (df["mode"] == "corrected")].iloc[0]
+    assert corrected["epsilon_spent"] == pytest.approx(1.0) and corrected["end_to_end_dp"]
+    fast = df[df["method"] == "fast_taucc"].iloc[0]
+    assert fast["mode"] == "–" and math.isnan(fast["epsilon"]) and math.isinf(fast["epsilon_spent"])
+    assert fast["epsilon_lower"] == pytest.approx(fast["epsilon_lower_max"])  # exact table
+    assert (df["n_fits"] == 30).all() and df["git_sha"].notna().all()
+    assert (df["epsilon_lower"] <= df["epsilon_lower_max"] + 1e-12).all()
+    assert "count_D" in df["events"].iloc[0]
+
+
+def test_report_section_and_figure(table, tmp_path):
+    lines = audit_section(table.parent)
+    text = "\n".join(lines)
+    assert lines[0].startswith("## Empirical privacy audit")
+    assert "**DP-τCC (paper)**" in text and "**DP-τCC (corrected)**" in text
+    assert "**Fast-τCC (not DP)**" in text and "| ε claimed | ε spent (ledger) |" in text
+    assert "**Expected.**" in text and "**Found.**" in text
+    paths = draw_figure(table, tmp_path / "figures")
+    assert [p.suffix for p in paths] == [".png", ".pdf"] and all(p.stat().st_size for p in paths)
+    assert audit_section(tmp_path) == []  # no table, no section
+
+
+def _row(method, mode, eps, lower):
+    return {"method": method, "mode": mode, "epsilon": eps, "epsilon_lower": lower,
+            "event": "e", "epsilon_spent": eps, "n_fits": 10, "pair": "p",
+            "epsilon_lower_max": 5.0, "git_sha": "abc"}
+
+
+def test_verdicts_name_corrected_bugs_and_missed_expectations():
+    df = pd.DataFrame([_row("dp_taucc", "paper", 1.0, 3.0), _row("dp_taucc", "corrected", 1.0, 2.5),
+                       _row("dp_kmeans", "paper", 1.0, 0.4), _row("dpm", "corrected", 1.0, 1.0),
+                       _row("fccm", "–", math.nan, 4.0)])
+    v = verdicts(df)
+    assert v["paper_above"] == ["DP-τCC"]
+    assert len(v["corrected_above"]) == 1 and v["corrected_above"][0].startswith("DP-τCC")
+    assert v["paper_expected_missing"] == ["DP-KMeans"]
+
+
+def test_measurable_max_is_the_all_or_nothing_event():
+    assert measurable_max(3000, 5, 0.05) == pytest.approx(math.log(3000 / 6), abs=0.05)
+    assert measurable_max(200, 5, 0.05) < measurable_max(3000, 5, 0.05)
+
+
+def test_quick_run_never_overwrites_the_full_table(tmp_path):
+    with pytest.raises(SystemExit):
+        main(["--size", "quick", "--results-dir", str(tmp_path), "--output",
+              str(tmp_path / "audit.parquet"), "--no-progress"])
+
+
+def test_dry_run_estimates(capsys):
+    assert main(["--size", "quick", "--methods", "dp_taucc", "--dry-run", "--jobs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "dp_taucc/paper ε=1" in out and "estimated total" in out
