@@ -48,7 +48,8 @@ class Event:
 
 
 def as_events(events: Mapping[str, Callable] | Sequence[Event]) -> list[Event]:
-    """Normalise ``{name: fn}`` or a list of :class:`Event` (checked: callables, names)."""
+    """Normalise ``{name: fn}`` or a list of :class:`Event` (may be empty: the auditor's own
+    "fit raised" event is always there)."""
     if isinstance(events, Mapping):
         out = [Event(str(k), f) for k, f in events.items()]
     else:
@@ -56,8 +57,6 @@ def as_events(events: Mapping[str, Callable] | Sequence[Event]) -> list[Event]:
     for e in out:
         if not isinstance(e, Event) or not callable(e.fn):
             raise TypeError("events must be {name: callable} or a list of Event objects")
-    if not out:
-        raise ValueError("at least one event is needed")
     return out
 
 

@@ -21,6 +21,9 @@ dpnmf              all_zero_row           the zero row's document factor is zero
 dpm                all_zero_row (201)     float reachability of the noisy leaf counts; labels
 colored_noise      moving_row (400 rows)  labels = nearest released centre on D
 =================  =====================  ==================================================
+
+Every private method is also fitted on the all-zero matrix against one count (a tenth of its
+fit budget): a fit that refuses a valid input is itself an observable outcome.
 """
 
 from __future__ import annotations
@@ -32,20 +35,29 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import events as ev
-from .pairs import NeighbouringPair, all_zero_row, moving_row, new_column_maximum
+from .pairs import (
+    NeighbouringPair,
+    all_zero_matrix,
+    all_zero_row,
+    moving_row,
+    new_column_maximum,
+)
 from .reachability import laplace_reachable
 
-__all__ = ["MethodAudit", "CATALOGUE", "method_audit", "dpm_leaf_counts_reachable"]
+__all__ = ["MethodAudit", "CATALOGUE", "method_audit", "method_audits",
+           "dpm_leaf_counts_reachable"]
 
 
 @dataclass(frozen=True)
 class MethodAudit:
-    """What to audit one method with."""
+    """One scenario of a method's audit: a pair, events on the fitted model, and the share of
+    the method's fit budget it gets."""
 
     method: str
     pair: NeighbouringPair
     events: tuple[ev.Event, ...]
     why: str
+    share: float = 1.0
 
 
 def _dense(X) -> np.ndarray:
@@ -210,6 +222,13 @@ def _colored_noise() -> MethodAudit:
                        "a row balanced between two large clusters: labels from the raw rows")
 
 
+def _zero_matrix(method: str) -> MethodAudit:
+    """D = 0, D' = one count: a fit that refuses the all-zero matrix tells them apart."""
+    return MethodAudit(method, all_zero_matrix(), (), "the all-zero matrix is a valid input",
+                       share=0.1)
+
+
+#: the main scenario of each method; private methods also get :func:`_zero_matrix`
 CATALOGUE: dict[str, Callable[[], MethodAudit]] = {
     "dp_taucc": _dp_taucc,
     "fast_taucc": _exact_coclusterer("fast_taucc"),
@@ -220,10 +239,17 @@ CATALOGUE: dict[str, Callable[[], MethodAudit]] = {
     "colored_noise": _colored_noise,
     "fccm": _exact_coclusterer("fccm"),
 }
+NOT_PRIVATE = ("fast_taucc", "fccm")
 
 
 def method_audit(method: str) -> MethodAudit:
-    """The catalogue entry of an algorithm config name."""
+    """The main scenario of an algorithm config name."""
     if method not in CATALOGUE:
         raise ValueError(f"no audit for {method!r}; known: {sorted(CATALOGUE)}")
     return CATALOGUE[method]()
+
+
+def method_audits(method: str) -> tuple[MethodAudit, ...]:
+    """Every scenario of a method: the main one, then (private methods) the all-zero matrix."""
+    main = method_audit(method)
+    return (main,) if method in NOT_PRIVATE else (main, _zero_matrix(method))

@@ -24,7 +24,10 @@ def table(tmp_path_factory):
 def test_records(table):
     df = pd.read_parquet(table)
     assert list(df.columns) == RECORD_COLUMNS
-    assert len(df) == 3 and set(df["size"]) == {"quick"}
+    assert len(df) == 5 and set(df["size"]) == {"quick"}  # DP-τCC: two scenarios per audit
+    zero = df[df["pair"] == "all_zero_matrix"]
+    assert len(zero) == 2 and (zero["n_fits"] == 3).all() and (zero["alpha"] == 0.025).all()
+    assert (df[df["method"] == "fast_taucc"]["alpha"] == 0.05).all()
     paper = df[(df["method"] == "dp_taucc") & (df["mode"] == "paper")].iloc[0]
     assert math.isinf(paper["epsilon_spent"]) and not paper["end_to_end_dp"]
     corrected = df[(df["method"] == "dp_taucc") & (df["mode"] == "corrected")].iloc[0]
@@ -32,7 +35,8 @@ def test_records(table):
     fast = df[df["method"] == "fast_taucc"].iloc[0]
     assert fast["mode"] == "–" and math.isnan(fast["epsilon"]) and math.isinf(fast["epsilon_spent"])
     assert fast["epsilon_lower"] == pytest.approx(fast["epsilon_lower_max"])  # exact table
-    assert (df["n_fits"] == 30).all() and df["git_sha"].notna().all()
+    assert (df[df["pair"] != "all_zero_matrix"]["n_fits"] == 30).all()
+    assert df["git_sha"].notna().all()
     assert (df["epsilon_lower"] <= df["epsilon_lower_max"] + 1e-12).all()
     assert "count_D" in df["events"].iloc[0]
 

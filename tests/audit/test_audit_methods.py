@@ -15,7 +15,7 @@ from dptaucc import DPTauCC
 from dptaucc.audit import audit
 from dptaucc.audit.events import released_cell
 from dptaucc.audit.experiment import AuditJob, algorithm_config, load_config, plan
-from dptaucc.audit.methods import CATALOGUE, _dpm_leaf_sizes, method_audit
+from dptaucc.audit.methods import CATALOGUE, _dpm_leaf_sizes, method_audit, method_audits
 from dptaucc.audit.pairs import all_zero_row
 
 ALGORITHMS = ("dp_taucc", "fast_taucc", "dp_kmeans", "dphd", "dpnmf", "dpm", "colored_noise",
@@ -32,6 +32,11 @@ def test_catalogue_covers_every_algorithm_config():
         assert algorithm_config(name)["target"]
     with pytest.raises(ValueError, match="no audit"):
         method_audit("nope")
+    for name in ALGORITHMS:
+        specs = method_audits(name)
+        assert specs[0].pair.name == method_audit(name).pair.name
+        private = algorithm_config(name).get("private", True)
+        assert [s.pair.name for s in specs[1:]] == (["all_zero_matrix"] if private else [])
 
 
 def _jobs():
