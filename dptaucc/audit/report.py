@@ -74,11 +74,19 @@ def verdicts(df: pd.DataFrame) -> dict[str, list[str]]:
     df = best_rows(df)
     private = df[df["epsilon"].notna()]
     above = private[private["epsilon_lower"] > private["epsilon"] + TOL]
+    bugs = []
+    rank = {a: i for i, a in enumerate(ORDER)}
+    corrected = above[above["mode"] == "corrected"]
+    for alg in sorted(set(corrected["method"]), key=lambda a: (rank.get(a, 99), a)):
+        d = corrected[corrected["method"] == alg]
+        top = d.loc[d["epsilon_lower"].idxmax()]
+        eps = ", ".join(f"{e:g}" for e in sorted(d["epsilon"]))
+        bugs.append(f"{label(alg)} at ε = {eps} (up to {top['epsilon_lower']:.2f}: "
+                    f"{top['pair']}, {top['event']})")
     out = {
-        "corrected_above": [f"{label(r.method)} at ε = {r.epsilon:g} (ε_lower "
-                            f"{r.epsilon_lower:.2f}, {r.pair}: {r.event})"
-                            for r in above[above["mode"] == "corrected"].itertuples()],
-        "paper_above": sorted({label(a) for a in above[above["mode"] == "paper"]["method"]}),
+        "corrected_above": bugs,
+        "paper_above": [label(a) for a in sorted(set(above[above["mode"] == "paper"]["method"]),
+                                                 key=lambda a: (rank.get(a, 99), a))],
     }
     caught = set(above[above["mode"] == "paper"]["method"])
     audited = set(private[private["mode"] == "paper"]["method"])
@@ -130,8 +138,10 @@ def audit_section(results_dir: str | os.PathLike = "results",
         "directions; see docs/audit.md). ε_lower is only a lower bound: above the claim it "
         "proves a privacy bug; at or below it proves nothing, and it cannot exceed the "
         "\"max measurable\" value of its fit count (an event seen in every fit on one side and "
-        "none on the other: the true ε may then be infinite). ε spent is the ledger's sum, "
-        "∞ when the fit has a non-private step. Figure: `figures/audit_epsilon_lower.png`.", "",
+        "none on the other: the true ε may then be infinite). An event reads `E [D/D']` when "
+        "it is more frequent on D than on D' (`[D'/D]` the reverse), `not (E)` is its "
+        "complement. ε spent is the ledger's sum, ∞ when the fit has a non-private step. "
+        "Figure: `figures/audit_epsilon_lower.png`.", "",
         "**Expected.** Paper mode reproduces published code that is not private as claimed: "
         + "; ".join(f"{label(a)} ({why})" for a, why in EXPECTED_ABOVE.items())
         + " should show ε_lower above the claim. Every corrected method should stay at or "
@@ -153,36 +163,38 @@ def audit_section(results_dir: str | os.PathLike = "results",
 
 def draw_figure(table: str | os.PathLike, out_dir: str | os.PathLike,
                 formats: Sequence[str] = ("png", "pdf")) -> list[Path]:
-    """ε_lower against ε claimed (log x), one marker per method and mode, with the diagonal."""
+    """ε_lower against ε claimed, one marker per method and mode (hollow: paper mode), with the
+    diagonal ε_lower = ε claimed; non-private methods (no claim) are left out."""
     df = load_audit(table)
     if df is None:
         return []
     d = best_rows(df)
     d = d[d["epsilon"].notna()]
-    fig, ax = plt.subplots(figsize=(6.4, 4.6), layout="constrained")
+    fig, ax = plt.subplots(figsize=(7.6, 4.4), layout="constrained")
     eps = sorted(d["epsilon"].unique())
     methods = [a for a in ORDER if a in set(d["method"])]
+    step = 0.02 * (max(eps) - min(eps) if len(eps) > 1 else 1.0)
     for i, alg in enumerate(methods):
-        shift = 1.0 + 0.035 * (i - (len(methods) - 1) / 2)  # keep markers apart
-        for mode, fill in (("paper", "none"), ("corrected", None)):
+        for j, (mode, hollow) in enumerate((("paper", True), ("corrected", False))):
             s = d[(d["method"] == alg) & (d["mode"] == mode)].sort_values("epsilon")
             if s.empty:
                 continue
+            shift = step * (2 * i + j - len(methods) + 0.5)  # keep markers apart
             c = COLORS.get(alg, "black")
-            ax.plot(s["epsilon"] * shift, s["epsilon_lower"], ls=":" if fill else "-", lw=0.8,
+            ax.plot(s["epsilon"] + shift, s["epsilon_lower"], ls=":" if hollow else "-", lw=0.8,
                     color=c, marker=MARKERS.get(alg, "o"), ms=6,
-                    mfc=c if fill is None else "white", label=f"{label(alg)} ({mode})")
+                    mfc="white" if hollow else c, label=f"{label(alg)} ({mode})")
     if eps:
-        lo, hi = min(eps) / 1.3, max(eps) * 1.3
+        lo, hi = 0.0, max(eps) * 1.15
         ax.plot([lo, hi], [lo, hi], color="black", lw=1, ls="--", label="ε_lower = ε claimed")
-        ax.set_xlim(lo, hi)
-    ax.set_xscale("log")
-    ax.set_xticks(eps, [f"{e:g}" for e in eps])
+        ax.set_xlim(min(eps) - 0.25 * (max(eps) - min(eps) or 1), hi)
+        ax.set_xticks(eps, [f"{e:g}" for e in eps])
+    ax.set_ylim(bottom=0.0)
     ax.set_xlabel("ε claimed")
     ax.set_ylabel("ε_lower (95 % simultaneous)")
     ax.set_title("Empirical privacy audit: above the diagonal = leaks more than claimed",
                  fontsize=9)
-    ax.legend(fontsize=6.5, ncol=2, loc="upper left", framealpha=0.9)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
     return _save(fig, Path(out_dir), FIGURE, formats)
 
 

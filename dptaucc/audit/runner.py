@@ -20,7 +20,7 @@ import math
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -118,10 +118,9 @@ class AuditResult:
     delta: float
     seed: int
     elapsed_s: float
-    fit_time_s: float  # mean time of one fit (both sides pooled)
+    fit_time_s: float  # mean time of one fit and its events (both sides pooled)
     stopped_by_time: bool
     cell: tuple[int, int] | None = None
-    extra: dict = field(default_factory=dict)
 
     @property
     def event(self) -> str | None:

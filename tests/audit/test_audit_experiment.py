@@ -65,7 +65,7 @@ def test_verdicts_name_corrected_bugs_and_missed_expectations():
                        _row("fccm", "–", math.nan, 4.0)])
     v = verdicts(df)
     assert v["paper_above"] == ["DP-τCC"]
-    assert len(v["corrected_above"]) == 1 and v["corrected_above"][0].startswith("DP-τCC")
+    assert v["corrected_above"] == ["DP-τCC at ε = 1 (up to 2.50: p, e)"]
     assert v["paper_expected_missing"] == ["DP-KMeans"]
 
 
@@ -84,3 +84,19 @@ def test_dry_run_estimates(capsys):
     assert main(["--size", "quick", "--methods", "dp_taucc", "--dry-run", "--jobs", "1"]) == 0
     out = capsys.readouterr().out
     assert "dp_taucc/paper ε=1" in out and "estimated total" in out
+
+
+def test_the_documented_example_runs_on_a_suite_estimator():
+    """docs/audit.md's example, with DP-KMeans standing in for the user's estimator."""
+    from dptaucc.baselines.dp_kmeans import DPKMeans
+
+    from dptaucc.audit import audit, make_pair
+
+    pair = make_pair("all_zero_row")
+    events = {
+        "row u shares row 0's label": lambda m: m.labels_[pair.u] == m.labels_[0],
+        "centre 0 has x > 1": lambda m: m.cluster_centers_[0, 0] > 1.0,
+    }
+    res = audit(DPKMeans(2, epsilon=1.0), pair.D, pair.D_prime, events, n_fits=20,
+                progress=False)
+    assert res.n_fits == 20 and res.errors_d.sum() == 0 and "ε_lower" in str(res)
