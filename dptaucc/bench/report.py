@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from dptaucc.audit.report import audit_section
 from dptaucc.bench.aggregate import EXTRA_METHODS, PAPER_METHODS, label, mean_std, ok, pooled
 from dptaucc.bench.configs import config_dir
 from dptaucc.bench.figures import PAPER_EXPERIMENTS, _datasets, discovered, experiment_tables
@@ -360,6 +361,7 @@ def write_report(results_dir: str | os.PathLike = "results") -> Path:
     if frames:
         for section in SECTIONS:
             lines += section(frames)
+    lines += audit_section(results_dir)  # results/audit.parquet, when present
     path = results_dir / "REPORT.md"
     results_dir.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
