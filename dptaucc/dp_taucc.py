@@ -31,7 +31,8 @@ Both modes keep the reference's forced diversity (post-processing of DP labels w
 randomness): if an assignment puts every object in one cluster, ``c`` random objects get labels
 0..c−1; if one cluster is left after relabelling, ⌊n/100⌋ (at least 1) random objects move to
 cluster 1. It is skipped when only one cluster was requested.
-Known deviation in both modes: the choices are sampled exactly (Gumbel-max), not with the
+Known deviation in both modes: the choices are sampled exactly (see
+:mod:`dptaucc.privacy.samplers`), not with the
 reference's shift-to-100 softmax, whose overflow handling differs when ε·u/Δ exceeds ~709.
 """
 

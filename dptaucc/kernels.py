@@ -12,7 +12,7 @@ import numpy as np
 from numba import njit
 
 __all__ = ["sum_by_column_label", "sum_by_row_label", "transpose_times_dense", "value_summary",
-           "exponential_from_uniforms"]
+           "exponential_from_uniforms", "choose_by_inversion"]
 
 _JIT = dict(cache=True, nogil=True, boundscheck=False)
 
@@ -84,6 +84,52 @@ def exponential_from_uniforms(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
     out = np.empty_like(hi)
     _exponential_from_uniforms(hi.ravel(), np.ascontiguousarray(lo, dtype=np.float64).ravel(),
                                out.ravel())
+    return out
+
+
+@njit(**_JIT)
+def _choose_by_inversion(logits, hi, lo, out):  # pragma: no cover
+    n, k = logits.shape
+    weights = np.empty(k)
+    order = np.empty(k, dtype=np.intp)
+    for i in range(n):
+        top = logits[i, 0]
+        for j in range(1, k):
+            if logits[i, j] > top:
+                top = logits[i, j]
+        total = 0.0
+        for j in range(k):
+            w = np.exp(logits[i, j] - top)
+            weights[j] = w
+            total += w
+            # insertion sort of the indices by weight, ascending
+            pos = j
+            while pos > 0 and weights[order[pos - 1]] > w:
+                order[pos] = order[pos - 1]
+                pos -= 1
+            order[pos] = j
+        u = (hi[i] + (lo[i] + 2.0**-54) * 2.0**-53) * total
+        acc = 0.0
+        out[i] = order[k - 1]
+        for j in range(k):
+            acc += weights[order[j]]
+            if u < acc:
+                out[i] = order[j]
+                break
+
+
+def choose_by_inversion(logits: np.ndarray, hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
+    """One index per row with P(j) ∝ exp(logit_j), by inverting the cumulative distribution
+    of the weights exp(logit − max) taken in ascending order, with U = hi + (lo + 2⁻⁵⁴)·2⁻⁵³
+    from two 53-bit uniforms per row. Small weights come first, where the 106-bit uniform
+    resolves them: a choice is lost only if its probability is below about 2⁻¹⁰⁶ (or its
+    weight underflows, below e⁻⁷⁴⁵)."""
+    logits = np.ascontiguousarray(logits, dtype=np.float64)
+    if logits.ndim != 2 or logits.shape[1] == 0 or not (len(hi) == len(lo) == logits.shape[0]):
+        raise ValueError("need logits (n, k >= 1) and one pair of uniforms per row")
+    out = np.empty(logits.shape[0], dtype=np.intp)
+    _choose_by_inversion(logits, np.ascontiguousarray(hi, dtype=np.float64),
+                         np.ascontiguousarray(lo, dtype=np.float64), out)
     return out
 
 

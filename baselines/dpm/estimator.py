@@ -27,7 +27,7 @@ the public ball) at ε' = ε/2, δ' = δ/(1+e^{ε/2}); a one-cell change is "rem
 modified row", so group privacy gives (ε, δ) (:mod:`.neighbours`). Every release has a
 data-independent set of possible values: counts are integers from the exact discrete Laplace;
 the split choices and the interval σ are indices into public candidate sets (the exponential
-mechanism, Gumbel noise built from 106-bit uniforms, i.e. exact up to a tail below 2⁻¹⁰⁰); the
+mechanism, sampled from 106-bit uniforms, i.e. exact up to a tail below 2⁻¹⁰⁰); the
 interval quantile is drawn on a public grid and only its nearest σ of a public table is kept;
 the leaf sums are Gaussian draws rounded to a grid fixed by σ
 (:func:`dptaucc.privacy.snap_to_grid`); the centres are those sums divided by max(count, 1), a

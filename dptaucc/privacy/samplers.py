@@ -7,8 +7,9 @@ Two interchangeable sources, chosen per fit (never a global):
   to double rounding, with the tails cut far out: every exponential variate is built from a
   106-bit uniform (two 53-bit draws), so it reaches 74.2 instead of 36.7. Consequences, stated
   as guarantees: a discrete-Laplace variate never exceeds 74.2·b in size (true probability of
-  that tail < 2⁻¹⁰⁶), and in the exponential mechanism a choice trailing the best by more than
-  78.5 logits is never drawn (true probability < e⁻⁷⁸·⁵ < 2⁻¹¹³). Each call is therefore
+  that tail < 2⁻¹⁰⁶), and in the exponential mechanism (inverse-CDF sampling with one 106-bit
+  uniform per object, smallest weights first) every choice's probability is exact up to an
+  absolute 2⁻¹⁰⁶: a choice less likely than that may never be drawn. Each call is therefore
   (ε, δ)-DP with δ below 2⁻¹⁰⁰ per sampled value, up to double rounding of the scores (a
   relative error of 2⁻⁵³), instead of pure ε-DP. Integer outputs (discrete Laplace) have a
   data-independent output set, so the floating-point attack on textbook Laplace noise
@@ -29,7 +30,7 @@ import math
 
 import numpy as np
 
-from dptaucc.kernels import exponential_from_uniforms
+from dptaucc.kernels import choose_by_inversion, exponential_from_uniforms
 from dptaucc.validation import make_generator
 
 __all__ = ["Sampler", "SeededSampler", "SecureSampler", "make_sampler", "MAX_NOISE_SCALE"]
@@ -110,15 +111,19 @@ class SeededSampler(Sampler):
         return -np.log(self.standard_exponential(size))
 
     def choose(self, scores: np.ndarray, scale: float) -> np.ndarray:
-        """Gumbel-max: argmax_k (score_k/scale + G_k) has P(k) ∝ exp(score_k/scale); it never
-        exponentiates, so any score magnitude is sampled exactly."""
+        """P(k) ∝ exp(score_k/scale), by inverting each row's cumulative distribution with one
+        106-bit uniform per row (weights exp(logit − max), smallest first; see
+        :func:`dptaucc.kernels.choose_by_inversion`): exact up to double rounding for any score
+        magnitude, as the Gumbel-max trick, and one exponential per choice instead of two
+        logarithms."""
         scores = np.asarray(scores, dtype=float)
         scale = _check_scale(scale) if math.isfinite(scale) else -1.0
         if scale < 0:
             raise ValueError(f"scale must be finite, got {scale}")
         if scale == 0.0:
             return self._argmax_ties_uniform(scores)
-        return np.argmax(scores / scale + self.gumbel(scores.shape), axis=1)
+        n = scores.shape[0]
+        return choose_by_inversion(scores / scale, self.rng.random(n), self.rng.random(n))
 
     def standard_normal(self, size: int | tuple[int, ...]) -> np.ndarray:
         return self.rng.standard_normal(size)

@@ -120,3 +120,14 @@ def test_standard_normal_seeded_and_secure_have_the_same_law():
     assert stats.kstest(a, "norm").pvalue > 1e-3
     assert stats.kstest(b, "norm").pvalue > 1e-3
     assert stats.ks_2samp(a, b).pvalue > 1e-3
+
+
+def test_inversion_resolves_a_choice_far_below_double_precision():
+    """Weights e^0 and e^-40 (p ≈ 4e-18, below 2^-53): the small one comes first, so the
+    low half of a 106-bit uniform decides it, as its probability says."""
+    from dptaucc.kernels import choose_by_inversion
+
+    logits = np.array([[0.0, -40.0]] * 2)
+    picked = choose_by_inversion(logits, np.array([0.0, 0.0]), np.array([0.01, 0.5]))
+    assert picked.tolist() == [1, 0]
+    assert choose_by_inversion(logits[:1], np.array([0.7]), np.array([0.0])).tolist() == [0]
