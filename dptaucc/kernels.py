@@ -12,7 +12,7 @@ import numpy as np
 from numba import njit
 
 __all__ = ["sum_by_column_label", "sum_by_row_label", "transpose_times_dense", "value_summary",
-           "exponential_from_uniforms", "choose_by_inversion"]
+           "exponential_from_uniforms", "choose_by_inversion", "sum_rows_by_label"]
 
 _JIT = dict(cache=True, nogil=True, boundscheck=False)
 
@@ -135,6 +135,23 @@ def choose_by_inversion(logits: np.ndarray, hi: np.ndarray, lo: np.ndarray) -> n
     out = np.empty(logits.shape[0], dtype=np.intp)
     _choose_by_inversion(logits, np.ascontiguousarray(hi, dtype=np.float64),
                          np.ascontiguousarray(lo, dtype=np.float64), out)
+    return out
+
+
+@njit(**_JIT)
+def _sum_rows_by_label(values, labels, out):  # pragma: no cover
+    n, width = values.shape
+    for i in range(n):
+        g = labels[i]
+        for t in range(width):
+            out[g, t] += values[i, t]
+
+
+def sum_rows_by_label(values: np.ndarray, labels: np.ndarray, n_groups: int) -> np.ndarray:
+    """``Rᵀ V`` (n_groups×L): the rows of a dense ``values`` (n×L) summed by label, O(nL)."""
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    out = np.zeros((n_groups, values.shape[1]))
+    _sum_rows_by_label(values, _labels(labels, n_groups), out)
     return out
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from dptaucc.kernels import sum_by_column_label, sum_by_row_label
+from dptaucc.kernels import sum_by_column_label, sum_by_row_label, sum_rows_by_label
 
 __all__ = [
     "nnz_row_indices",
@@ -62,10 +62,7 @@ def aggregate_rows(X: sp.csr_matrix, row_labels: np.ndarray, n_row_clusters: int
 
 def group_sum(labels: np.ndarray, values: np.ndarray, n_groups: int) -> np.ndarray:
     """Sum the rows of ``values`` (n×L) by ``labels`` -> n_groups×L (``Rᵀ V``), O(nL)."""
-    n, width = values.shape
-    keys = (labels[:, None] * width + np.arange(width)).ravel()
-    out = np.bincount(keys, weights=values.ravel(), minlength=n_groups * width)
-    return out.reshape(n_groups, width)
+    return sum_rows_by_label(values, labels, n_groups)
 
 
 def contingency_table(
