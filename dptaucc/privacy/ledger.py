@@ -23,7 +23,7 @@ part of a fit and are never charged here: they are methods the user calls on dat
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -55,7 +55,11 @@ class LedgerEntry:
     noise_scale: float = math.nan
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        # flat fields only: a plain comprehension, ~20x cheaper than dataclasses.asdict
+        return {name: getattr(self, name) for name in _ENTRY_FIELDS}
+
+
+_ENTRY_FIELDS = tuple(f.name for f in fields(LedgerEntry))
 
 
 @dataclass
