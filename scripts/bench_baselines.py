@@ -1,13 +1,13 @@
 """Fit time of the DP baselines (DP-KMeans, DPNMF, DPHD) per call, both modes, on CLUTO matrices.
 
-Printed beside the authors' code on this 2-core machine, as quoted in issue #4 (DP-KMeans
-classic3 16 s, DPNMF classic3 5.6 s, DPHD classic3 25 s per call) and in
-../shared/specs/reference-experiments.md (§5.4 DP-KMeans cstr 1.8 s / classic3 8.9 s, §7.7
-DPNMF cstr 0.27 s / classic3 6.9 s; DESIGN §5 DP-KMeans reviews 87 s). DPHD
-(``dptaucc.baselines.dphd``) is included when it imports; otherwise it is skipped with a message.
+Printed beside the authors' published code timed on this same 2-core machine when the
+benchmark was set up (two sets of reference timings, kept below: per call, DP-KMeans classic3
+16 s and 8.9 s, cstr 1.8 s, reviews 87 s; DPNMF classic3 5.6 s and 6.9 s, cstr 0.27 s; DPHD
+classic3 25 s and 24.7 s, cstr 3.1 s). DPHD (``dptaucc.baselines.dphd``) is included when it
+imports; otherwise it is skipped with a message.
 
-Data: ``dptaucc.datasets.load`` when the package imports, else the CLUTO mirror parsed directly
-(``$DPTAUCC_MIRROR``, default ../shared/data/cluto relative to the repository root).
+Data: ``dptaucc.datasets.load`` when the package imports, else the CLUTO mirror named by
+``$DPTAUCC_MIRROR`` parsed directly (``make bench`` sets it).
 
     python scripts/bench_baselines.py [--datasets cstr classic3 reviews] [--repeats 3]
 """
@@ -37,9 +37,10 @@ AUTHORS_SPEC_S = {("dpkmeans", "cstr"): 1.8, ("dpkmeans", "classic3"): 8.9,
 
 def _mirror() -> Path:
     env = os.environ.get("DPTAUCC_MIRROR")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[1].parent / "shared" / "data" / "cluto"
+    if not env:
+        raise SystemExit("set DPTAUCC_MIRROR to the directory holding the CLUTO files "
+                         "(make bench does)")
+    return Path(env)
 
 
 def _parse_mirror(name: str) -> tuple[sp.csr_matrix, np.ndarray]:

@@ -1,4 +1,4 @@
-"""Aggregation as in the authors' notebooks (spec §1.8): mean and sample std (ddof=1) per point.
+"""Aggregation as in the authors' plotting notebooks: mean and sample std (ddof=1) per point.
 
 Non-private methods (Fast-τCC, FCCM) are pooled over all their runs and drawn as a band.
 """

@@ -145,7 +145,7 @@ def _scores(truth, labels) -> tuple[float, float]:
 
 
 def evaluate(est, X, dataset) -> dict:
-    """Metrics of a fitted estimator (DESIGN §4 evaluation protocol).
+    """Metrics of a fitted estimator (the evaluation protocol of docs/protocol.md).
 
     ``nmi_rows``: the paper's protocol, ``evaluation_row_labels(X)`` (evaluation only, reads X);
     ``nmi_rows_private``: the released labels when they are DP outputs; ``*_released``: the

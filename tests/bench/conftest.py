@@ -1,21 +1,9 @@
-"""Shared fixtures: a temporary results dir and the offline CLUTO mirror (../shared/data/cluto)."""
+"""Shared fixtures: a temporary results dir and the engine's Hydra composer. The offline CLUTO
+mirror comes from the environment (``DPTAUCC_MIRROR``, which the Makefile sets)."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(autouse=True)
-def _mirror(monkeypatch):
-    if not os.environ.get("DPTAUCC_MIRROR"):
-        mirror = REPO.parent / "shared" / "data" / "cluto"
-        if (mirror / "MANIFEST.tsv").exists():
-            monkeypatch.setenv("DPTAUCC_MIRROR", str(mirror))
 
 
 @pytest.fixture

@@ -171,7 +171,7 @@ def test_huge_epsilon_close_to_fast_taucc(planted):
 
 
 def test_infinite_epsilon_reaches_a_fast_taucc_fixed_point(planted):
-    """ε = ∞: each iteration is one exact Fast-τCC row move and column move (spec §2.10)."""
+    """ε = ∞: each iteration is one exact Fast-τCC row move and column move."""
     from dptaucc.fast_taucc import _col_w_t, _move, _row_w
     from dptaucc.objective import aggregate_columns, aggregate_rows
 
