@@ -22,6 +22,10 @@ function R = dphd_fit(D, k, epsilon, T, M, B1, paper, trace)
   if paper
     % range rho = maxval*sqrt(d), then rho = max(rho, max_i ||x_i - mu||) (clustering.m L11-17).
     P.rho = M * sqrt(d);
+    P.total = [];               % the points' sum, for exact cluster sums (dphd_cluster_sums)
+    if D.integral
+      P.total = D.total;
+    end
     if D.rho_data > P.rho
       P.rho = D.rho_data;
       L = dphd_log(L, 'range from data', 'none', Inf, NaN, 'non-private', ...
@@ -59,9 +63,11 @@ function R = dphd_fit(D, k, epsilon, T, M, B1, paper, trace)
       % units divided by the grid, exactly (dphd_recover)
       P.Xu = Xt;
       P.unit = P.grid;
+      P.total = D.total;
     else
       P.Xu = floor(Xt / P.grid);
       P.unit = 1;
+      P.total = full(sum(P.Xu, 2));
     end
   end
   s0 = 2 * M;
