@@ -72,7 +72,11 @@ non-zero cells are ≤ 5 (measured with ``dptaucc.datasets.load``); a larger cap
 signal but adds proportionally more noise to every coordinate sum.
 
 Cost: the matrix stays sparse; row norms are computed once per fit, each iteration is one
-sparse product with the k centres and one pass for the cluster sums: O(nnz·k + d·k).
+sparse product with the k centres and one pass for the cluster sums: O(nnz·k + d·k). A matrix
+with at least half its cells non-zero is used dense
+(:func:`dptaucc.validation.dense_counts`: no copy when every cell is stored), its products on
+BLAS: the same cluster sums, bounds and norms for whole counts, distances equal up to
+floating-point rounding.
 """
 
 from __future__ import annotations
@@ -104,7 +108,12 @@ from dptaucc.privacy import (
     make_sampler,
 )
 from dptaucc.privacy.samplers import MAX_NOISE_SCALE
-from dptaucc.validation import CountMatrixTagsMixin, check_count_matrix, check_n_clusters
+from dptaucc.validation import (
+    CountMatrixTagsMixin,
+    check_count_matrix,
+    check_n_clusters,
+    dense_counts,
+)
 
 from .dp_sampling import bounded_domain_laplace, bounded_laplace_scale, folded_geometric
 
@@ -175,9 +184,18 @@ def _row_sq_norms_kernel(indptr, data, out):  # pragma: no cover - compiled
         out[i] = total
 
 
-def feature_bounds(X: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
+def _rows_of(X: sp.csr_matrix) -> sp.csr_matrix | np.ndarray:
+    """The validated matrix as the fit computes on it: dense when it is dense enough
+    (:func:`dptaucc.validation.dense_counts`), else the CSR matrix itself."""
+    dense = dense_counts(X)
+    return X if dense is None else dense
+
+
+def feature_bounds(X: sp.csr_matrix | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per-feature (min, max) of a non-negative CSR matrix without explicit zeros, implicit
-    zeros included: one pass over the non-zeros."""
+    zeros included (one pass over the non-zeros), or of a dense array."""
+    if isinstance(X, np.ndarray):
+        return X.min(axis=0), X.max(axis=0)
     n, d = X.shape
     lo, hi = np.full(d, np.inf), np.zeros(d)
     count = np.zeros(d, dtype=np.int64)
@@ -203,17 +221,32 @@ def widen_bounds(lower: np.ndarray, upper: np.ndarray,
     return lower, upper
 
 
-def _row_sq_norms(X: sp.csr_matrix) -> np.ndarray:
-    """‖x_i‖² of every CSR row: one pass over the non-zeros."""
+def _row_sq_norms(X: sp.csr_matrix | np.ndarray) -> np.ndarray:
+    """‖x_i‖² of every row: one pass over the non-zeros of a CSR matrix, or over a dense
+    array."""
+    if isinstance(X, np.ndarray):
+        return np.einsum("ij,ij->i", X, X)
     out = np.empty(X.shape[0])
     _row_sq_norms_kernel(X.indptr, X.data, out)
     return out
 
 
-def _sq_distances(X: sp.csr_matrix, x2: np.ndarray, centers: np.ndarray) -> np.ndarray:
-    """n×k squared distances ``‖x‖² − 2x·c + ‖c‖²`` from CSR rows and their squared norms
-    ``x2`` (computed once per matrix); no dense n×d array."""
-    cross = np.asarray(X @ centers.T)
+def _cluster_sums(X: sp.csr_matrix | np.ndarray, labels: np.ndarray, k: int) -> np.ndarray:
+    """k×d sums of the rows by label: one pass over the non-zeros, or a BLAS product of the
+    one-hot labels with a dense array (the same sums; exactly so for whole numbers)."""
+    if isinstance(X, np.ndarray):
+        return (np.arange(k)[:, None] == labels[None, :]).astype(np.float64) @ X
+    return sum_by_row_label(X, labels, k)
+
+
+def _sq_distances(X: sp.csr_matrix | np.ndarray, x2: np.ndarray,
+                  centers: np.ndarray) -> np.ndarray:
+    """n×k squared distances ``‖x‖² − 2x·c + ‖c‖²`` from the rows (CSR, or a dense array) and
+    their squared norms ``x2`` (computed once per matrix); no dense n×d array from CSR."""
+    if isinstance(X, np.ndarray):
+        cross = (centers @ X.T).T  # k×d times d×n: BLAS streams X once
+    else:
+        cross = np.asarray(X @ centers.T)
     c2 = np.einsum("kd,kd->k", centers, centers)
     return np.maximum(x2[:, None] - 2.0 * cross + c2[None, :], 0.0)
 
@@ -244,8 +277,8 @@ def _init_centers(lower: np.ndarray, upper: np.ndarray, k: int,
 
 
 # ------------------------------------------------------------------ corrected mode
-def corrected_statistics(X_grid: sp.csr_matrix, labels: np.ndarray, k: int, bound_steps: int,
-                         grid: float, eps_count: float, eps_coord: float,
+def corrected_statistics(X_grid: sp.csr_matrix | np.ndarray, labels: np.ndarray, k: int,
+                         bound_steps: int, grid: float, eps_count: float, eps_coord: float,
                          sampler: Sampler, ledger: PrivacyLedger, step: str
                          ) -> tuple[np.ndarray, np.ndarray]:
     """One corrected DPLloyd release for every one of the k clusters: (noisy counts ñ ≥ 1,
@@ -263,7 +296,7 @@ def corrected_statistics(X_grid: sp.csr_matrix, labels: np.ndarray, k: int, boun
         note="all k clusters; a moved row changes two counts by 1 (L1 sensitivity 2, "
              "2·ε_count); folded about ½ afterwards")
     sizes = np.where(noisy < 1, 1 - noisy, noisy)
-    sums = np.rint(sum_by_row_label(X_grid, labels, k) / grid).astype(np.int64)
+    sums = np.rint(_cluster_sums(X_grid, labels, k) / grid).astype(np.int64)
     upper = bound_steps * sizes[:, None]
     noisy_sums = bounded_discrete_laplace_mechanism(
         np.minimum(sums, upper), np.broadcast_to(upper, sums.shape), eps_coord, bound_steps,
@@ -273,8 +306,14 @@ def corrected_statistics(X_grid: sp.csr_matrix, labels: np.ndarray, k: int, boun
     return sizes, noisy_sums
 
 
-def _grid_rows(X: sp.csr_matrix, grid: float, bound_steps: int) -> sp.csr_matrix:
+def _grid_rows(X: sp.csr_matrix | np.ndarray, grid: float,
+               bound_steps: int) -> sp.csr_matrix | np.ndarray:
     """min(⌊x/g⌋, B/g)·g for every stored cell (a new matrix; X is not modified)."""
+    if isinstance(X, np.ndarray):
+        out = np.floor(X / grid)
+        np.minimum(out, bound_steps, out=out)
+        out *= grid
+        return out
     steps = np.minimum(np.floor(X.data / grid), bound_steps)
     out = sp.csr_matrix((steps * grid, X.indices, X.indptr), shape=X.shape)
     out.eliminate_zeros()
@@ -294,7 +333,7 @@ def _paper_sum_scales(epsilon: float, noisy_count: np.ndarray, lower: np.ndarray
     return bounded_laplace_scale(epsilon, sens, diam)[:, inverse.ravel()]
 
 
-def paper_update_centers(X: sp.csr_matrix, centers: np.ndarray, labels: np.ndarray,
+def paper_update_centers(X: sp.csr_matrix | np.ndarray, centers: np.ndarray, labels: np.ndarray,
                          lower: np.ndarray, upper: np.ndarray, eps_count: float,
                          eps_coord: float, sens_coord: np.ndarray,
                          rng: np.random.Generator) -> np.ndarray:
@@ -303,7 +342,7 @@ def paper_update_centers(X: sp.csr_matrix, centers: np.ndarray, labels: np.ndarr
     k = centers.shape[0]
     counts = np.bincount(labels, minlength=k)
     present = np.flatnonzero(counts)
-    sums = sum_by_row_label(X, labels, k)[present]
+    sums = _cluster_sums(X, labels, k)[present]
     noisy_count = folded_geometric(counts[present], eps_count, 1, 0.5, math.inf, rng)
     nc = noisy_count[:, None].astype(float)
     lo, hi = nc * lower[None, :], nc * upper[None, :]
@@ -410,6 +449,7 @@ class DPKMeans(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, BaseEstima
             grid = sum_grid(share_coord / 2.0, bmax)  # refuses a hopeless ε before any work
         sampler = make_sampler(self.random_state, bool(self.secure))
         ledger = PrivacyLedger(budget_epsilon=epsilon, strict=not paper)
+        X = _rows_of(X)
         if paper:
             self._fit_paper(X, k, iters, share_count, share_coord, sampler.rng, ledger)
         else:
@@ -488,7 +528,9 @@ class DPKMeans(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, BaseEstima
     def _distances(self, X) -> np.ndarray:
         """NOT PRIVATE: squared distances of the rows of X, clipped to ``bounds_``, to the
         released centres. Clipping raises implicit zeros to ``z = clip(0, lower, upper)``, so
-        each clipped row is z + s with s sparse: ‖z + s − c‖² = ‖s‖² − 2s·(c − z) + ‖c − z‖²."""
+        each clipped row is z + s with s sparse: ‖z + s − c‖² = ‖s‖² − 2s·(c − z) + ‖c − z‖².
+        A dense X (:func:`dptaucc.validation.dense_counts`) that lies within the bounds, as the
+        training matrix of a paper-mode fit does, needs no clipping: ‖x − c‖² directly."""
         check_is_fitted(self, "cluster_centers_")
         X = check_count_matrix(X, integer=False)
         if X.shape[1] != self.n_features_in_:
@@ -496,6 +538,14 @@ class DPKMeans(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, BaseEstima
                              f"expecting {self.n_features_in_} features as input")
         lower, upper = self.bounds_
         zero = np.clip(0.0, lower, upper)
+        dense = dense_counts(X)
+        if dense is not None:
+            low, high = feature_bounds(dense)
+            if np.all(low >= lower) and np.all(high <= upper):  # nothing to clip: ‖x − c‖²
+                return _sq_distances(dense, _row_sq_norms(dense), self.cluster_centers_)
+            S = np.clip(dense, lower, upper)
+            S -= zero
+            return _sq_distances(S, _row_sq_norms(S), self.cluster_centers_ - zero[None, :])
         cols = X.indices
         shifted = np.clip(X.data, lower[cols], upper[cols]) - zero[cols]
         S = sp.csr_matrix((shifted, cols, X.indptr), shape=X.shape)

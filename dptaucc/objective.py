@@ -3,7 +3,10 @@
 Everything works on a CSR count matrix ``A`` (n×m) and integer label vectors; no dense n×m
 array is ever formed. Aggregations make one pass over the non-zeros, O(nnz), with a compiled
 scatter-add by label (:mod:`dptaucc.kernels`) whose cost does not grow with the number of
-clusters.
+clusters. A CSR matrix that stores every cell (the supplement's filled synthetic matrices) is
+read as the dense array its values already are (no copy), and aggregated by a BLAS product
+with the one-hot label matrix (up to :data:`DENSE_MAX_LABELS` clusters): the same sums,
+exactly so for whole counts (every partial sum is an integer below 2⁵³), about twice as fast.
 
 Equations cited are those of Battaglia & Pensa (SDM 2025):
 
@@ -27,6 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from dptaucc.kernels import sum_by_column_label, sum_by_row_label, sum_rows_by_label
+from dptaucc.validation import dense_counts
 
 __all__ = [
     "nnz_row_indices",
@@ -50,13 +54,36 @@ def nnz_row_indices(X: sp.csr_matrix) -> np.ndarray:
     return np.repeat(np.arange(X.shape[0], dtype=np.intp), np.diff(X.indptr))
 
 
+#: Most labels for which the one-hot product beats the scatter-add (its cost grows with them).
+DENSE_MAX_LABELS = 16
+
+
+def _full_array(X, n_labels: int) -> np.ndarray | None:
+    """The dense n×m array of a CSR matrix that stores every cell (a view) when the one-hot
+    product is the faster aggregation, else None."""
+    if n_labels > DENSE_MAX_LABELS or not sp.issparse(X):
+        return None
+    return dense_counts(X, min_density=1.0)
+
+
+def _one_hot(labels: np.ndarray, n_labels: int) -> np.ndarray:
+    """The n_labels × len(labels) 0/1 matrix with a 1 at (labels[j], j)."""
+    return (np.arange(n_labels)[:, None] == np.asarray(labels)[None, :]).astype(np.float64)
+
+
 def aggregate_columns(X: sp.csr_matrix, col_labels: np.ndarray, n_col_clusters: int) -> np.ndarray:
     """``A C`` (n×L): row profiles summed over column clusters, one pass over the non-zeros."""
+    dense = _full_array(X, n_col_clusters)
+    if dense is not None:  # (Cᵀ Aᵀ)ᵀ: BLAS streams A once
+        return np.ascontiguousarray((_one_hot(col_labels, n_col_clusters) @ dense.T).T)
     return sum_by_column_label(X, col_labels, n_col_clusters)
 
 
 def aggregate_rows(X: sp.csr_matrix, row_labels: np.ndarray, n_row_clusters: int) -> np.ndarray:
     """``Rᵀ A`` (K×m): column profiles summed over row clusters, one pass over the non-zeros."""
+    dense = _full_array(X, n_row_clusters)
+    if dense is not None:
+        return _one_hot(row_labels, n_row_clusters) @ dense
     return sum_by_row_label(X, row_labels, n_row_clusters)
 
 

@@ -3,7 +3,8 @@ function R = dphd_fit(D, k, epsilon, T, M, B1, paper, trace)
   % T rounds of [JL projection -> candidate set -> private local search -> recover -> 3 Lloyd
   % steps with recover], then a choice among the rounds by their loss.
   % D (dphd_data.m): D.Xt d x n (one point per COLUMN; sparse or dense), D.rowsq the
-  % points' squared norms, D.integral whether every entry is a whole number.
+  % points' squared norms, D.integral whether every entry is a whole number, D.rho_data the
+  % largest distance of a point to the mean of the points.
   % M: bound on a count (side length s = 2M, range rho = M sqrt(d)); B1: public row-L1 bound
   % (corrected mode only). paper = true keeps every quirk of the authors' code and draws its
   % noise in Octave; paper = false is the corrected variant (see each function), whose
@@ -21,11 +22,12 @@ function R = dphd_fit(D, k, epsilon, T, M, B1, paper, trace)
   if paper
     % range rho = maxval*sqrt(d), then rho = max(rho, max_i ||x_i - mu||) (clustering.m L11-17).
     P.rho = M * sqrt(d);
-    mu = full(sum(Xt, 2)).' / n;
-    dev = rowsq - 2 * full(mu * Xt).' + mu * mu.';
-    rho_data = sqrt(max(max(dev), 0));
-    if rho_data > P.rho
-      P.rho = rho_data;
+    P.total = [];               % the points' sum, for exact cluster sums (dphd_cluster_sums)
+    if D.integral
+      P.total = D.total;
+    end
+    if D.rho_data > P.rho
+      P.rho = D.rho_data;
       L = dphd_log(L, 'range from data', 'none', Inf, NaN, 'non-private', ...
                    'rho raised to max_i ||x_i - mu||, read from the data (max_value too small)');
     end
@@ -61,9 +63,11 @@ function R = dphd_fit(D, k, epsilon, T, M, B1, paper, trace)
       % units divided by the grid, exactly (dphd_recover)
       P.Xu = Xt;
       P.unit = P.grid;
+      P.total = D.total;
     else
       P.Xu = floor(Xt / P.grid);
       P.unit = 1;
+      P.total = full(sum(P.Xu, 2));
     end
   end
   s0 = 2 * M;
@@ -75,17 +79,24 @@ function R = dphd_fit(D, k, epsilon, T, M, B1, paper, trace)
   ncand = zeros(T, 1);
   tr = struct('G', {cell(T, 1)}, 'candidates', {cell(T, 1)}, 'ids0', {cell(T, 1)}, ...
               'centers', {cell(T, 1)});
+  % 1. JL projection of each round, p = floor(ln(n)/2) (at least 1), G ~ N(0, 1/p); identity
+  % if d <= 5. Nothing else draws from randn, so drawing the T matrices first gives each round
+  % the G it drew at its start before, and one product projects the points for every round.
+  p = max(1, floor(0.5 * log(n)));
+  if d <= 5
+    p = d;
+    Gs = repmat({eye(d)}, T, 1);
+  else
+    Gs = cell(T, 1);
+    for r = 1:T
+      Gs{r} = randn(p, d) / sqrt(p);
+    end
+  end
+  Yall = dphd_project(Xt, vertcat(Gs{:}));
   for r = 1:T
     tag = sprintf('round %d: ', r);
-    % 1. JL projection, p = floor(ln(n)/2) (at least 1), G ~ N(0, 1/p); identity if d <= 5.
-    p = max(1, floor(0.5 * log(n)));
-    if d <= 5
-      p = d;
-      G = eye(d);
-    else
-      G = randn(p, d) / sqrt(p);
-    end
-    Y = full(G * Xt).';
+    G = Gs{r};
+    Y = Yall(:, (r - 1) * p + (1:p));
     % 2. candidate set: 3 private partitions (1 unshifted, 2 randomly shifted).
     if paper
       [Cand, side, nlev] = dphd_candidates(Y, eps_p, side, true, 2, tag);
@@ -120,7 +131,7 @@ function R = dphd_fit(D, k, epsilon, T, M, B1, paper, trace)
     if paper
       % loss of the last assignment against the last centres; the clusters returned are the
       % assignment made at the start of the third Lloyd step (to the second step's centres).
-      XZ = full(Z * Xt).';
+      XZ = dphd_project(Xt, Z);
       cnt = accumarray(lab, 1, [k, 1]);
       losses(r) = sum(rowsq) - 2 * sum(XZ(sub2ind([n, k], (1:n).', lab))) ...
                   + sum(cnt .* sum(Z .^ 2, 2));

@@ -5,8 +5,9 @@ function dphd_main(req_path, resp_path)
   % until Python sends 'quit' or closes the request pipe (e.g. because it exited).
   %
   % Requests (structs with a field cmd):
-  %   put  key, Xt    keep the d x n matrix Xt (sparse or dense, one point per COLUMN)
-  %                   under key (dphd_data.m); each matrix comes once
+  %   put  key, Xt [, integral]  keep the d x n matrix Xt (sparse or dense, one point per
+  %                   COLUMN; integral: are its entries whole numbers) under key (dphd_data.m);
+  %                   each matrix comes once
   %   drop key        forget it
   %   fit  key, params  seed rand/randn, run dphd_fit on the kept matrix
   %   call fn, args, nargout  run any function (the tests use it on single steps)
@@ -38,7 +39,11 @@ function dphd_main(req_path, resp_path)
     try
       switch msg.cmd
         case 'put'
-          cache(msg.key) = dphd_data(msg.Xt);
+          if isfield(msg, 'integral')
+            cache(msg.key) = dphd_data(msg.Xt, msg.integral);
+          else
+            cache(msg.key) = dphd_data(msg.Xt);
+          end
           answer(fo, struct('op', 'ok'));
         case 'drop'
           if isKey(cache, msg.key)

@@ -16,11 +16,16 @@ function [Z, L, rel] = dphd_recover(Xt, lab, k, eps_rec, P, paper, L, tag)
   %   z_j = noisy sum * P.grid / max(noisy size, 1), projected onto the public box [0, M]^d:
   %   post-processing of integers, so the centres' possible values do not depend on the data.
   %   No x d factor, no private |S|. rel (tests) holds both noisy releases.
+  % P.total (optional): the sum of the points whose clusters are summed (P.Xu in corrected
+  % mode), for dphd_cluster_sums.
   [d, n] = size(Xt);
-  A = sparse(lab(:), (1:n).', 1, k, n);
-  cnt = full(sum(A, 2));
+  cnt = accumarray(lab(:), 1, [k, 1]);
+  total = [];
+  if isfield(P, 'total')
+    total = P.total;
+  end
   if paper
-    sums = full(Xt * A.').';
+    sums = dphd_cluster_sums(Xt, lab, k, cnt, total);
     Z = zeros(k, d);
     for j = 1:k
       if cnt(j) == 0
@@ -36,7 +41,7 @@ function [Z, L, rel] = dphd_recover(Xt, lab, k, eps_rec, P, paper, L, tag)
   else
     eps_cnt = P.count_share * eps_rec;
     eps_sum = eps_rec - eps_cnt;
-    sums = full(P.Xu * A.').' / P.unit;
+    sums = dphd_cluster_sums(P.Xu, lab, k, cnt, total) / P.unit;
     rel.sums = dphd_mechanism('discrete-laplace', [tag 'recover sums'], eps_sum, ...
                               2 * P.B1 / P.grid, sprintf(['k x d cluster sums in units of ' ...
                               '2^%d, L1 sensitivity 2 B1 under replacement of one row'], ...

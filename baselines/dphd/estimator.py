@@ -86,7 +86,7 @@ from dptaucc.privacy import (
     Sampler,
     make_sampler,
 )
-from dptaucc.validation import check_count_matrix, check_n_clusters
+from dptaucc.validation import check_count_matrix, check_n_clusters, dense_counts
 
 from . import octave
 from .mechanisms import MechanismServer
@@ -97,17 +97,34 @@ __all__ = ["DPHD", "DEFAULT_MAX_VALUE", "DENSE_MIN_DENSITY", "MODES"]
 #: above it are clipped). A data-independent constant, so it costs no privacy.
 DEFAULT_MAX_VALUE = 10.0
 
-#: A matrix with at least this share of non-zero entries goes to Octave dense: its products
-#: run on BLAS, and dense storage (8 bytes an entry) is then at most 4/3 of sparse storage
-#: (12-16 bytes a non-zero), so the dense path adds no cost beyond the non-zeros.
+#: A matrix with at least this share of non-zero entries is used dense, in Python and in
+#: Octave: its products run on BLAS, and dense storage (8 bytes an entry) is then at most 4/3
+#: of sparse storage (12-16 bytes a non-zero), so the dense path adds no cost beyond the
+#: non-zeros (:func:`dptaucc.validation.dense_counts`; a matrix storing every cell is not
+#: even copied).
 DENSE_MIN_DENSITY = 0.5
 
 MODES = ("corrected", "paper")
 
 
-def _public_preprocess(X: sp.csr_matrix, max_value: float, row_l1_bound: float) -> sp.csr_matrix:
+def _rows_of(X: sp.csr_matrix) -> sp.csr_matrix | np.ndarray:
+    """A validated matrix as DPHD computes on it: a dense array when at least
+    :data:`DENSE_MIN_DENSITY` of it is non-zero, else the CSR matrix itself."""
+    dense = dense_counts(X, DENSE_MIN_DENSITY)
+    return X if dense is None else dense
+
+
+def _public_preprocess(X: sp.csr_matrix | np.ndarray, max_value: float,
+                       row_l1_bound: float) -> sp.csr_matrix | np.ndarray:
     """Clip counts to ``max_value`` and scale rows down to L1 norm ``row_l1_bound`` (row-wise,
-    data-independent bounds, so neighbouring inputs stay neighbouring)."""
+    data-independent bounds, so neighbouring inputs stay neighbouring). A new matrix of the
+    same kind (CSR or dense array)."""
+    if isinstance(X, np.ndarray):
+        X = np.minimum(X, max_value)
+        sums = X.sum(axis=1)
+        if np.any(sums > row_l1_bound):
+            X *= np.minimum(1.0, row_l1_bound / np.maximum(sums, 1e-300))[:, None]
+        return X
     X = X.copy()
     np.minimum(X.data, max_value, out=X.data)
     sums = np.asarray(X.sum(axis=1)).ravel()
@@ -117,29 +134,38 @@ def _public_preprocess(X: sp.csr_matrix, max_value: float, row_l1_bound: float) 
     return X
 
 
-def _sq_distances(X: sp.csr_matrix, centers: np.ndarray) -> np.ndarray:
-    """Squared Euclidean distances ‖x‖² − 2x·c + ‖c‖², n × k, sparse X."""
-    rowsq = np.asarray(X.multiply(X).sum(axis=1)).ravel()
-    return rowsq[:, None] - 2.0 * np.asarray(X @ centers.T) + (centers**2).sum(axis=1)[None, :]
+def _sq_distances(X: sp.csr_matrix | np.ndarray, centers: np.ndarray) -> np.ndarray:
+    """Squared Euclidean distances ‖x‖² − 2x·c + ‖c‖², n × k, of the rows of a CSR matrix or
+    a dense array (whose products run as ``(C Xᵀ)ᵀ``, streaming it once)."""
+    if isinstance(X, np.ndarray):
+        rowsq = np.einsum("ij,ij->i", X, X)
+        cross = (centers @ X.T).T
+    else:
+        rowsq = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+        cross = np.asarray(X @ centers.T)
+    return rowsq[:, None] - 2.0 * cross + (centers**2).sum(axis=1)[None, :]
 
 
 def content_key(X: sp.csr_matrix, *context) -> str:
     """SHA-256 of a canonical CSR matrix's content (shape, pointers, indices, values) and of
-    ``context``: the name under which Octave keeps the matrix between fits."""
-    h = hashlib.sha256(repr((X.shape, X.indptr.dtype.str, X.indices.dtype.str,
-                             X.data.dtype.str, context)).encode())
-    for arr in (X.indptr, X.indices, X.data):
+    ``context``: the name under which Octave keeps the matrix between fits. A matrix that
+    stores every cell has the pointers and indices of its shape: only its values are read."""
+    full = X.nnz == X.shape[0] * X.shape[1] and X.has_canonical_format
+    structure = ("every cell",) if full else (X.indptr.dtype.str, X.indices.dtype.str)
+    h = hashlib.sha256(repr((X.shape, *structure, X.data.dtype.str, context)).encode())
+    for arr in (X.data,) if full else (X.indptr, X.indices, X.data):
         h.update(memoryview(np.ascontiguousarray(arr)).cast("B"))
     return h.hexdigest()
 
 
-def octave_matrix(X: sp.csr_matrix) -> np.ndarray | sp.csc_matrix:
+def octave_matrix(X: sp.csr_matrix | np.ndarray) -> np.ndarray | sp.csc_matrix:
     """X as Octave's d × n operand (one row per column): dense when at least
-    :data:`DENSE_MIN_DENSITY` of it is non-zero, else sparse (the CSR arrays of X are the CSC
-    arrays of Xᵀ, so nothing is reordered)."""
-    n, d = X.shape
-    if X.nnz >= DENSE_MIN_DENSITY * n * d:
-        return X.toarray().T  # column-major d × n view of the row-major n × d array
+    :data:`DENSE_MIN_DENSITY` of it is non-zero (a dense array's transpose is a view: nothing
+    is copied), else sparse (the CSR arrays of X are the CSC arrays of Xᵀ, so nothing is
+    reordered)."""
+    rows = X if isinstance(X, np.ndarray) else _rows_of(X)
+    if isinstance(rows, np.ndarray):
+        return rows.T  # column-major d × n view of the row-major n × d array
     return X.T.tocsc()
 
 
@@ -242,6 +268,7 @@ class DPHD(ReleaseKindsMixin, ClusterMixin, BaseEstimator):
         n, d = X.shape
         k = self._check_params(n)
         paper = self.mode == "paper"
+        rows = _rows_of(X)
         sampler = make_sampler(self.random_state, bool(self.secure))
 
         if self.max_value is None and paper:
@@ -254,14 +281,14 @@ class DPHD(ReleaseKindsMixin, ClusterMixin, BaseEstimator):
             key = content_key(X, "paper")
 
             def build():
-                return octave_matrix(X)
+                return octave_matrix(rows)
         else:
             row_l1_bound = (float(self.row_l1_bound) if self.row_l1_bound is not None
                             else max_value * d)
             key = content_key(X, "corrected", max_value, row_l1_bound)
 
             def build():
-                return octave_matrix(_public_preprocess(X, max_value, row_l1_bound))
+                return octave_matrix(_public_preprocess(rows, max_value, row_l1_bound))
 
         seeds = sampler.rng.integers(0, 2**31 - 1, size=2)
         params = {"k": k, "epsilon": float(self.epsilon), "n_rounds": int(self.n_rounds),
@@ -340,14 +367,15 @@ class DPHD(ReleaseKindsMixin, ClusterMixin, BaseEstimator):
         return tags
 
     # -- labels of rows you hold (read those rows: not private) ---------------------------------
-    def _rows(self, X) -> sp.csr_matrix:
+    def _rows(self, X) -> sp.csr_matrix | np.ndarray:
         X = check_count_matrix(X)
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
                              f"expecting {self.n_features_in_} features as input")
+        rows = _rows_of(X)
         if self.mode != "paper":
-            X = _public_preprocess(X, self.max_value_, self.row_l1_bound_)
-        return X
+            rows = _public_preprocess(rows, self.max_value_, self.row_l1_bound_)
+        return rows
 
     def predict(self, X) -> np.ndarray:
         """NOT PRIVATE: the index of each row's nearest released centre (corrected mode after

@@ -60,7 +60,12 @@ from dptaucc.privacy import (
     Sampler,
     make_sampler,
 )
-from dptaucc.validation import CountMatrixTagsMixin, check_count_matrix, check_n_clusters
+from dptaucc.validation import (
+    CountMatrixTagsMixin,
+    check_count_matrix,
+    check_n_clusters,
+    dense_counts,
+)
 
 from .gaussian import gaussian_epsilon, paper_noise_std
 from .init import nndsvd_init, project_columns, random_init
@@ -79,7 +84,7 @@ from .updates import (
     w_steps,
 )
 
-__all__ = ["DPNMF", "MODES", "LOCAL_H_STEPS", "TRANSFORM_STEPS"]
+__all__ = ["DPNMF", "MODES", "LOCAL_H_STEPS", "TRANSFORM_STEPS", "topic_scores"]
 
 MODES = ("corrected", "paper")
 ALPHA_W, ALPHA_H = 1e-4, 20.0          # the authors' step sizes (paper mode)
@@ -89,6 +94,14 @@ MAX_H, MAX_W = 50, 200                 # loop caps: the reference runs cap + 1 s
 LOCAL_H_STEPS = 50
 #: ``transform``: H-steps per document from H = 0
 TRANSFORM_STEPS = 200
+
+
+def topic_scores(documents: sp.csr_matrix | np.ndarray, W: np.ndarray) -> np.ndarray:
+    """``WᵀV`` (K×n) from the documents (the rows of X, n×m: CSR, or a dense array, which
+    BLAS streams once as ``Wᵀ Xᵀ``)."""
+    if isinstance(documents, np.ndarray):
+        return W.T @ documents.T
+    return np.asarray(documents @ W).T
 
 
 class DPNMF(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, TransformerMixin,
@@ -158,9 +171,13 @@ class DPNMF(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, TransformerMi
         self.random_state = random_state
         self.secure = secure
 
-    def _documents(self, X: sp.csr_matrix) -> sp.csr_matrix:
-        """Rows as the model sees them: raw counts (paper) or unit-L2 documents (corrected)."""
-        return X if self.mode == "paper" else normalize(X, norm="l2", axis=1)
+    def _documents(self, X: sp.csr_matrix) -> sp.csr_matrix | np.ndarray:
+        """Rows as the model sees them: raw counts (paper) or unit-L2 documents (corrected);
+        a dense array when X is dense enough (:func:`dptaucc.validation.dense_counts`: the
+        same numbers, products on BLAS), else CSR."""
+        dense = dense_counts(X)
+        rows = X if dense is None else dense
+        return rows if self.mode == "paper" else normalize(rows, norm="l2", axis=1)
 
     def fit(self, X, y=None) -> DPNMF:
         """Fit on non-negative counts X (n documents × m words, dense or sparse)."""
@@ -173,25 +190,27 @@ class DPNMF(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, TransformerMi
         k = check_n_clusters(self.n_clusters, n, "n_clusters", "rows")
         check_n_clusters(k, m, "n_clusters", "columns")
         sampler = make_sampler(self.random_state, self.secure)
-        V = sp.csr_matrix(self._documents(X).T)           # m × n, stays sparse
+        Vt = self._documents(X)                           # n × m, sparse stays sparse
+        # V (m × n): the dense array's transpose is a view; CSR is converted
+        V = Vt.T if isinstance(Vt, np.ndarray) else sp.csr_matrix(Vt.T)
         if self.mode == "paper":
-            self._fit_paper(X, V, k, sampler.rng)
+            self._fit_paper(X, V, Vt, k, sampler.rng)
         else:
-            self._fit_corrected(V, k, sampler)
+            self._fit_corrected(V, Vt, k, sampler)
         self.n_features_in_ = m
         return self
 
-    def _fit_corrected(self, V: sp.csr_matrix, k: int, sampler: Sampler) -> None:
-        """I epochs: local H-steps, one (ε/I, δ/I) release, W-steps on the release."""
+    def _fit_corrected(self, V, Vt, k: int, sampler: Sampler) -> None:
+        """I epochs: local H-steps, one (ε/I, δ/I) release, W-steps on the release. V is
+        m×n, Vt its transpose (the documents)."""
         m, n = V.shape
         epsilon, delta, n_epochs = float(self.epsilon), float(self.delta), int(self.n_epochs)
         eps_e, delta_e = epsilon / n_epochs, delta / n_epochs
         ledger = PrivacyLedger(budget_epsilon=epsilon, budget_delta=delta, strict=True)
-        Vt = V.T.tocsr()                                   # n × m, for WᵀV = (VᵀW)ᵀ
         W, H = random_init(m, n, k, sampler.rng)
         n_w = []
         for e in range(n_epochs):
-            WtV = np.asarray(Vt @ W).T
+            WtV = topic_scores(Vt, W)
             H = local_coefficients(WtV, W.T @ W, H, LOCAL_H_STEPS)
             A, B = release_statistics(V, H, eps_e, delta_e, sampler, ledger,
                                       f"epoch {e + 1}: (HHᵀ/N, VHᵀ/N)")
@@ -205,9 +224,8 @@ class DPNMF(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, TransformerMi
         self.n_w_steps_ = n_w
         self._set_ledger(ledger)
 
-    def _fit_paper(self, X: sp.csr_matrix, V: sp.csr_matrix, k: int,
-                   rng: np.random.Generator) -> None:
-        """The authors' run (bug-compatible, not DP)."""
+    def _fit_paper(self, X: sp.csr_matrix, V, Vt, k: int, rng: np.random.Generator) -> None:
+        """The authors' run (bug-compatible, not DP). V is m×n, Vt its transpose."""
         m, n = V.shape
         epsilon, delta, n_epochs = float(self.epsilon), float(self.delta), int(self.n_epochs)
         eps_e, delta_e = epsilon / n_epochs, delta / n_epochs
@@ -215,8 +233,8 @@ class DPNMF(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, TransformerMi
         ledger.mark_non_private(
             "raw counts", "Δ = 2/N assumes unit-norm documents; raw counts are not "
             "normalised, so the releases' sensitivity is up to 2·max‖a_i‖₂/N")
-        Vt = V.T.tocsr()
-        v_sq = float(V.multiply(V).sum())
+        v_sq = float(np.einsum("ij,ij->", Vt, Vt) if isinstance(Vt, np.ndarray)
+                     else V.multiply(V).sum())
         W, H = nndsvd_init(V, k, rng)
         W, H = project_columns(W), project_columns(H)
         ledger.mark_non_private("initialisation", "rank-K randomized SVD of V + NNDSVD split")
@@ -224,7 +242,7 @@ class DPNMF(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, TransformerMi
                                 "loss of every document")
         losses, n_h, n_w = [], [], []
         for e in range(n_epochs):
-            WtV = np.asarray(Vt @ W).T
+            WtV = topic_scores(Vt, W)
             WtW = W.T @ W
             losses.append(half_sq_loss(v_sq, WtV, WtW, H) / n)
             H, steps = h_steps(H, WtV, WtW, v_sq, n, ALPHA_H, ETA_H, MAX_H)
@@ -275,7 +293,7 @@ class DPNMF(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, TransformerMi
         """
         X = self._check_X(X)
         W = self.components_.T
-        WtV = np.asarray(self._documents(X) @ W).T
+        WtV = topic_scores(self._documents(X), W)
         H = local_coefficients(WtV, W.T @ W, np.zeros_like(WtV), TRANSFORM_STEPS)
         return np.ascontiguousarray(H.T)
 
@@ -284,13 +302,18 @@ class DPNMF(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, TransformerMi
         reference's tie handling (labels sorted in topic-major order, truncated to n);
         corrected: nearest topic to the unit-norm row."""
         C = self.components_                              # K × m
-        if self.mode == "paper":
-            top = X.max()
-            Xh = X / top if top > 0 else X
+        rows = self._documents(X)
+        top = X.max() if self.mode == "paper" else 1.0   # paper: the rows X/max(X)
+        if top <= 0:
+            top = 1.0
+        if isinstance(rows, np.ndarray):  # dense: scaled after the products, no copy
+            x2 = np.einsum("ij,ij->i", rows, rows) / top**2
+            cross = (C @ rows.T).T / top
         else:
-            Xh = self._documents(X)
-        x2 = np.asarray(Xh.multiply(Xh).sum(axis=1)).ravel()
-        dist = x2[:, None] - 2.0 * np.asarray(Xh @ C.T) + np.einsum("km,km->k", C, C)[None, :]
+            Xh = rows / top if top != 1.0 else rows
+            x2 = np.asarray(Xh.multiply(Xh).sum(axis=1)).ravel()
+            cross = np.asarray(Xh @ C.T)
+        dist = x2[:, None] - 2.0 * cross + np.einsum("km,km->k", C, C)[None, :]
         dist = np.sqrt(np.maximum(dist, 0.0))
         if self.mode != "paper":
             return np.argmin(dist, axis=1)

@@ -43,10 +43,12 @@ __all__ = ["statistics", "statistics_sensitivity", "statistics_sigma", "release_
            "paper_sensitivity", "paper_release"]
 
 
-def statistics(V: sp.csr_matrix, H: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The exact ``(HHᵀ/N, VHᵀ/N)`` (K×K, m×K), N = number of documents (columns of V)."""
+def statistics(V: sp.csr_matrix | np.ndarray, H: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The exact ``(HHᵀ/N, VHᵀ/N)`` (K×K, m×K), N = number of documents (columns of V).
+    V is CSR, or a dense array (then computed as ``(H Vᵀ)ᵀ``, which BLAS streams once)."""
     n = H.shape[1]
-    return H @ H.T / n, np.asarray(V @ H.T) / n
+    VHt = (H @ V.T).T if isinstance(V, np.ndarray) else np.asarray(V @ H.T)
+    return H @ H.T / n, VHt / n
 
 
 def statistics_sensitivity(n_documents: int) -> float:

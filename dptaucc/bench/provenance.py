@@ -3,7 +3,7 @@
 Everything here is read once per process (cached): the git commit of this project's own
 checkout (with ``-dirty`` when tracked code differs from it), package versions, Python, the
 OS, the CPU model, the BLAS/OpenMP libraries numpy and scipy loaded (threadpoolctl), and GNU
-Octave's version for the jobs that run in Octave (DPHD).
+Octave's version and BLAS for the jobs that run in Octave (DPHD).
 """
 
 from __future__ import annotations
@@ -132,16 +132,23 @@ def blas_threads() -> int:
 
 @lru_cache(maxsize=1)
 def octave_version() -> str | None:
-    """``octave-cli --version``'s first line (asked once per process); None without Octave."""
-    from dptaucc.baselines.dphd.octave import OCTAVE_EXECUTABLE
+    """GNU Octave's version and the BLAS it runs on, with the BLAS threads DPHD's Octave gets,
+    e.g. ``GNU Octave, version 7.3.0; BLAS: OpenBLAS (config: …); 1 thread`` (asked once per
+    process); None without Octave."""
+    from dptaucc.baselines.dphd.octave import OCTAVE_EXECUTABLE, OCTAVE_THREADS
 
     try:
-        out = subprocess.run([OCTAVE_EXECUTABLE, "--version"], capture_output=True, text=True,
-                             timeout=60)
+        out = subprocess.run([OCTAVE_EXECUTABLE, "--norc", "--quiet", "--no-window-system",
+                              "--eval", "disp(version()); disp(version('-blas'))"],
+                             capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError):
         return None
-    first = (out.stdout or "").strip().splitlines()
-    return first[0].strip() if out.returncode == 0 and first else None
+    lines = [line.strip() for line in (out.stdout or "").strip().splitlines()]
+    if out.returncode != 0 or not lines or not lines[0]:
+        return None
+    blas = lines[1] if len(lines) > 1 and lines[1] else "unknown"
+    threads = f"{OCTAVE_THREADS} thread" + ("" if OCTAVE_THREADS == 1 else "s")
+    return f"GNU Octave, version {lines[0]}; BLAS: {blas}; {threads}"
 
 
 def uses_octave(target: str) -> bool:

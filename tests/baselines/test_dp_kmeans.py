@@ -266,7 +266,8 @@ def test_every_mechanism_call_draws_at_the_scale_the_method_prescribes(monkeypat
     draws = iter(rec.of_kind("discrete_laplace"))
     centers = inits[0]
     for X_grid, labels, (sizes, sums) in calls:
-        np.testing.assert_array_equal(X_grid.toarray() / GRID, clipped)
+        grid_rows = X_grid.toarray() if sp.issparse(X_grid) else X_grid  # dense blobs: dense
+        np.testing.assert_array_equal(grid_rows / GRID, clipped)
         dist = ((clipped[:, None, :] * GRID - centers[None]) ** 2).sum(axis=2)
         np.testing.assert_array_equal(labels, dist.argmin(axis=1))  # labels from releases only
         count_draw = next(draws)
@@ -516,3 +517,28 @@ def test_sklearn_estimator_checks(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         check(estimator)
+
+
+@pytest.mark.parametrize("mode", ["corrected", "paper"])
+@pytest.mark.parametrize("shift", [0.0, 1.0])  # 87 % of the cells non-zero; every cell
+def test_a_dense_matrix_fits_and_predicts_as_on_the_sparse_path(monkeypatch, mode, shift):
+    """Whole counts: the dense path's bounds, norms and cluster sums are the sparse path's,
+    its distances equal to rounding, so labels and centres come out the same."""
+    X = sp.csr_matrix(blobs(seed=4, n=150)[0] + shift)
+    assert dpk.dense_counts(X) is not None
+
+    def run():
+        out = []
+        for seed, eps in [(0, 1.0), (1, 30.0)]:
+            m = fit(X, n_clusters=3, epsilon=eps, mode=mode, random_state=seed)
+            out.append((m.cluster_centers_, m.predict(X), m.score(X),
+                        getattr(m, "row_labels_", None)))
+        return out
+
+    dense = run()
+    monkeypatch.setattr(dpk, "dense_counts", lambda *args, **kwargs: None)
+    for (c1, p1, s1, r1), (c2, p2, s2, r2) in zip(dense, run(), strict=True):
+        np.testing.assert_allclose(c1, c2, rtol=1e-13, atol=1e-13)
+        np.testing.assert_array_equal(p1, p2)
+        assert s1 == pytest.approx(s2, rel=1e-12)
+        np.testing.assert_array_equal(r1, r2)

@@ -152,18 +152,34 @@ def test_dense_matrices_go_dense():
 
 @octave_test
 @pytest.mark.parametrize("mode", ["corrected", "paper"])
-def test_dense_path_gives_the_labels_of_the_sparse_path(monkeypatch, mode):
-    X = _counts(n=80, d=40, seed=9, density=1.0)
-    dense = [DPHD(n_clusters=3, epsilon=e, mode=mode, random_state=s).fit(X)
-             for e in (0.5, 5.0) for s in (0, 1)]
-    monkeypatch.setattr(est_mod, "DENSE_MIN_DENSITY", 2.0)  # never dense
-    sparse = [DPHD(n_clusters=3, epsilon=e, mode=mode, random_state=s).fit(X)
-              for e in (0.5, 5.0) for s in (0, 1)]
-    for a, b in zip(dense, sparse, strict=True):
-        np.testing.assert_array_equal(a.predict(X), b.predict(X))
+@pytest.mark.parametrize("shift", [0, 1])  # 86 % of the cells non-zero; every cell stored
+def test_dense_path_gives_the_labels_of_the_sparse_path(monkeypatch, mode, shift):
+    X = sp.csr_matrix(_counts(n=80, d=40, seed=9, density=1.0).toarray() + shift)
+
+    def fits():
+        models = [DPHD(n_clusters=3, epsilon=e, mode=mode, random_state=s).fit(X)
+                  for e in (0.5, 5.0) for s in (0, 1)]
+        return [(m, m.predict(X), m.evaluation_row_labels(X)) for m in models]
+
+    dense = fits()
+    monkeypatch.setattr(est_mod, "DENSE_MIN_DENSITY", 2.0)  # never dense, in Python or Octave
+    for (a, a_pred, a_eval), (b, b_pred, b_eval) in zip(dense, fits(), strict=True):
+        np.testing.assert_array_equal(a_pred, b_pred)
+        np.testing.assert_array_equal(a_eval, b_eval)
         np.testing.assert_allclose(a.cluster_centers_, b.cluster_centers_, rtol=1e-9)
         if mode == "paper":
             np.testing.assert_array_equal(a.row_labels_, b.row_labels_)
+
+
+@octave_test
+def test_octave_runs_on_one_blas_thread_and_knows_whole_matrices_from_python():
+    assert octave.call("getenv", "OPENBLAS_NUM_THREADS")[0] == str(octave.OCTAVE_THREADS) == "1"
+    assert octave.call("getenv", "OMP_NUM_THREADS")[0] == "1"
+    whole, halves = _counts(seed=4).T.tocsc(), np.array([[1.0, 2.5], [0.0, 3.0]])
+    for matrix, expected in [(whole, True), (whole.toarray(), True), (halves, False),
+                             (sp.csc_matrix(halves), False)]:
+        assert octave._integral(matrix) is expected  # what a put tells Octave
+        assert bool(octave.call("dphd_data", matrix)[0]["integral"]) is expected  # its own
 
 
 # -- timeouts, failures, deaths ------------------------------------------------------------------

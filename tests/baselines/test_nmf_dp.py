@@ -297,3 +297,31 @@ EXPECTED_SKLEARN_FAILURES = {
                          expected_failed_checks=lambda est: EXPECTED_SKLEARN_FAILURES)
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
+
+
+@pytest.mark.parametrize("mode", ["corrected", "paper"])
+@pytest.mark.parametrize("shift", [0.0, 1.0])  # 60 % of the cells non-zero; every cell
+def test_a_dense_matrix_fits_as_on_the_sparse_path(monkeypatch, mode, shift):
+    """A dense-enough X is computed on as a dense array (BLAS products): the same model and
+    labels as the sparse path, up to floating-point rounding."""
+    import dptaucc.baselines.nmf_dp.model as model_mod
+
+    X = sp.csr_matrix(topics(seed=2, n=120)[0] + shift)
+    assert model_mod.dense_counts(X) is not None
+
+    def run():
+        out = []
+        for seed, eps in [(0, 0.5), (1, 50.0)]:
+            m = DPNMF(3, eps, mode=mode, random_state=seed).fit(X)
+            out.append((m.components_, m.evaluation_row_labels(X), m.transform(X),
+                        getattr(m, "loss_", None)))
+        return out
+
+    dense = run()
+    monkeypatch.setattr(model_mod, "dense_counts", lambda *args, **kwargs: None)
+    for a, b in zip(dense, run(), strict=True):
+        np.testing.assert_allclose(a[0], b[0], rtol=1e-9, atol=1e-12)
+        np.testing.assert_array_equal(a[1], b[1])
+        np.testing.assert_allclose(a[2], b[2], rtol=1e-9, atol=1e-12)
+        if a[3] is not None:
+            np.testing.assert_allclose(a[3], b[3], rtol=1e-12)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -75,3 +76,11 @@ def test_machine_facts():
     assert provenance.blas_threads() >= 1
     assert provenance.uses_octave("dptaucc.baselines.dphd.DPHD")
     assert not provenance.uses_octave("dptaucc.DPTauCC")
+
+
+@pytest.mark.octave
+@pytest.mark.skipif(shutil.which("octave-cli") is None, reason="needs GNU Octave")
+def test_octave_line_names_its_blas_and_the_threads_dphd_gives_it():
+    provenance.octave_version.cache_clear()
+    line = provenance.octave_version()
+    assert re.fullmatch(r"GNU Octave, version \d+\.\d+\S*; BLAS: \S.*; 1 thread", line), line

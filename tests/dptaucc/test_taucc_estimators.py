@@ -5,10 +5,12 @@ import math
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from dptaucc.datasets.synthetic import make_paper_biclusters
 from sklearn.datasets import make_biclusters
 from sklearn.metrics import normalized_mutual_info_score as nmi
 
 import dptaucc.dp_taucc as dp_mod
+import dptaucc.objective as obj_mod
 from dptaucc import DPTauCC, FastTauCC
 from dptaucc.objective import contingency_table, tau_hat
 
@@ -211,6 +213,30 @@ def test_fast_sparse_equals_dense_and_seeded(small_counts):
     b = FastTauCC(4, 4, random_state=3).fit(sp.csr_matrix(small_counts))
     np.testing.assert_array_equal(a.row_labels_, b.row_labels_)
     np.testing.assert_array_equal(a.column_labels_, b.column_labels_)
+
+
+@pytest.mark.parametrize("mode", ["corrected", "paper"])
+def test_a_full_matrix_fits_exactly_as_on_the_sparse_path(monkeypatch, mode):
+    """The supplement's filled synthetic matrix (every cell stored) is aggregated by BLAS
+    products; whole counts give the sparse kernels' sums, so every output is the same."""
+    X = make_paper_biclusters(50, n_rows=150, seed=1).X
+    assert obj_mod._full_array(X, 3) is not None  # the dense path is taken
+
+    def fits():
+        out = []
+        for seed, eps in [(0, 0.5), (1, 3.0), (2, 50.0)]:
+            m = DPTauCC(3, 3, epsilon=eps, mode=mode, random_state=seed).fit(X)
+            f = FastTauCC(3, 3, random_state=seed).fit(X)
+            out.append([m.row_labels_, m.column_labels_, m.contingency_, m.tau_rc_,
+                        m.evaluation_row_labels(X), m.privacy_ledger_.to_records(),
+                        f.row_labels_, f.column_labels_])
+        return out
+
+    dense = fits()
+    monkeypatch.setattr(obj_mod, "DENSE_MAX_LABELS", 0)  # the scatter-add kernels
+    for a, b in zip(dense, fits(), strict=True):
+        for x, y in zip(a, b, strict=True):
+            np.testing.assert_array_equal(x, y)
 
 
 # ----------------------------------------------------------------- bad input

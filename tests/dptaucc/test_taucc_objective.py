@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from dptaucc.kernels import sum_by_column_label, sum_by_row_label
 from dptaucc.objective import (
     aggregate_columns,
     aggregate_rows,
@@ -42,6 +43,18 @@ def test_aggregations_match_dense_products(seed, K, L):
     np.testing.assert_allclose(aggregate_rows(A, r, K), R.T @ D)
     np.testing.assert_allclose(contingency_table(A, r, c, K, L), R.T @ D @ C)
     np.testing.assert_allclose(group_sum(r, D @ C, K), R.T @ D @ C)
+
+
+@pytest.mark.parametrize("K,L", [(3, 2), (16, 16), (17, 40)])
+def test_a_full_matrix_aggregates_by_one_hot_products_with_the_kernels_sums(K, L):
+    """Every cell stored: the BLAS path (up to DENSE_MAX_LABELS labels) gives exactly the
+    scatter-add's sums for whole counts, also at wide and tall shapes."""
+    for n, m in [(50, 70), (70, 3)]:
+        A, r, c = _random_problem(K + L, n=n, m=m, K=K, L=L, density=1.0)
+        assert A.nnz == n * m
+        np.testing.assert_array_equal(aggregate_columns(A, c, L), sum_by_column_label(A, c, L))
+        np.testing.assert_array_equal(aggregate_rows(A, r, K), sum_by_row_label(A, r, K))
+        np.testing.assert_array_equal(aggregate_columns(A, c, L), A.toarray() @ _incidence(c, L))
 
 
 def test_tau_hat_by_hand():

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from dptaucc.validation import check_count_matrix, check_n_clusters
+from dptaucc.validation import check_count_matrix, check_n_clusters, dense_counts
 
 COUNTS = np.array([[1, 0, 2], [0, 3, 0], [4, 0, 0]])
 
@@ -68,3 +68,18 @@ def test_n_clusters_message_names_samples_and_features():
 def test_all_zero_matrix_is_valid(X):
     out = check_count_matrix(X)
     assert out.shape == (2, 3) and out.nnz == 0
+
+
+def test_dense_counts_views_a_full_matrix_copies_a_dense_one_and_leaves_sparse_ones():
+    full = check_count_matrix(np.arange(1, 13).reshape(3, 4))
+    view = dense_counts(full)
+    assert view.base is not None and np.shares_memory(view, full.data)  # no copy
+    np.testing.assert_array_equal(view, full.toarray())
+    assert not view.flags.writeable  # the caller's values cannot be changed through it
+    half = check_count_matrix(np.array([[1, 0, 2], [0, 3, 4]]))   # 4 of 6 cells non-zero
+    copy = dense_counts(half)
+    assert not np.shares_memory(copy, half.data) and not copy.flags.writeable
+    np.testing.assert_array_equal(copy, half.toarray())
+    assert dense_counts(check_count_matrix(COUNTS)) is None       # 4 of 9 cells
+    assert dense_counts(half, min_density=1.0) is None
+    np.testing.assert_array_equal(dense_counts(check_count_matrix(COUNTS), 0.4), COUNTS)
