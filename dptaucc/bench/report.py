@@ -22,6 +22,7 @@ from dptaucc.audit.report import audit_section
 from dptaucc.bench.aggregate import EXTRA_METHODS, PAPER_METHODS, label, mean_std, ok, pooled
 from dptaucc.bench.configs import config_dir
 from dptaucc.bench.figures import PAPER_EXPERIMENTS, _datasets, discovered, experiment_tables
+from dptaucc.bench.run_log import describe, read_run_log
 
 EXPERIMENTS = PAPER_EXPERIMENTS
 
@@ -272,6 +273,9 @@ def header_lines(frames: dict[str, pd.DataFrame], results_dir: Path) -> list[str
                                                f"..{int(df['n_cols'].max())})"
                                                if set(df["dataset"]) == {"biclusters"} else "")
               for e, df in frames.items()]
+    log = read_run_log(results_dir)
+    if log is not None:
+        lines += ["", describe(log)]
     return lines + ["", "Paper scale is 10 seeds per point (`make reproduce`); fewer seeds mean a "
                     "quick-scale run (`make reproduce-quick`).", ""]
 

@@ -29,7 +29,9 @@ from tqdm.auto import tqdm
 from dptaucc.bench.configs import EXPERIMENTS, Composer, distinct_jobs, expand_experiment, run_id
 from dptaucc.bench.lock import StoreLock, StoreLockedError
 from dptaucc.bench.outcomes import Outcome, count, failure_summary, from_record
+from dptaucc.bench.provenance import utc_now
 from dptaucc.bench.run import run_job
+from dptaucc.bench.run_log import write_run_log
 from dptaucc.bench.scales import ScaleError, check_not_paper_dir, results_dir_for
 from dptaucc.bench.store import RunStore
 from dptaucc.bench.validate import ConfigError, validate_jobs
@@ -220,10 +222,19 @@ def reproduce(scale: str = "paper", n_jobs: int | None = None,
     if dry_run:
         return _dry_run(plans, scale, results_dir)
     with StoreLock(runs_dir):
+        started, t0 = utc_now(), time.perf_counter()
         summary = _run_plans(plans, scale, results_dir, n_jobs, executor, slurm or {})
         if outputs:
             summary["_outputs"] = _outputs(results_dir, experiments, full_paper,
                                            summary["_outcomes"])
+        write_run_log(results_dir, scale=scale, n_workers=n_jobs, executor=executor,
+                      started_utc=started, sweep_seconds=summary["_seconds"],
+                      total_seconds=time.perf_counter() - t0,
+                      experiments={e: summary[e] for e in experiments})
+        if outputs:  # the report's header names this run's commit and wall time
+            from dptaucc.bench.report import write_report
+
+            write_report(results_dir)
     return summary
 
 

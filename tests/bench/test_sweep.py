@@ -14,6 +14,7 @@ import pytest
 from dptaucc.bench import reproduce as rp
 from dptaucc.bench.configs import enumerate_jobs, run_id
 from dptaucc.bench.outcomes import failure_summary
+from dptaucc.bench.run_log import describe, read_run_log
 from dptaucc.bench.scales import ScaleError
 from dptaucc.bench.store import RunStore
 
@@ -136,12 +137,20 @@ def test_reproduce_end_to_end_with_outputs(results_dir):
     table = quick / "fig3_iterations.parquet"
     assert table.exists() and (quick / "fig3_iterations.csv").exists()
     assert (quick / "figures" / "fig3_supp_fig2_iterations_tau_paper.png").exists()
-    assert "fig3_iterations: 18 records" in (quick / "REPORT.md").read_text()
+    report = (quick / "REPORT.md").read_text()
+    assert "fig3_iterations: 18 records" in report
+    # the run's own log: its commit and wall time, named in REPORT's header
+    log = read_run_log(quick)
+    assert log["experiments"]["fig3_iterations"]["run"] == 18
+    assert log["total_seconds"] >= log["sweep_seconds"] > 0
+    assert describe(log) in report and "18 of 18 jobs run on 2 local workers" in report
     assert sorted(p.name for p in results_dir.iterdir()) == ["quick"]  # paper folder untouched
     again = rp.reproduce("quick", 2, ["fig3_iterations"], sweep=TINY["fig3_iterations"],
                          outputs=False)
     assert again["fig3_iterations"] == {"total": 18, "pending": 0, "statuses": {},
                                         "seconds": again["fig3_iterations"]["seconds"]}
+    assert "0 of 18 jobs run (18 were already stored: a resumed run)" in describe(
+        read_run_log(quick))
 
 
 def test_quick_or_partial_runs_never_target_the_paper_folder(results_dir):

@@ -1,0 +1,65 @@
+"""What one ``reproduce`` invocation did, kept beside the tables it produced.
+
+``<results_dir>/reproduce.json`` holds the last run's code commit, start and end times, wall
+time (the sweep, then collect/figures/report) and per-experiment job counts, so REPORT.md can
+say which commit produced the tables and how long the whole reproduction took.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from dptaucc.bench.provenance import git_sha, utc_now
+
+FILENAME = "reproduce.json"
+
+
+def write_run_log(results_dir: str | os.PathLike, *, scale: str, n_workers: int,
+                  executor: str, started_utc: str, sweep_seconds: float,
+                  total_seconds: float, experiments: dict[str, dict]) -> Path:
+    """Write ``<results_dir>/reproduce.json`` for a finished run and return its path."""
+    log = {
+        "git_sha": git_sha(),
+        "scale": scale,
+        "executor": executor,
+        "workers": n_workers,
+        "started_utc": started_utc,
+        "finished_utc": utc_now(),
+        "sweep_seconds": round(sweep_seconds, 1),
+        "total_seconds": round(total_seconds, 1),
+        "experiments": {
+            exp: {"jobs": int(info.get("total", 0)),
+                  "run": int(info.get("pending", 0)),
+                  "seconds": round(float(info.get("seconds", 0.0)), 1),
+                  "statuses": dict(info.get("statuses", {}))}
+            for exp, info in experiments.items()},
+    }
+    path = Path(results_dir) / FILENAME
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(log, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def read_run_log(results_dir: str | os.PathLike) -> dict | None:
+    """The last run's log, or None when there is none (or it cannot be read)."""
+    path = Path(results_dir) / FILENAME
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def describe(log: dict) -> str:
+    """One REPORT line: commit, wall time and how many jobs this run ran."""
+    run = sum(e["run"] for e in log["experiments"].values())
+    jobs = sum(e["jobs"] for e in log["experiments"].values())
+    resumed = "" if run == jobs else f" ({jobs - run} were already stored: a resumed run)"
+    return (f"Last `reproduce` run ({', '.join(log['experiments'])}): code `{log['git_sha'][:12]}"
+            f"{'-dirty' if log['git_sha'].endswith('-dirty') else ''}`, "
+            f"{run} of {jobs} jobs run{resumed} on {log['workers']} "
+            f"{'local workers' if log['executor'] == 'local' else log['executor']}, "
+            f"started {log['started_utc']}; wall time {log['total_seconds'] / 60:.1f} min "
+            f"({log['sweep_seconds'] / 60:.1f} min of jobs, the rest collect, figures and "
+            f"report).")
