@@ -378,10 +378,14 @@ def experiment_figures(exp: str, df: pd.DataFrame) -> Iterator[tuple[str, Figure
 
 
 def experiment_tables(results_dir: str | os.PathLike) -> dict[str, pd.DataFrame]:
-    """Every collected table in ``results_dir``: the paper's experiments first, then the rest."""
+    """Every collected experiment table in ``results_dir``: the paper's experiments first,
+    then the rest. Other tables there (the privacy audit's ``audit.parquet``) have no job
+    records (no ``run_id``/``algorithm`` columns) and are left out."""
     names = sorted(p.stem for p in Path(results_dir).glob("*.parquet"))
     names.sort(key=lambda e: PAPER_EXPERIMENTS.index(e) if e in PAPER_EXPERIMENTS else 99)
-    return {e: df for e in names if (df := load_table(results_dir, e)) is not None}
+    tables = {e: load_table(results_dir, e) for e in names}
+    return {e: df for e, df in tables.items()
+            if df is not None and {"run_id", "algorithm"} <= set(df.columns)}
 
 
 def make_figures(results_dir: str | os.PathLike = "results",

@@ -34,9 +34,10 @@ def paper_progress(results_dir: str | Path, experiment: str) -> tuple[int, int]:
 
 
 def collect_guarded(results_dir: str | Path, experiments: Sequence[str] | None = None,
-                    allow_partial: bool = False) -> dict[str, str]:
+                    allow_partial: bool = False, replace: bool = False) -> dict[str, str]:
     """Collect each experiment's records into its table; in the paper-scale folder only
-    experiments whose paper grid is complete. Returns ``{experiment: what happened}``."""
+    experiments whose paper grid is complete. ``replace``: rebuild each table from the store
+    alone instead of merging into it. Returns ``{experiment: what happened}``."""
     from dptaucc.bench import collect
 
     experiments = list(experiments or collect.stored_experiments(results_dir))
@@ -48,17 +49,19 @@ def collect_guarded(results_dir: str | Path, experiments: Sequence[str] | None =
                 out[exp] = (f"kept the existing table: the store holds {done} of the {total} "
                             f"paper-scale jobs with a successful record")
                 continue
-        df = collect.collect_experiment(results_dir, exp)
+        df = collect.collect_experiment(results_dir, exp, replace=replace)
         out[exp] = "no records" if df is None else f"{len(df)} records"
     return out
 
 
 def publish(results_dir: str | Path, experiments: Sequence[str] | None = None,
-            steps: Sequence[str] = STEPS, allow_partial: bool = False) -> dict:
-    """Run ``steps`` (collect, figures, report) on ``results_dir``; returns what each did."""
+            steps: Sequence[str] = STEPS, allow_partial: bool = False,
+            replace: bool = False) -> dict:
+    """Run ``steps`` (collect, figures, report) on ``results_dir``; returns what each did
+    (``replace``: see :func:`collect_guarded`)."""
     done: dict = {}
     if "collect" in steps:
-        done["collect"] = collect_guarded(results_dir, experiments, allow_partial)
+        done["collect"] = collect_guarded(results_dir, experiments, allow_partial, replace)
         for exp, what in done["collect"].items():
             print(f"[outputs] {exp}: {what}", file=sys.stderr)
         if not done["collect"]:

@@ -287,7 +287,10 @@ def _outputs(results_dir: str, experiments: Sequence[str], full_paper: bool,
     if full_paper and any(o.failed for o in outcomes):
         _log("some jobs failed: the paper-scale tables are left as they were for the "
              "experiments whose store is incomplete")
-    return publish(results_dir, experiments)
+    # A complete paper-scale run is the reproduction: each complete table is rebuilt from the
+    # store alone (merging would keep rows of older code, whose job ids differ). Quick and
+    # partial runs merge (make collect), so a user adds a method by running only its jobs.
+    return publish(results_dir, experiments, replace=full_paper)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -148,6 +148,21 @@ def test_synthetic_report_section_on_partial_size_grids(n_sizes):
     assert shown[0] == sizes[0] and shown[-1] == sizes[-1] and len(shown) == 8
 
 
+def test_figures_and_report_beside_the_privacy_audit_table(stored):
+    """results/ also holds audit.parquet (make audit): not an experiment table, so figures and
+    report leave it to the audit section instead of reading it as job records."""
+    from dptaucc.audit.experiment import load_config, plan, run_all
+
+    collect.collect(stored, ["fig2_real"])
+    cfg = load_config("quick")
+    cfg.update(epsilons=[1.0], n_fits=4, n_fits_per_method={}, time_limit=30)
+    run_all(cfg, plan(cfg, ["fast_taucc"]), stored / "audit.parquet", n_jobs=1, progress=False)
+    assert list(figures.experiment_tables(stored)) == ["fig2_real"]
+    assert figures.make_figures(stored, formats=("png",))
+    text = report.write_report(stored).read_text()
+    assert "- fig2_real: 195 records" in text and "## Empirical privacy audit" in text
+
+
 def _table(results_dir, exp="fig2_real"):
     return pd.read_parquet(results_dir / f"{exp}.parquet").set_index("run_id")
 
@@ -183,6 +198,28 @@ def test_collect_merges_into_the_existing_table(results_dir):
     assert collect.collect(results_dir, replace=True) == {"fig2_real": 3}
     assert set(_table(results_dir).index) == {"fig2_real-00010", "fig2_real-00001",
                                               "fig2_real-00002"}
+
+
+def test_a_complete_paper_run_rebuilds_its_tables_from_the_store(results_dir, monkeypatch):
+    """Rows of older code (other job ids) do not survive a full reproduction; quick and partial
+    runs keep merging."""
+    from dptaucc.bench import outputs
+    from dptaucc.bench import reproduce as rp
+
+    folder = results_dir / "quick"  # the paper folder itself only takes complete grids
+    store = RunStore(folder / "runs", "fig2_real")
+    store.write(_rec(1, "fig2_real", "dp_taucc", "paper", "cstr", 0.5, 0))
+    outputs.publish(folder, ["fig2_real"], steps=("collect",))
+    store.path("fig2_real-00001").unlink()
+    store.write(_rec(2, "fig2_real", "dp_taucc", "paper", "cstr", 0.5, 0))  # new code, new id
+    outputs.publish(folder, ["fig2_real"], steps=("collect",), replace=True)
+    assert list(_table(folder).index) == ["fig2_real-00002"]
+
+    calls = []
+    monkeypatch.setattr(outputs, "publish", lambda *a, **kw: calls.append(kw["replace"]))
+    rp._outputs(str(folder), ["fig2_real"], True, [])
+    rp._outputs(str(folder), ["fig2_real"], False, [])
+    assert calls == [True, False]
 
 
 def test_merge_keeps_the_local_record_on_a_tie_and_the_timed_one_over_a_missing_time():
