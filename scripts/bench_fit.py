@@ -1,6 +1,9 @@
 #!/usr/bin/env python
 """Fit time and peak memory of DPTauCC (I = 4) and FastTauCC on the bundled CLUTO matrices.
 
+``dp_taucc_secure`` times the exact unseeded path, ``DPTauCC(secure=True)`` (OpenDP's samplers
+with the operating system's randomness; needs the ``secure`` extra), beside the seeded one.
+
 Each (dataset, algorithm) runs in a fresh Python process that loads the matrix, fits
 ``--repeats`` times and reports the median fit wall time and the process's peak RSS
 (``resource.getrusage``, so the figure includes the interpreter, imports and the data).
@@ -11,6 +14,7 @@ REV (checked out in a temporary worktree) in the same run, for a side-by-side ra
 
     python scripts/bench_fit.py                       # every available dataset
     python scripts/bench_fit.py --datasets reviews --repeats 7 --baseline a8b29bf
+    python scripts/bench_fit.py --datasets classic3 reviews --algorithms dp_taucc dp_taucc_secure
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from _baseline import REPO, baseline_tree
 
 DATASETS = ["cstr", "tr11", "tr41", "classic3", "hitech", "k1b", "reviews", "sports"]
 ALGORITHMS = ["dp_taucc", "fast_taucc"]
+CHOICES = [*ALGORITHMS, "dp_taucc_secure"]
 # Targets of issue 2 (reviews, this 2-core machine); the authors' code: 5.9 s, 3 GB; 20 s.
 TARGETS = {("reviews", "dp_taucc"): (0.2, 300.0), ("reviews", "fast_taucc"): (2.0, None)}
 
@@ -93,6 +98,8 @@ def worker(name: str, algorithm: str, repeats: int, n_iterations: int, epsilon: 
     for seed in range(repeats):
         if algorithm == "dp_taucc":
             model = DPTauCC(k, k, epsilon=epsilon, n_iterations=n_iterations, random_state=seed)
+        elif algorithm == "dp_taucc_secure":
+            model = DPTauCC(k, k, epsilon=epsilon, n_iterations=n_iterations, secure=True)
         else:
             model = FastTauCC(k, k, random_state=seed)
         t = time.perf_counter()
@@ -112,7 +119,7 @@ def worker(name: str, algorithm: str, repeats: int, n_iterations: int, epsilon: 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", nargs="+", default=None, help="default: all available")
-    parser.add_argument("--algorithms", nargs="+", default=ALGORITHMS, choices=ALGORITHMS)
+    parser.add_argument("--algorithms", nargs="+", default=ALGORITHMS, choices=CHOICES)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--n-iterations", type=int, default=4)
     parser.add_argument("--epsilon", type=float, default=1.0)
@@ -178,6 +185,7 @@ def _table(names: list[str], args, base: str | None) -> int:
                   f"{rec['fit_median_s']:>12.4f} {rec['fit_min_s']:>7.4f} "
                   f"{rec['peak_rss_mb']:>11.1f} {rec['rss_after_load_mb']:>10.1f}  {note}")
     return status
+
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -1,9 +1,11 @@
 """What else ran on the machine while a job ran: other processes' busy CPUs and the load.
 
 Fit times are only comparable when nothing else competes for the CPUs. Around a block, the
-system-wide busy CPU time (``/proc/stat`` through psutil) minus this process's own (and its
-waited-for children's, e.g. Octave) CPU time, over the wall time, is the number of CPUs other
-processes kept busy; the 1-minute load average at the start is kept beside it.
+system-wide busy CPU time (``/proc/stat`` through psutil) minus this process's own CPU time
+and its children's -- finished ones and live ones, such as DPHD's persistent Octave -- over the
+wall time, is the number of CPUs other processes kept busy; the 1-minute load average at the
+start is kept beside it. The kernel counts CPU time in ticks (10 ms), so a single fit of a few
+milliseconds reads 0 or several CPUs: judge idleness over many fits, weighted by their time.
 """
 
 from __future__ import annotations
@@ -23,8 +25,16 @@ def _system_busy() -> float:
 
 
 def _own_cpu(proc: psutil.Process) -> float:
+    """CPU seconds of this process, its finished children and its live descendants."""
     t = proc.cpu_times()
-    return t.user + t.system + t.children_user + t.children_system
+    total = t.user + t.system + t.children_user + t.children_system
+    for child in proc.children(recursive=True):
+        try:
+            c = child.cpu_times()
+        except psutil.Error:  # it ended meanwhile (then its time is in children_* once waited)
+            continue
+        total += c.user + c.system
+    return total
 
 
 class OtherLoad:

@@ -120,11 +120,12 @@ def run_jobs(jobs: Sequence[dict], n_jobs: int = 1, desc: str = "jobs",
 
     results = ((work(job) for job in jobs) if n_jobs == 1 else
                map_resilient(work, jobs, n_jobs, run_id, record_death, restarted))
+    c: Counter = Counter()  # running counts (recounting every outcome per job is quadratic)
     try:
         for out in results:
             tally.outcomes.append(out)
+            c.update(count([out]))
             bar.update(1)
-            c = count(tally.outcomes)
             bar.set_postfix(ok=c["ok"], failed=c["error"] + c["lost"], refresh=False)
     finally:
         bar.close()

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pandas as pd
 
 from dptaucc.bench.report import provenance_section
 
 
-def _frame(n, sha, busy=None):
+def _frame(n, sha, busy=None, algorithm="dp_taucc", fit=0.2):
     blas = json.dumps([{"user_api": "blas", "internal_api": "openblas", "version": "0.3.30",
                         "threading_layer": "pthreads", "num_threads": 1}])
     versions = json.dumps({"dptaucc-bench": "0.1.0", "numpy": "2.4.6", "scipy": "1.17.1",
@@ -18,7 +19,8 @@ def _frame(n, sha, busy=None):
                        "python": ["CPython 3.11.7"] * n, "os": ["Linux-6.1"] * n,
                        "cpu": ["EPYC (2 logical CPUs)"] * n, "octave": [None] * n,
                        "status": ["ok"] * n, "load_1m": [1.0] * n,
-                       "other_busy_cpus": busy if busy is not None else [0.0] * n})
+                       "other_busy_cpus": busy if busy is not None else [0.0] * n,
+                       "algorithm": [algorithm] * n, "fit_time_s": [fit] * n})
     return df
 
 
@@ -34,4 +36,46 @@ def test_provenance_section_keeps_dirty_and_judges_idleness():
     assert "ran on an otherwise idle machine" in text and "max 0.02" in text
     busy = {"supp_runtime": _frame(4, sha, busy=[0.0, 0.1, 1.5, 2.0])}
     text = "\n".join(provenance_section(busy))
-    assert "NOT on an idle machine: 2 of 4 fits" in text
+    assert "NOT on an idle machine (other processes kept 0.90 CPUs busy on average" in text
+
+
+def test_idleness_is_weighted_by_fit_time_and_keeps_octave_apart():
+    """A 2 ms fit that saw one 10 ms tick of another process reads 5 CPUs: weighted by time it
+    barely counts. DPHD's Octave child is not other load."""
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    fits = pd.concat([_frame(99, sha, busy=[0.0] * 99, fit=0.2),
+                      _frame(1, sha, busy=[5.0], fit=0.002),
+                      _frame(10, sha, busy=[0.9] * 10, algorithm="dphd", fit=0.5)])
+    text = "\n".join(provenance_section({"supp_runtime": fits}))
+    assert "ran on an otherwise idle machine" in text and "weighted by fit time: 0.00" in text
+    assert "DPHD (computing in its Octave child process) reads 0.90" in text
+    loaded = pd.concat([_frame(10, sha, busy=[0.5] * 10), _frame(10, sha, busy=[0.0] * 10)])
+    assert "kept 0.25 CPUs" not in "\n".join(provenance_section({"supp_runtime": loaded}))
+    loaded = pd.concat([_frame(10, sha, busy=[0.6] * 10), _frame(10, sha, busy=[0.0] * 10)])
+    assert "NOT on an idle machine (other processes kept 0.30 CPUs busy" in "\n".join(
+        provenance_section({"supp_runtime": loaded}))
+
+
+def test_the_meter_counts_a_live_child_process_as_own_work():
+    """DPHD's persistent Octave is a live child: its CPU time is this job's, not other load."""
+    import subprocess
+    import sys
+
+    import psutil
+
+    from dptaucc.bench.contention import _own_cpu
+
+    me = psutil.Process()
+    child = subprocess.Popen([sys.executable, "-c",
+                              "import time\nt = time.process_time()\n"
+                              "while time.process_time() - t < 0.4: pass\n"
+                              "time.sleep(30)"])
+    try:
+        before = _own_cpu(me)
+        deadline = time.monotonic() + 20
+        while psutil.Process(child.pid).cpu_times().user < 0.4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _own_cpu(me) - before >= 0.3  # the child's busy loop, while it still runs
+    finally:
+        child.kill()
+        child.wait()
