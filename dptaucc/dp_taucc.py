@@ -186,8 +186,10 @@ class DPTauCC(ReleaseKindsMixin, BiclusterMixin, BaseEstimator):
     column_labels_ : last DP column partition.
     contingency_ : the last released noisy table T̃ (K×L, clipped at 0; int64 in corrected
         mode, float in paper mode).
-    tau_rc_, tau_cr_ : de-normalised τ̂_{R|C}, τ̂_{C|R} (eq. 3.2) of T̃, as the paper's Fig. 3.
-    gk_tau_rc_, gk_tau_cr_ : normalised Goodman–Kruskal τ of T̃.
+    tau_rc_, tau_cr_ : normalised Goodman–Kruskal τ_{R|C}, τ_{C|R} of T̃ (as in every
+        co-clusterer of the suite).
+    tau_hat_rc_, tau_hat_cr_ : de-normalised τ̂_{R|C}, τ̂_{C|R} (eq. 3.2) of T̃, the quantity
+        the paper's Fig. 3 plots.
     privacy_ledger_, epsilon_spent_ (inf in paper mode), delta_spent_ (= 0) : the fit's
         privacy accounting.
     n_row_clusters_, n_col_clusters_, rows_, columns_, n_iter_ (= I), n_features_in_.
@@ -200,7 +202,7 @@ class DPTauCC(ReleaseKindsMixin, BiclusterMixin, BaseEstimator):
         "row_labels_": DP, "dp_row_labels_": DP, "column_labels_": DP, "contingency_": DP,
         "row_labels_private_": PUBLIC, "n_iter_": PUBLIC, "n_features_in_": PUBLIC,
         "tau_rc_": POST_PROCESSING, "tau_cr_": POST_PROCESSING,
-        "gk_tau_rc_": POST_PROCESSING, "gk_tau_cr_": POST_PROCESSING,
+        "tau_hat_rc_": POST_PROCESSING, "tau_hat_cr_": POST_PROCESSING,
         "n_row_clusters_": POST_PROCESSING, "n_col_clusters_": POST_PROCESSING,
         "rows_": POST_PROCESSING, "columns_": POST_PROCESSING,
         **LEDGER_ATTRIBUTES,
@@ -294,8 +296,8 @@ class DPTauCC(ReleaseKindsMixin, BiclusterMixin, BaseEstimator):
         self.n_col_clusters_ = L
         self.n_iter_ = n_iter
         self.n_features_in_ = m
-        self.tau_rc_, self.tau_cr_ = tau_hat(table)
-        self.gk_tau_rc_, self.gk_tau_cr_ = goodman_kruskal_tau(table)
+        self.tau_rc_, self.tau_cr_ = goodman_kruskal_tau(table)
+        self.tau_hat_rc_, self.tau_hat_cr_ = tau_hat(table)
         if paper:
             # Q7: seed drawn in the fit, so evaluation_row_labels(X_fit) == row_labels_.
             self._final_seed = int(rng.integers(2**63 - 1))

@@ -17,7 +17,7 @@ from sklearn.base import BaseEstimator, BiclusterMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from dptaucc.objective import contingency_table, tau_hat
+from dptaucc.objective import contingency_table, goodman_kruskal_tau, tau_hat
 from dptaucc.privacy import (
     LEDGER_ATTRIBUTES,
     NON_PRIVATE,
@@ -77,7 +77,8 @@ class FCCMFittedMixin(ReleaseKindsMixin, BiclusterMixin):
         **dict.fromkeys(
             ["memberships_", "typicalities_", "row_labels_", "column_labels_",
              "n_row_clusters_", "n_col_clusters_", "rows_", "columns_", "contingency_",
-             "tau_rc_", "tau_cr_", "objective_", "n_iter_", "converged_", "message_log_"],
+             "tau_rc_", "tau_cr_", "tau_hat_rc_", "tau_hat_cr_", "objective_", "n_iter_",
+             "converged_", "message_log_"],
             NON_PRIVATE),
         **dict.fromkeys(["n_features_in_", "row_labels_private_", "lambda_u_", "lambda_w_",
                          "site_columns_"], PUBLIC),
@@ -100,7 +101,8 @@ class FCCMFittedMixin(ReleaseKindsMixin, BiclusterMixin):
         if contingency is None:
             contingency = contingency_table(X, self.row_labels_, self.column_labels_, C, C)
         self.contingency_ = contingency
-        self.tau_rc_, self.tau_cr_ = tau_hat(contingency)
+        self.tau_rc_, self.tau_cr_ = goodman_kruskal_tau(contingency)
+        self.tau_hat_rc_, self.tau_hat_cr_ = tau_hat(contingency)
         self.objective_ = res.objective
         self.n_iter_ = res.n_iter
         self.converged_ = res.converged
@@ -153,7 +155,9 @@ class FCCM(FCCMFittedMixin, BaseEstimator):
 
     Fitted: ``memberships_`` (n × C), ``typicalities_`` (C × m), ``row_labels_``,
     ``column_labels_`` (argmax, co-cluster ids 0..C-1), ``n_row_clusters_``/``n_col_clusters_``
-    (co-clusters actually used), ``contingency_``, ``tau_rc_``, ``tau_cr_``, ``objective_``,
+    (co-clusters actually used), ``contingency_``, ``tau_rc_``, ``tau_cr_`` (normalised
+    Goodman–Kruskal τ),
+    ``tau_hat_rc_``, ``tau_hat_cr_`` (τ̂ of eq. 3.2), ``objective_``,
     ``privacy_ledger_``, ``epsilon_spent_`` (= inf), ``delta_spent_``.
     """
 

@@ -22,7 +22,8 @@ from dptaucc.bench.store import RunStore
 NUMERIC = ["epsilon", "delta", "epsilon_spent", "epsilon_mechanisms", "delta_spent",
            "nmi_rows", "ari_rows",
            "nmi_rows_private", "ari_rows_private", "nmi_rows_released", "ari_rows_released",
-           "nmi_cols", "ari_cols", "tau_rc", "tau_cr", "k_found", "l_found", "fit_time_s",
+           "nmi_cols", "ari_cols", "tau_rc", "tau_cr", "tau_hat_rc", "tau_hat_cr", "k_found",
+           "l_found", "fit_time_s",
            "eval_time_s", "peak_rss_mb", "n_rows", "n_cols", "nnz", "n_classes", "seed",
            "blas_threads", "random_state"]
 CSV_DROP = ("ledger", "versions")
@@ -104,9 +105,30 @@ def collect(results_dir: str | os.PathLike = "results",
     return out
 
 
+#: co-clusterers whose records before the τ/τ̂ split stored τ̂ (eq. 3.2) under ``tau_rc``
+_TAU_HAT_UNDER_OLD_NAME = ("dp_taucc", "fccm")
+
+
 def load_table(results_dir: str | os.PathLike, experiment: str) -> pd.DataFrame | None:
     path = Path(results_dir) / f"{experiment}.parquet"
-    return pd.read_parquet(path) if path.exists() else None
+    return upgrade_tau_columns(pd.read_parquet(path)) if path.exists() else None
+
+
+def upgrade_tau_columns(df: pd.DataFrame) -> pd.DataFrame:
+    """Give a table written before ``tau_hat_rc``/``tau_hat_cr`` existed one meaning per name.
+
+    Such tables stored τ̂ (eq. 3.2) under ``tau_rc``/``tau_cr`` for DP-τCC and FCCM but the
+    normalised τ for Fast-τCC: the DP-τCC/FCCM values move to ``tau_hat_*`` and their
+    ``tau_*`` become NaN (the normalised τ was not recorded).
+    """
+    if "tau_rc" not in df.columns or "tau_hat_rc" in df.columns:
+        return df
+    df = df.copy()
+    old = df["algorithm"].isin(_TAU_HAT_UNDER_OLD_NAME)
+    for side in ("rc", "cr"):
+        df[f"tau_hat_{side}"] = df[f"tau_{side}"].where(old)
+        df.loc[old, f"tau_{side}"] = float("nan")
+    return df
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -231,7 +231,7 @@ def heatmap_section(frames: dict[str, pd.DataFrame]) -> list[str]:
         df = frames.get(exp)
         if df is None:
             continue
-        agg = mean_std(df, ["dataset", param], "tau_rc")
+        agg = mean_std(df, ["dataset", param], "tau_hat_rc")
         best = agg.loc[agg.groupby("dataset")["mean"].idxmax()] if not agg.empty else agg
         lines += [f"## {exp}: mean τ̂_R|C over ε per {name} (all ε pooled)", ""]
         rows = [[r["dataset"], f"{r[param]:g}", f"{r['mean']:.3f}"] for _, r in best.iterrows()]

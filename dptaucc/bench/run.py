@@ -45,6 +45,7 @@ COLUMNS = [
     "private", "n_rows", "n_cols", "nnz", "n_classes",
     "nmi_rows", "ari_rows", "nmi_rows_private", "ari_rows_private", "nmi_rows_released",
     "ari_rows_released", "row_labels_private", "nmi_cols", "ari_cols", "tau_rc", "tau_cr",
+    "tau_hat_rc", "tau_hat_cr",
     "k_found", "l_found", "fit_time_s", "eval_time_s", "peak_rss_mb", "status", "error",
     "warnings", "random_state", "git_sha", "versions", "started_at", "blas_threads",
     "python", "os", "cpu", "blas", "octave", "load_1m", "other_busy_cpus", "ledger",
@@ -171,6 +172,8 @@ def evaluate(est, X, dataset) -> dict:
     rec["nmi_cols"], rec["ari_cols"] = _scores(dataset.col_labels, cols)
     rec["tau_rc"] = float(getattr(est, "tau_rc_", NAN))
     rec["tau_cr"] = float(getattr(est, "tau_cr_", NAN))
+    rec["tau_hat_rc"] = float(getattr(est, "tau_hat_rc_", NAN))
+    rec["tau_hat_cr"] = float(getattr(est, "tau_hat_cr_", NAN))
     k = getattr(est, "n_row_clusters_", None)
     rec["k_found"] = int(k) if k is not None else int(len(np.unique(paper)))
     l_found = getattr(est, "n_col_clusters_", None)

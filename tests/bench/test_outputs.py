@@ -27,6 +27,7 @@ def _rec(i, exp, alg, mode, ds, eps, seed, **kw):
            "nmi_rows": float(rng.uniform(0, 1)), "ari_rows": float(rng.uniform(-0.1, 1)),
            "nmi_cols": float(rng.uniform(0, 1)), "ari_cols": float(rng.uniform(0, 1)),
            "tau_rc": float(rng.uniform(0, 0.5)), "tau_cr": float(rng.uniform(0, 0.5)),
+           "tau_hat_rc": float(rng.uniform(0, 0.3)), "tau_hat_cr": float(rng.uniform(0, 0.3)),
            "k_found": 3, "l_found": 3, "fit_time_s": float(rng.uniform(0.01, 1)),
            "peak_rss_mb": 200.0, "status": "ok", "error": None, "git_sha": "abc",
            "versions": "{}", "started_at": "2026-01-01T00:00:00+00:00", "blas_threads": 1,

@@ -109,7 +109,7 @@ def test_modes_contract(small_counts):
     K, L = corrected.contingency_.shape
     assert corrected.n_row_clusters_ == K and corrected.n_col_clusters_ == L
     assert (corrected.contingency_ >= 0).all()
-    assert (corrected.tau_rc_, corrected.tau_cr_) == tau_hat(corrected.contingency_)
+    assert (corrected.tau_hat_rc_, corrected.tau_hat_cr_) == tau_hat(corrected.contingency_)
     ev = corrected.evaluation_row_labels(small_counts)
     assert ev.shape == (60,) and ev.max() < K
 
