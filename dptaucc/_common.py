@@ -1,21 +1,10 @@
-"""Small helpers shared by FastTauCC and DPTauCC (argument checks, bicluster indicators)."""
+"""Small helpers shared by FastTauCC and DPTauCC (bicluster indicators, forced diversity)."""
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
-__all__ = ["check_positive_int", "indicator_rows", "force_diversity"]
-
-
-def check_positive_int(value, name: str) -> int:
-    """An integer >= 1 (bools rejected)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1, got {value}")
-    return int(value)
+__all__ = ["indicator_rows", "force_diversity"]
 
 
 def indicator_rows(labels: np.ndarray, n_clusters: int) -> np.ndarray:

@@ -11,8 +11,8 @@ from sklearn.utils.validation import check_array
 from dptaucc.kernels import value_summary
 
 __all__ = [
-    "CountMatrixTagsMixin", "DENSE_MIN_DENSITY", "check_count_matrix", "check_fraction",
-    "check_n_clusters", "dense_counts", "make_generator",
+    "DENSE_MIN_DENSITY", "check_count_matrix", "check_n_clusters", "dense_counts",
+    "make_generator",
 ]
 
 
@@ -130,28 +130,3 @@ def check_n_clusters(value, upper: int, name: str, axis: str) -> int:
         count = f"{size}={upper}" if size else str(upper)  # sklearn's n_samples/n_features words
         raise ValueError(f"{name}={value} is larger than the number of {axis} ({count})")
     return value
-
-
-def check_fraction(value, name: str) -> float:
-    """A real number strictly between 0 and 1."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a number in (0, 1), got {type(value).__name__}")
-    value = float(value)
-    if not 0.0 < value < 1.0:
-        raise ValueError(f"{name} must lie in (0, 1), got {value}")
-    return value
-
-
-class CountMatrixTagsMixin:
-    """scikit-learn tags of a seeded estimator on non-negative (sparse) counts.
-
-    Put it before ``BaseEstimator`` in the bases. ``non_deterministic`` is true only when no
-    ``random_state`` is set (a seeded fit is reproducible).
-    """
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.positive_only = True
-        tags.input_tags.sparse = True
-        tags.non_deterministic = self.random_state is None
-        return tags

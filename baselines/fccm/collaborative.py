@@ -24,11 +24,11 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import xlogy
-from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from dptaucc.base import SuiteEstimator
 from dptaucc.privacy import PrivacyLedger
-from dptaucc.validation import check_count_matrix, make_generator
+from dptaucc.validation import make_generator
 
 from ._params import (
     LAMBDA_U_PER_ITEM,
@@ -52,7 +52,7 @@ ANALYST = "analyst"
 OBJECTIVE_FRACTIONAL_BITS = 24
 
 
-class CollaborativeFCCM(FCCMFittedMixin, BaseEstimator):
+class CollaborativeFCCM(FCCMFittedMixin, SuiteEstimator):
     """Collaborative FCCM over ``n_sites`` simulated sites with the masked secure sum.
 
     Parameters
@@ -116,8 +116,7 @@ class CollaborativeFCCM(FCCMFittedMixin, BaseEstimator):
         return np.asarray(lams)
 
     def fit(self, X, y=None) -> CollaborativeFCCM:
-        self._validate_params()
-        X = check_count_matrix(X, integer=False)
+        X = self._check_fit(X)
         n, m = X.shape
         C = check_co_clusters(self.n_row_clusters, self.n_col_clusters, n, m)
         check_normalize(self.normalize)

@@ -45,24 +45,20 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
+from sklearn.base import ClusterMixin, TransformerMixin
 from sklearn.preprocessing import normalize
-from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils._param_validation import Interval
 
+from dptaucc.base import EPSILON, MODE, RANDOM_STATE, SECURE, PrivateEstimator
 from dptaucc.privacy import (
     LEDGER_ATTRIBUTES,
     NON_PRIVATE,
     POST_PROCESSING,
     PUBLIC,
     PrivacyLedger,
-    ReleaseKindsMixin,
     Sampler,
-    make_sampler,
 )
 from dptaucc.validation import (
-    CountMatrixTagsMixin,
-    check_count_matrix,
     check_n_clusters,
     dense_counts,
 )
@@ -84,9 +80,8 @@ from .updates import (
     w_steps,
 )
 
-__all__ = ["DPNMF", "MODES", "LOCAL_H_STEPS", "TRANSFORM_STEPS", "topic_scores"]
+__all__ = ["DPNMF", "LOCAL_H_STEPS", "TRANSFORM_STEPS", "topic_scores"]
 
-MODES = ("corrected", "paper")
 ALPHA_W, ALPHA_H = 1e-4, 20.0          # the authors' step sizes (paper mode)
 ETA_H, ETA_W = 1e-3, 1e-4              # early-stop tolerances
 MAX_H, MAX_W = 50, 200                 # loop caps: the reference runs cap + 1 steps (51, 201)
@@ -104,8 +99,7 @@ def topic_scores(documents: sp.csr_matrix | np.ndarray, W: np.ndarray) -> np.nda
     return np.asarray(documents @ W).T
 
 
-class DPNMF(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, TransformerMixin,
-            BaseEstimator):
+class DPNMF(ClusterMixin, TransformerMixin, PrivateEstimator):
     """Differentially private NMF clustering of documents (rows of X); see the module
     docstring for what each mode guarantees.
 
@@ -140,13 +134,15 @@ class DPNMF(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, TransformerMi
 
     _parameter_constraints = {
         "n_clusters": [Interval(Integral, 1, None, closed="left")],
-        "epsilon": [Interval(Real, 0, None, closed="right")],  # (0, ∞]
+        "epsilon": EPSILON,
         "delta": [Interval(Real, 0, 1, closed="neither")],
         "n_epochs": [Interval(Integral, 1, None, closed="left")],
-        "mode": [StrOptions(set(MODES))],
-        "random_state": ["random_state", np.random.Generator, Sampler],
-        "secure": ["boolean"],
+        "mode": MODE,
+        "random_state": RANDOM_STATE,
+        "secure": SECURE,
     }
+    _all_zero_outcome = "topics from noise alone (every release is still charged)"
+
 
     _release_kinds = {
         "components_": POST_PROCESSING, "n_w_steps_": POST_PROCESSING,
@@ -181,15 +177,11 @@ class DPNMF(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, TransformerMi
 
     def fit(self, X, y=None) -> DPNMF:
         """Fit on non-negative counts X (n documents × m words, dense or sparse)."""
-        self._validate_params()
-        if self.secure and self.mode == "paper":
-            raise ValueError("secure=True is for corrected mode; paper mode reproduces the "
-                             "authors' seeded runs")
-        X = check_count_matrix(X, integer=False)
+        X = self._check_fit(X)
         n, m = X.shape
         k = check_n_clusters(self.n_clusters, n, "n_clusters", "rows")
         check_n_clusters(k, m, "n_clusters", "columns")
-        sampler = make_sampler(self.random_state, self.secure)
+        sampler = self._sampler()
         Vt = self._documents(X)                           # n × m, sparse stays sparse
         # V (m × n): the dense array's transpose is a view; CSR is converted
         V = Vt.T if isinstance(Vt, np.ndarray) else sp.csr_matrix(Vt.T)
@@ -269,19 +261,9 @@ class DPNMF(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, TransformerMi
         self.row_labels_private_ = False
         self.n_row_clusters_ = int(self.row_labels_.max()) + 1
 
-    def _set_ledger(self, ledger: PrivacyLedger) -> None:
-        self.privacy_ledger_ = ledger
-        self.epsilon_spent_ = ledger.epsilon_spent
-        self.delta_spent_ = ledger.delta_spent
-
     # ------------------------------------------------------------ data the user holds
     def _check_X(self, X) -> sp.csr_matrix:
-        check_is_fitted(self, "components_")
-        X = check_count_matrix(X, integer=False)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but DPNMF is expecting "
-                             f"{self.n_features_in_} features as input")
-        return X
+        return self._check_fitted_input(X, "components_")
 
     def transform(self, X) -> np.ndarray:
         """NOT PRIVATE (reads X): each document's coefficients for the fitted topics, n×K.
