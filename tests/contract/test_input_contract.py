@@ -179,3 +179,22 @@ def test_every_estimator_declares_its_parameter_constraints():
         est = make()
         assert isinstance(est, SuiteEstimator), name
         assert set(type(est)._parameter_constraints) == set(est.get_params()), name
+
+
+@pytest.mark.parametrize("case", BAD_X)
+def test_the_loader_gives_the_same_answer(case):
+    """``as_dataset`` (and the file loaders behind it) check counts as the estimators do,
+    the message prefixed with the data's name."""
+    from dptaucc.datasets import as_dataset
+
+    X, error, pattern = BAD_X[case]
+    with pytest.raises(error, match=f"^mine: {pattern}"):
+        as_dataset(X, name="mine")
+
+
+@pytest.mark.parametrize("case", ACCEPTED_X)
+def test_the_loader_accepts_what_the_estimators_accept(case):
+    from dptaucc.datasets import as_dataset
+
+    X = as_dataset(ACCEPTED_X[case]).X
+    assert X.sum() == (GOOD > 1).sum() if "booleans" in case else X.sum() == GOOD.sum()
