@@ -94,6 +94,7 @@ from sklearn.utils._param_validation import Interval
 
 from dptaucc.base import EPSILON, MODE, RANDOM_STATE, SECURE, PrivateEstimator
 from dptaucc.kernels import sum_by_row_label
+from dptaucc.methods import MethodInfo
 from dptaucc.privacy import (
     DP,
     LEDGER_ATTRIBUTES,
@@ -112,6 +113,14 @@ from .dp_sampling import bounded_domain_laplace, bounded_laplace_scale, folded_g
 __all__ = ["DPKMeans", "DEFAULT_BOUNDS_MAX", "SUM_GRID_BITS", "calc_iters", "su_split",
            "sum_grid", "feature_bounds", "widen_bounds", "corrected_statistics",
            "paper_update_centers"]
+
+#: this method's facts for the benchmark, figures and report (:mod:`dptaucc.methods`)
+METHOD = MethodInfo(
+    name="dp_kmeans", estimator="dptaucc.baselines.dp_kmeans.DPKMeans",
+    label="DP-KMeans", color="tab:orange", linestyle="-", family="k-means",
+    neighbours="one row replaced",
+    role="paper",
+)
 
 DEFAULT_BOUNDS_MAX = 5.0
 RHO = 0.225

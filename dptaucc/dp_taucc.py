@@ -48,6 +48,7 @@ from sklearn.utils._param_validation import Interval
 from dptaucc._common import force_diversity, indicator_rows
 from dptaucc.base import EPSILON, MODE, RANDOM_STATE, SECURE, CoClustererMixin, PrivateEstimator
 from dptaucc.init import blind_block_init
+from dptaucc.methods import MethodInfo
 from dptaucc.objective import (
     aggregate_columns,
     aggregate_rows,
@@ -73,6 +74,15 @@ from dptaucc.privacy import (
 from dptaucc.validation import check_n_clusters
 
 __all__ = ["DPTauCC"]
+
+#: this method's facts for the benchmark, figures and report (:mod:`dptaucc.methods`)
+METHOD = MethodInfo(
+    name="dp_taucc", estimator="dptaucc.DPTauCC",
+    label="DP-τCC", color="tab:blue", linestyle="-", family="co-clustering",
+    neighbours="one cell +1",
+    role="paper",
+    coclusters=True,
+)
 
 # Corrected mode: smallest sensitivity used. Raising Δ keeps it an upper bound (more privacy);
 # it stops floating-point round-off in the utilities (~1e-16 relative) from being amplified

@@ -18,6 +18,7 @@ from sklearn.utils._param_validation import Interval
 
 from dptaucc._common import indicator_rows
 from dptaucc.base import SEED, CoClustererMixin, SuiteEstimator
+from dptaucc.methods import MethodInfo
 from dptaucc.objective import (
     aggregate_columns,
     aggregate_rows,
@@ -31,6 +32,16 @@ from dptaucc.privacy import NON_PRIVATE, PUBLIC
 from dptaucc.validation import check_n_clusters, make_generator
 
 __all__ = ["FastTauCC"]
+
+#: this method's facts for the benchmark, figures and report (:mod:`dptaucc.methods`)
+METHOD = MethodInfo(
+    name="fast_taucc", estimator="dptaucc.FastTauCC",
+    label="Fast-τCC", color="black", linestyle="--", family="co-clustering",
+    neighbours="none (not private)",
+    modes=(),
+    role="reference",
+    coclusters=True,
+)
 
 
 def _move(profiles: np.ndarray, labels: np.ndarray, n_clusters: int, weights_fn, max_passes: int):

@@ -64,6 +64,7 @@ from sklearn.cluster import KMeans
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from dptaucc.base import EPSILON, MODE, RANDOM_STATE, SECURE, PrivateEstimator
+from dptaucc.methods import MethodInfo
 from dptaucc.privacy import (
     DP,
     LEDGER_ATTRIBUTES,
@@ -83,6 +84,14 @@ from .solver import DenseDeviations, SparseDeviations, min_trace_diag, min_trace
 
 __all__ = ["ColoredNoiseKMeans", "NOISES", "VARIANTS", "public_domain_variances",
            "release_cluster_blocks", "DOMAIN_RADIUS"]
+
+#: this method's facts for the benchmark, figures and report (:mod:`dptaucc.methods`)
+METHOD = MethodInfo(
+    name="colored_noise", estimator="dptaucc.baselines.colored_noise.ColoredNoiseKMeans",
+    label="Colored noise", color="tab:brown", linestyle="-", family="k-means",
+    neighbours="one cell (one row added/removed, group privacy)",
+    uses_delta=True,
+)
 
 NOISES = ("white", "diag", "full")
 VARIANTS = ("hardened", "local")

@@ -76,6 +76,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
 from dptaucc.base import EPSILON, MODE, RANDOM_STATE, SECURE, PrivateEstimator
+from dptaucc.methods import MethodInfo
 from dptaucc.privacy import (
     DP,
     LEDGER_ATTRIBUTES,
@@ -91,6 +92,14 @@ from . import octave
 from .mechanisms import MechanismServer
 
 __all__ = ["DPHD", "DEFAULT_MAX_VALUE", "DENSE_MIN_DENSITY"]
+
+#: this method's facts for the benchmark, figures and report (:mod:`dptaucc.methods`)
+METHOD = MethodInfo(
+    name="dphd", estimator="dptaucc.baselines.dphd.DPHD",
+    label="DPHD", color="tab:green", linestyle="-", family="k-means",
+    neighbours="one row replaced",
+    role="paper",
+)
 
 #: Public cap on one count used by ``mode="corrected"`` when ``max_value`` is None (counts
 #: above it are clipped). A data-independent constant, so it costs no privacy.

@@ -60,6 +60,7 @@ from sklearn.base import ClusterMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from dptaucc.base import EPSILON, MODE, RANDOM_STATE, SECURE, PrivateEstimator
+from dptaucc.methods import MethodInfo
 from dptaucc.privacy import (
     DP,
     LEDGER_ATTRIBUTES,
@@ -74,6 +75,14 @@ from .neighbours import charge_cell_level_conversion, row_level_budget
 from .rows import TRANSFORMS, RowEmbedding, make_embedding
 
 __all__ = ["DPM", "nearest_centre"]
+
+#: this method's facts for the benchmark, figures and report (:mod:`dptaucc.methods`)
+METHOD = MethodInfo(
+    name="dpm", estimator="dptaucc.baselines.dpm.DPM",
+    label="DPM", color="tab:purple", linestyle="-", family="recursive separation",
+    neighbours="one cell (one row added/removed, group privacy)",
+    uses_delta=True,
+)
 
 MAX_DENSE = 50_000_000
 

@@ -27,6 +27,7 @@ from scipy.special import xlogy
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from dptaucc.base import SuiteEstimator
+from dptaucc.methods import MethodInfo
 from dptaucc.privacy import PrivacyLedger
 from dptaucc.validation import make_generator
 
@@ -45,6 +46,15 @@ from .secure_sum import masked_secure_sum
 from .sites import Site, split_columns
 
 __all__ = ["CollaborativeFCCM", "SMC_NOTE", "ANALYST"]
+
+#: this method's facts for the benchmark, figures and report (:mod:`dptaucc.methods`)
+METHOD = MethodInfo(
+    name="fccm", estimator="dptaucc.baselines.fccm.CollaborativeFCCM",
+    label="Collab. FCCM", color="tab:gray", linestyle="--", family="fuzzy co-clustering",
+    neighbours="none (secure computation, not DP)",
+    modes=(),
+    coclusters=True,
+)
 
 SMC_NOTE = ("secure multi-party computation; memberships broadcast in the clear; "
             "no differential privacy")

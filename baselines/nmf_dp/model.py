@@ -50,6 +50,7 @@ from sklearn.preprocessing import normalize
 from sklearn.utils._param_validation import Interval
 
 from dptaucc.base import EPSILON, MODE, RANDOM_STATE, SECURE, PrivateEstimator
+from dptaucc.methods import MethodInfo
 from dptaucc.privacy import (
     LEDGER_ATTRIBUTES,
     NON_PRIVATE,
@@ -81,6 +82,16 @@ from .updates import (
 )
 
 __all__ = ["DPNMF", "LOCAL_H_STEPS", "TRANSFORM_STEPS", "topic_scores"]
+
+#: this method's facts for the benchmark, figures and report (:mod:`dptaucc.methods`)
+METHOD = MethodInfo(
+    name="dpnmf", estimator="dptaucc.baselines.nmf_dp.DPNMF",
+    label="DPNMF", color="tab:red", linestyle="-", family="NMF",
+    neighbours="one row (document) replaced",
+    role="paper",
+    uses_delta=True,
+    max_epsilon=1.0,
+)
 
 ALPHA_W, ALPHA_H = 1e-4, 20.0          # the authors' step sizes (paper mode)
 ETA_H, ETA_W = 1e-3, 1e-4              # early-stop tolerances
