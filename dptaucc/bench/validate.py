@@ -29,6 +29,7 @@ from sklearn.utils._param_validation import (
 
 from dptaucc.base import MODES, SuiteEstimator
 from dptaucc.bench.configs import estimator_kwargs, in_protocol
+from dptaucc.bench.job_data import LOADERS
 
 #: sklearn-style constraints of parameters several estimators share; used for an estimator
 #: that declares no ``_parameter_constraints`` of its own
@@ -113,8 +114,6 @@ def dataset_shape(ds: Mapping) -> DataShape:
     synthetic generator's parameters (biclusters); for a user's own data (``matrix`` files,
     a ``callable``) the files exist / the function imports, the shape stays unknown.
     ConfigError for an unknown dataset."""
-    from dptaucc.bench.run import LOADERS
-
     loader = ds.get("loader")
     if loader not in LOADERS:
         raise ConfigError(f"dataset.loader must be one of {', '.join(LOADERS)}, got {loader!r}")
