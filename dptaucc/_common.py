@@ -15,7 +15,7 @@ def indicator_rows(labels: np.ndarray, n_clusters: int) -> np.ndarray:
 def force_diversity(
     labels: np.ndarray, n_choices: int, n_requested: int, rng: np.random.Generator,
 ) -> tuple[np.ndarray, int]:
-    """Relabel a DP assignment, with the reference's forced diversity (spec Q6).
+    """Relabel a DP assignment, with the reference's forced diversity (Q6, docs/modes.md).
 
     Post-processing of a DP output with fresh randomness (no data read): if every object got
     the same label, ``n_choices`` random objects (with replacement) get labels 0..n_choices−1;

@@ -309,7 +309,8 @@ def set_dotted(cfg: dict, key: str, value: Any) -> None:
 
 
 def in_protocol(job: Mapping) -> bool:
-    """Does the experiment protocol run this algorithm at this ε? (DPNMF: ε < 1 only, §1.2)."""
+    """Does the experiment protocol run this algorithm at this ε? (DPNMF: ε < 1 only, as the
+    authors' Fig. 2 script runs it)."""
     cap = job["algorithm"].get("max_epsilon")
     if cap is None or not job["algorithm"].get("private", True):
         return True
