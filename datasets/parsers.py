@@ -83,7 +83,7 @@ def parse_triplets(path: str | os.PathLike, *, shape: tuple[int, int] | None = N
     >>> import tempfile, pathlib
     >>> from dptaucc.datasets.parsers import parse_triplets
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "counts.csv"
-    >>> _ = path.write_text("row,col,count\n1,1,2\n2,3,8.0\n")
+    >>> _ = path.write_text("row,col,count\\n1,1,2\\n2,3,8.0\\n")
     >>> parse_triplets(path, shape=(3, 4), index_base=1).toarray().tolist()
     [[2, 0, 0, 0], [0, 0, 8, 0], [0, 0, 0, 0]]
     """

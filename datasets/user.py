@@ -103,7 +103,7 @@ def read_matrix(path: str | os.PathLike, format: str | None = None, *,
     >>> import tempfile, pathlib
     >>> from dptaucc.datasets.user import read_matrix
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "counts.csv"
-    >>> _ = path.write_text("row,col,count\n0,0,3\n1,2,1\n")
+    >>> _ = path.write_text("row,col,count\\n0,0,3\\n1,2,1\\n")
     >>> read_matrix(path, shape=(3, 4)).shape
     (3, 4)
     """
