@@ -397,6 +397,15 @@ class DPKMeans(ClusterMixin, PrivateEstimator):
     Methods reading the data you pass (NOT private): ``predict(X)`` and
     ``evaluation_row_labels(X)`` (nearest released centre of each row, clipped to ``bounds_``),
     ``score(X)`` (minus the SSE to those centres), ``fit_predict(X)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dptaucc.baselines.dp_kmeans import DPKMeans
+    >>> X = np.kron(np.eye(2, dtype=int), np.full((10, 3), 4))
+    >>> model = DPKMeans(n_clusters=2, epsilon=1.0, random_state=0).fit(X)
+    >>> model.cluster_centers_.shape, round(model.epsilon_spent_, 9)
+    ((2, 6), 1.0)
     """
 
     _parameter_constraints = {

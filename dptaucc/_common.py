@@ -8,7 +8,23 @@ __all__ = ["indicator_rows", "force_diversity"]
 
 
 def indicator_rows(labels: np.ndarray, n_clusters: int) -> np.ndarray:
-    """Boolean (n_clusters, n) membership matrix, as BiclusterMixin's ``rows_``/``columns_``."""
+    """Boolean (n_clusters, n) membership matrix, as BiclusterMixin's ``rows_``/``columns_``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dptaucc._common import indicator_rows
+    >>> indicator_rows(np.array([0, 1, 0]), 2).tolist()
+    [[True, False, True], [False, True, False]]
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dptaucc._common import force_diversity
+    >>> labels, k = force_diversity(np.zeros(6, dtype=int), 2, 2, np.random.default_rng(0))
+    >>> k
+    2
+    """
     return np.arange(n_clusters)[:, None] == np.asarray(labels)[None, :]
 
 

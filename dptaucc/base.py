@@ -73,6 +73,19 @@ class AllZeroCountsWarning(UserWarning):
 
     A private fit does not refuse such a matrix: a refusal would itself tell the all-zero
     matrix from its neighbour with one count, which ε-DP forbids.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> from dptaucc import DPTauCC
+    >>> from dptaucc.base import AllZeroCountsWarning
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     _ = DPTauCC(2, 2, random_state=0).fit(np.zeros((4, 3), dtype=int))
+    ...
+    >>> caught[0].category is AllZeroCountsWarning
+    True
     """
 
 

@@ -201,6 +201,17 @@ class DPTauCC(CoClustererMixin, PrivateEstimator):
 
     The kind of every fitted attribute (DP output, post-processing, public, non-private) is
     declared in ``release_kinds()``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dptaucc import DPTauCC
+    >>> X = np.kron(np.eye(2, dtype=int), np.full((5, 4), 6))   # two blocks of counts
+    >>> model = DPTauCC(2, 2, epsilon=30.0, random_state=0).fit(X)
+    >>> model.contingency_.dtype, model.epsilon_spent_, model.row_labels_private_
+    (dtype('int64'), 30.0, True)
+    >>> len(model.privacy_ledger_.entries)
+    16
     """
 
     _parameter_constraints = {

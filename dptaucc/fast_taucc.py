@@ -98,6 +98,15 @@ class FastTauCC(CoClustererMixin, SuiteEstimator):
     tau_hat_rc_, tau_hat_cr_ : de-normalised τ̂ (eq. 3.2) of T,
     n_iter_ : total number of inner passes (the reference's ``_actual_n_iterations``),
     n_outer_iter_, converged_, row_labels_private_ (False), n_features_in_.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dptaucc import FastTauCC
+    >>> X = np.kron(np.eye(2, dtype=int), np.full((5, 4), 6))
+    >>> model = FastTauCC(3, 3, random_state=0).fit(X)  # start above K, L: it merges
+    >>> model.n_row_clusters_, model.n_col_clusters_, round(model.tau_rc_, 3)
+    (2, 2, 1.0)
     """
 
     _parameter_constraints = {

@@ -95,5 +95,12 @@ def method(name: str) -> MethodInfo:
 
 
 def methods() -> tuple[MethodInfo, ...]:
-    """Every built-in method, in display order."""
+    """Every built-in method, in display order.
+
+    Examples
+    --------
+    >>> from dptaucc.methods import methods
+    >>> [m.name for m in methods() if not m.private]
+    ['fast_taucc', 'fccm']
+    """
     return tuple(method(name) for name in BUILTIN_MODULES)

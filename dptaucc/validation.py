@@ -21,6 +21,12 @@ def make_generator(random_state) -> np.random.Generator:
 
     Accepts None, an int, a ``SeedSequence``, a ``Generator`` (used as is) or a legacy
     ``RandomState`` (a seed is drawn from it, so sklearn-style callers stay deterministic).
+
+    Examples
+    --------
+    >>> from dptaucc.validation import make_generator
+    >>> int(make_generator(0).integers(10)) == int(make_generator(0).integers(10))
+    True
     """
     if isinstance(random_state, np.random.Generator):
         return random_state
@@ -44,6 +50,24 @@ def check_count_matrix(X, *, integer: bool = True, name: str = "X") -> sp.csr_ma
 
     Cost: a canonical CSR float64 input is returned as is (one pass over its values to check
     them); other CSR input costs one conversion of its values, sharing the index arrays.
+
+    Examples
+    --------
+    >>> from dptaucc.validation import check_count_matrix
+    >>> check_count_matrix([[1, 0], [0, 2]]).toarray().tolist()
+    [[1.0, 0.0], [0.0, 2.0]]
+    >>> check_count_matrix([[1, -1]])
+    Traceback (most recent call last):
+    ...
+    ValueError: Negative values in data passed to X: counts must be >= 0
+
+    Examples
+    --------
+    >>> from dptaucc.validation import check_count_matrix, dense_counts
+    >>> dense_counts(check_count_matrix([[1, 2], [3, 0]])).tolist()
+    [[1.0, 2.0], [3.0, 0.0]]
+    >>> dense_counts(check_count_matrix([[1, 0], [0, 0]])) is None
+    True
     """
     if X is None:
         raise TypeError(f"{name} must be a 2-D array or sparse matrix, got None")
@@ -105,7 +129,18 @@ def dense_counts(X: sp.csr_matrix, min_density: float = DENSE_MIN_DENSITY) -> np
 
 def _as_canonical_csr(X) -> sp.csr_matrix:
     """CSR float64 with sorted, summed indices; the input's arrays are reused when they can be
-    (never modified)."""
+    (never modified).
+
+    Examples
+    --------
+    >>> from dptaucc.validation import check_n_clusters
+    >>> check_n_clusters(3, 10, "n_clusters", "rows")
+    3
+    >>> check_n_clusters(11, 10, "n_clusters", "rows")
+    Traceback (most recent call last):
+    ...
+    ValueError: n_clusters=11 is larger than the number of rows (n_samples=10)
+    """
     if X.format != "csr":
         X = sp.csr_matrix(X)  # a conversion: a new matrix
     elif not isinstance(X, sp.csr_matrix):

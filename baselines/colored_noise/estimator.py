@@ -176,6 +176,15 @@ class ColoredNoiseKMeans(ClusterMixin, PrivateEstimator):
         :meth:`predict` (not private) for the paper's nearest-centre protocol.
     partition_private_, n_row_clusters_, embedding_, neighbouring_, n_features_in_,
     privacy_ledger_, epsilon_spent_, delta_spent_.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dptaucc.baselines.colored_noise import ColoredNoiseKMeans
+    >>> X = np.kron(np.eye(2, dtype=int), np.full((20, 3), 4))
+    >>> model = ColoredNoiseKMeans(2, epsilon=1.0, random_state=0).fit(X)
+    >>> model.cluster_centers_.shape[0], model.epsilon_spent_
+    (2, 1.0)
     """
 
     _parameter_constraints = {

@@ -211,6 +211,13 @@ class DPHD(ClusterMixin, PrivateEstimator):
     dropped), ``row_labels_private_`` (False), ``n_row_clusters_``, ``assignment_centers_``
     (the centres those labels were assigned to), ``loss_`` and ``round_losses_`` (k-means
     losses). In corrected mode the labels of rows come from :meth:`predict` (not private).
+
+    Examples
+    --------
+    >>> from dptaucc.baselines.dphd import DPHD
+    >>> model = DPHD(n_clusters=3, epsilon=1.0, random_state=0)   # fit(X) runs in GNU Octave
+    >>> model.get_params()["n_rounds"], model.mode
+    (4, 'corrected')
     """
 
     _parameter_constraints: dict = {

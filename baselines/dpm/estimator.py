@@ -121,6 +121,15 @@ class DPM(ClusterMixin, PrivateEstimator):
     row_labels_private_ : False — DPM releases no labels of the training rows; use
         :meth:`predict` (not private) for the paper's nearest-centre protocol.
     privacy_ledger_, epsilon_spent_, delta_spent_, neighbouring_, n_features_in_.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dptaucc.baselines.dpm import DPM
+    >>> X = np.kron(np.eye(2, dtype=int), np.full((20, 3), 4))
+    >>> model = DPM(epsilon=1.0, max_depth=2, n_components=None, random_state=0).fit(X)
+    >>> model.predict(X).shape, model.epsilon_spent_ <= 1.0
+    ((40,), True)
     """
 
     _parameter_constraints = {

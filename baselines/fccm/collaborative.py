@@ -84,6 +84,15 @@ class CollaborativeFCCM(FCCMFittedMixin, SuiteEstimator):
     Fitted, beyond the whole-data FCCM's attributes: ``message_log_`` (:class:`MessageLog`),
     ``site_columns_`` (column indices of each site), ``lambda_u_``, ``lambda_w_`` (per site).
     ``column_labels_`` are per-site argmax typicalities put back in the original column order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dptaucc.baselines.fccm import CollaborativeFCCM
+    >>> X = np.kron(np.eye(2, dtype=int), np.full((5, 6), 3))
+    >>> model = CollaborativeFCCM(2, n_sites=3, random_state=0).fit(X)
+    >>> model.memberships_.shape, model.epsilon_spent_
+    ((10, 2), inf)
     """
 
     _parameter_constraints = {

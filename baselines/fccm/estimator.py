@@ -151,6 +151,15 @@ class FCCM(FCCMFittedMixin, SuiteEstimator):
     Goodman–Kruskal τ),
     ``tau_hat_rc_``, ``tau_hat_cr_`` (τ̂ of eq. 3.2), ``objective_``,
     ``privacy_ledger_``, ``epsilon_spent_`` (= inf), ``delta_spent_``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dptaucc.baselines.fccm import FCCM
+    >>> X = np.kron(np.eye(2, dtype=int), np.full((5, 4), 3))
+    >>> model = FCCM(2, random_state=0).fit(X)
+    >>> sorted(np.bincount(model.row_labels_).tolist()), model.epsilon_spent_
+    ([5, 5], inf)
     """
 
     _parameter_constraints = FCCM_PARAMETER_CONSTRAINTS

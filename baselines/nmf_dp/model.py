@@ -141,6 +141,15 @@ class DPNMF(ClusterMixin, TransformerMixin, PrivateEstimator):
     Paper mode only (NON-PRIVATE): ``coefficients_`` (H, K×n), ``loss_`` (½‖V − WH‖²/N at the
     start of each epoch), ``row_labels_``/``labels_`` (the authors' training labels),
     ``row_labels_private_`` (False), ``n_row_clusters_``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dptaucc.baselines.nmf_dp import DPNMF
+    >>> X = np.kron(np.eye(2, dtype=int), np.full((10, 3), 4))
+    >>> model = DPNMF(n_clusters=2, epsilon=1.0, random_state=0).fit(X)
+    >>> model.components_.shape, model.epsilon_spent_
+    ((2, 6), 1.0)
     """
 
     _parameter_constraints = {

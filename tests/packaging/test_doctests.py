@@ -7,11 +7,11 @@ import importlib
 import pkgutil
 import warnings
 
+import dptaucc.baselines
+import dptaucc.datasets
 import pytest
 
 import dptaucc
-import dptaucc.baselines
-import dptaucc.datasets
 
 #: the library (the benchmark engine ``dptaucc.bench`` and the audit have their own tests)
 SKIP = ("dptaucc.bench", "dptaucc.audit", "dptaucc.conf", "dptaucc.datasets.__main__",
