@@ -263,3 +263,14 @@ def test_data_in_memory_is_pointed_to_as_dataset(data):
         load_matrix(data)
     message = str(info.value)
     assert "use dptaucc.datasets.as_dataset(X, row_labels)" in message and len(message) < 200
+
+
+def test_check_command_takes_shape_and_index_base(tmp_path, capsys):
+    from dptaucc.datasets.__main__ import main
+
+    path = tmp_path / "m.csv"
+    path.write_text("row,col,count\n1,1,2\n2,3,5\n")
+    assert main(["check", str(path), "--shape", "4", "3", "--index-base", "1"]) == 0
+    assert "4 x 3" in capsys.readouterr().out
+    assert main(["check", str(path)]) == 1
+    assert "pass index_base=1" in capsys.readouterr().err
