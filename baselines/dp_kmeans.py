@@ -446,7 +446,9 @@ class DPKMeans(ClusterMixin, PrivateEstimator):
         X = self._check_fit(X)
         epsilon = float(self.epsilon)
         paper = self.mode == "paper"
-        bmax = None if paper else self._check_bounds_max()
+        # the constraints refused anything but None or a finite number > 0
+        bmax = None if paper else float(DEFAULT_BOUNDS_MAX if self.bounds_max is None
+                                        else self.bounds_max)
         n, d = X.shape
         k = check_n_clusters(self.n_clusters, n, "n_clusters", "rows")
         iters = calc_iters(epsilon, k, n, d)
@@ -518,15 +520,6 @@ class DPKMeans(ClusterMixin, PrivateEstimator):
         self.row_labels_ = np.unique(labels, return_inverse=True)[1].astype(np.int64)
         self.labels_ = self.row_labels_
         self.n_row_clusters_ = int(self.row_labels_.max()) + 1
-
-    def _check_bounds_max(self) -> float:
-        bmax = DEFAULT_BOUNDS_MAX if self.bounds_max is None else self.bounds_max
-        if isinstance(bmax, bool) or not isinstance(bmax, (int, float, np.integer, np.floating)):
-            raise TypeError(f"bounds_max must be a positive number, got {bmax!r}")
-        bmax = float(bmax)
-        if not (math.isfinite(bmax) and bmax > 0):
-            raise ValueError(f"bounds_max must be finite and > 0, got {bmax}")
-        return bmax
 
     # ------------------------------------------------- methods on data you hold
     def _distances(self, X) -> np.ndarray:
