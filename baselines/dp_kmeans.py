@@ -371,7 +371,7 @@ class DPKMeans(ClusterMixin, PrivateEstimator):
     Parameters
     ----------
     n_clusters : number of centres k.
-    epsilon : total privacy budget (> 0; ``inf`` gives noiseless Lloyd iterations).
+    epsilon : total privacy budget (> 0; ``inf``, noiseless Lloyd iterations, in paper mode only).
     mode : ``"corrected"`` (default, ε-DP end to end) or ``"paper"`` (bug-compatible, not DP);
         see the module docstring.
     bounds_max : public maximum count per cell for corrected mode (default

@@ -46,7 +46,8 @@ def check_count_matrix(X, *, integer: bool = True, name: str = "X") -> sp.csr_ma
     data, NaN/inf, non-numeric object entries -> ``TypeError``). Then the count checks, each a
     ``ValueError`` naming the problem: negative entries ("Negative values in data passed to X")
     and fractional counts (``integer=True``). A matrix of all zeros is a valid count matrix: a
-    DP estimator must accept it (refusing it would itself reveal that every count is zero).
+    DP estimator must accept it (refusing it would itself reveal that every count is zero);
+    :func:`dptaucc.base.check_fit_input` adds a warning saying what the fit gives.
 
     Cost: a canonical CSR float64 input is returned as is (one pass over its values to check
     them); other CSR input costs one conversion of its values, sharing the index arrays.
