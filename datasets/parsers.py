@@ -166,7 +166,15 @@ def parse_labels(path: str | os.PathLike) -> np.ndarray:
 
 
 def relabel(labels: np.ndarray) -> np.ndarray:
-    """Map arbitrary integer labels to 0..k-1, keeping their sorted order (cstr: 1..4 -> 0..3)."""
+    """Map arbitrary integer labels to 0..k-1, keeping their sorted order (cstr: 1..4 -> 0..3).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dptaucc.datasets.parsers import relabel
+    >>> relabel(np.array([3, 1, 3, 4])).tolist()
+    [1, 0, 1, 2]
+    """
     _, inverse = np.unique(np.asarray(labels), return_inverse=True)
     return inverse.astype(np.int64).ravel()
 

@@ -239,7 +239,15 @@ def load_callable(target: str, params: Mapping[str, Any] | None = None, *,
 
 def as_dataset(X: Any, row_labels: Any = None, col_labels: Any = None, *, name: str = "data",
                meta: Mapping[str, Any] | None = None) -> Dataset:
-    """Build a checked ``Dataset`` from in-memory counts (dense or scipy.sparse) and labels."""
+    """Build a checked ``Dataset`` from in-memory counts (dense or scipy.sparse) and labels.
+
+    Examples
+    --------
+    >>> from dptaucc.datasets import as_dataset
+    >>> ds = as_dataset([[1, 0, 2], [0, 3, 0]], row_labels=['a', 'b'], name='mine')
+    >>> ds.name, ds.X.shape, ds.row_labels.tolist(), ds.meta['n_classes']
+    ('mine', (2, 3), [0, 1], 2)
+    """
     Xc = counts_matrix(X, name)
     return _finish(Xc, _labels(row_labels, Xc.shape[0], name),
                    _labels(col_labels, Xc.shape[1], name, "column labels"), name, None,
