@@ -13,7 +13,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 SCALE ?= quick
 
 .DEFAULT_GOAL := help
-.PHONY: help setup octave data test lint bench reproduce reproduce-quick collect figures report audit audit-quick audit-estimate clean
+.PHONY: help setup octave data test test-fast lint bench reproduce reproduce-quick collect figures report audit audit-quick audit-estimate clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
@@ -41,6 +41,14 @@ data: ## fetch (or copy from $$DPTAUCC_MIRROR) every available CLUTO matrix into
 
 test: ## run the test suite (what CI runs)
 	$(PY) -m pytest -q
+
+#: the library's unit tests, the input contract, the docs' pointers and the doctests; no slow,
+#: Octave, engine or audit tests
+FAST_TESTS = tests/dptaucc tests/privacy tests/contract tests/datasets tests/baselines \
+	tests/packaging/test_docs.py tests/packaging/test_doctests.py
+
+test-fast: ## the core unit tests in about a minute (run `make test` before a merge)
+	$(PY) -m pytest -q -m "not slow and not octave" $(FAST_TESTS)
 
 lint: ## ruff
 	$(PY) -m ruff check .

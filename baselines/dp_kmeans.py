@@ -89,31 +89,24 @@ import numpy as np
 import scipy.sparse as sp
 from diffprivlib.utils import PrivacyLeakWarning
 from numba import njit
-from sklearn.base import BaseEstimator, ClusterMixin
-from sklearn.utils._param_validation import Interval, Options, StrOptions
-from sklearn.utils.validation import check_is_fitted
+from sklearn.base import ClusterMixin
+from sklearn.utils._param_validation import Interval
 
+from dptaucc.base import EPSILON, MODE, RANDOM_STATE, SECURE, PrivateEstimator
 from dptaucc.kernels import sum_by_row_label
+from dptaucc.methods import MethodInfo
 from dptaucc.privacy import (
     DP,
     LEDGER_ATTRIBUTES,
     NON_PRIVATE,
     PUBLIC,
     PrivacyLedger,
-    ReleaseKindsMixin,
     Sampler,
     bounded_discrete_laplace_mechanism,
-    check_epsilon,
     discrete_laplace_mechanism,
-    make_sampler,
 )
 from dptaucc.privacy.samplers import MAX_NOISE_SCALE
-from dptaucc.validation import (
-    CountMatrixTagsMixin,
-    check_count_matrix,
-    check_n_clusters,
-    dense_counts,
-)
+from dptaucc.validation import check_n_clusters, dense_counts
 
 from .dp_sampling import bounded_domain_laplace, bounded_laplace_scale, folded_geometric
 
@@ -121,9 +114,16 @@ __all__ = ["DPKMeans", "DEFAULT_BOUNDS_MAX", "SUM_GRID_BITS", "calc_iters", "su_
            "sum_grid", "feature_bounds", "widen_bounds", "corrected_statistics",
            "paper_update_centers"]
 
+#: this method's facts for the benchmark, figures and report (:mod:`dptaucc.methods`)
+METHOD = MethodInfo(
+    name="dp_kmeans", estimator="dptaucc.baselines.dp_kmeans.DPKMeans",
+    label="DP-KMeans", color="tab:orange", linestyle="-", family="k-means",
+    neighbours="one row replaced",
+    role="paper",
+)
+
 DEFAULT_BOUNDS_MAX = 5.0
 RHO = 0.225
-MODES = ("corrected", "paper")
 #: corrected mode: cells are floored to multiples of 2^-SUM_GRID_BITS (exact for whole counts)
 SUM_GRID_BITS = 10
 #: diffprivlib's minimum separation of the bounds of one feature
@@ -365,13 +365,13 @@ def _charge_paper_iteration(ledger: PrivacyLedger, it: int, d: int, eps_count: f
                   "to the sensitivity ÷ d; reassignment of a row ignored")
 
 
-class DPKMeans(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, BaseEstimator):
+class DPKMeans(ClusterMixin, PrivateEstimator):
     """Differentially private k-means (DPLloyd via diffprivlib), in corrected or paper mode.
 
     Parameters
     ----------
     n_clusters : number of centres k.
-    epsilon : total privacy budget (> 0; ``inf`` gives noiseless Lloyd iterations).
+    epsilon : total privacy budget (> 0; ``inf``, noiseless Lloyd iterations, in paper mode only).
     mode : ``"corrected"`` (default, ε-DP end to end) or ``"paper"`` (bug-compatible, not DP);
         see the module docstring.
     bounds_max : public maximum count per cell for corrected mode (default
@@ -397,17 +397,27 @@ class DPKMeans(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, BaseEstima
     Methods reading the data you pass (NOT private): ``predict(X)`` and
     ``evaluation_row_labels(X)`` (nearest released centre of each row, clipped to ``bounds_``),
     ``score(X)`` (minus the SSE to those centres), ``fit_predict(X)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dptaucc.baselines.dp_kmeans import DPKMeans
+    >>> X = np.kron(np.eye(2, dtype=int), np.full((10, 3), 4))
+    >>> model = DPKMeans(n_clusters=2, epsilon=1.0, random_state=0).fit(X)
+    >>> model.cluster_centers_.shape, round(model.epsilon_spent_, 9)
+    ((2, 6), 1.0)
     """
 
     _parameter_constraints = {
         "n_clusters": [Interval(Integral, 1, None, closed="left")],
-        "epsilon": [Interval(Real, 0, None, closed="neither"), Options(Real, {math.inf})],
-        "mode": [StrOptions(set(MODES))],
+        "epsilon": EPSILON,
+        "mode": MODE,
         "bounds_max": [None, Interval(Real, 0, None, closed="neither")],
-        "random_state": ["random_state", Interval(Integral, 0, None, closed="left"),
-                         np.random.Generator, np.random.SeedSequence, Sampler],
-        "secure": ["boolean"],
+        "random_state": RANDOM_STATE,
+        "secure": SECURE,
     }
+    _all_zero_outcome = "centres from noise alone (every release is still charged)"
+
 
     _release_kinds = {
         "cluster_centers_": DP, "cluster_sizes_": DP,
@@ -433,21 +443,19 @@ class DPKMeans(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, BaseEstima
     # ------------------------------------------------------------------ fit
     def fit(self, X, y=None) -> DPKMeans:
         """Run DPLloyd on the non-negative matrix X (dense or sparse, n×d)."""
-        self._validate_params()
-        epsilon = check_epsilon(self.epsilon)
+        X = self._check_fit(X)
+        epsilon = float(self.epsilon)
         paper = self.mode == "paper"
-        if self.secure and paper:
-            raise ValueError("secure=True is for corrected mode; paper mode reproduces "
-                             "diffprivlib's float noise")
-        bmax = None if paper else self._check_bounds_max()
-        X = check_count_matrix(X, integer=False)
+        # the constraints refused anything but None or a finite number > 0
+        bmax = None if paper else float(DEFAULT_BOUNDS_MAX if self.bounds_max is None
+                                        else self.bounds_max)
         n, d = X.shape
         k = check_n_clusters(self.n_clusters, n, "n_clusters", "rows")
         iters = calc_iters(epsilon, k, n, d)
         share_count, share_coord = su_split(epsilon, d, iters)
         if not paper:
             grid = sum_grid(share_coord / 2.0, bmax)  # refuses a hopeless ε before any work
-        sampler = make_sampler(self.random_state, bool(self.secure))
+        sampler = self._sampler()
         ledger = PrivacyLedger(budget_epsilon=epsilon, strict=not paper)
         X = _rows_of(X)
         if paper:
@@ -458,9 +466,7 @@ class DPKMeans(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, BaseEstima
         self.n_iter_ = iters
         self.n_features_in_ = d
         self.row_labels_private_ = False
-        self.privacy_ledger_ = ledger
-        self.epsilon_spent_ = ledger.epsilon_spent
-        self.delta_spent_ = ledger.delta_spent
+        self._set_ledger(ledger)
         return self
 
     def _fit_corrected(self, X, k, iters, eps_count, eps_coord, bmax, grid, sampler,
@@ -515,15 +521,6 @@ class DPKMeans(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, BaseEstima
         self.labels_ = self.row_labels_
         self.n_row_clusters_ = int(self.row_labels_.max()) + 1
 
-    def _check_bounds_max(self) -> float:
-        bmax = DEFAULT_BOUNDS_MAX if self.bounds_max is None else self.bounds_max
-        if isinstance(bmax, bool) or not isinstance(bmax, (int, float, np.integer, np.floating)):
-            raise TypeError(f"bounds_max must be a positive number, got {bmax!r}")
-        bmax = float(bmax)
-        if not (math.isfinite(bmax) and bmax > 0):
-            raise ValueError(f"bounds_max must be finite and > 0, got {bmax}")
-        return bmax
-
     # ------------------------------------------------- methods on data you hold
     def _distances(self, X) -> np.ndarray:
         """NOT PRIVATE: squared distances of the rows of X, clipped to ``bounds_``, to the
@@ -531,11 +528,7 @@ class DPKMeans(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, BaseEstima
         each clipped row is z + s with s sparse: ‖z + s − c‖² = ‖s‖² − 2s·(c − z) + ‖c − z‖².
         A dense X (:func:`dptaucc.validation.dense_counts`) that lies within the bounds, as the
         training matrix of a paper-mode fit does, needs no clipping: ‖x − c‖² directly."""
-        check_is_fitted(self, "cluster_centers_")
-        X = check_count_matrix(X, integer=False)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
-                             f"expecting {self.n_features_in_} features as input")
+        X = self._check_fitted_input(X, "cluster_centers_")
         lower, upper = self.bounds_
         zero = np.clip(0.0, lower, upper)
         dense = dense_counts(X)

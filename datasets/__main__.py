@@ -38,6 +38,10 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--col-labels", help="column classes, one per line")
     check.add_argument("--format", choices=MATRIX_FORMATS, help="default: from the file name")
     check.add_argument("--sha256", help="expected SHA-256 of the matrix file")
+    check.add_argument("--shape", type=int, nargs=2, metavar=("N_ROWS", "N_COLS"),
+                       help="triplet files: the matrix shape (rows/columns without a cell kept)")
+    check.add_argument("--index-base", type=int, choices=(0, 1), default=0,
+                       help="triplet files: the id of the first row and column (default 0)")
     return parser
 
 
@@ -50,7 +54,7 @@ def _describe(name: str, m: dict) -> str:
 def _check(args) -> int:
     try:
         ds = load_matrix(args.path, args.labels, col_labels=args.col_labels, format=args.format,
-                         sha256=args.sha256)
+                         sha256=args.sha256, shape=args.shape, index_base=args.index_base)
     except (ValueError, TypeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

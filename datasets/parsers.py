@@ -42,37 +42,91 @@ def _triplet_columns(path: Path, header: list[str]) -> list[int]:
     return [header.index(c) for c in best]
 
 
-def parse_triplets(path: str | os.PathLike) -> sp.csr_matrix:
+#: largest id or count read exactly from a triplet file (floats hold every integer up to 2^53)
+_MAX_EXACT = 2**53
+
+
+def _whole_column(path: Path, values: np.ndarray, what: str) -> np.ndarray:
+    """A column of the triplet table as int64: whole numbers only (``8`` or ``8.0``)."""
+    bad = ~np.isfinite(values) | (values != np.floor(values)) | (np.abs(values) > _MAX_EXACT)
+    if bad.any():
+        raise ValueError(f"{path.name}: {what} must be whole numbers, found "
+                         f"{float(values[bad][0])!r} on data line {int(np.argmax(bad)) + 1}")
+    return values.astype(np.int64)
+
+
+def _check_shape(shape) -> tuple[int, int]:
+    """(n_rows, n_cols) from any sequence of two integers >= 1 (a config's list too)."""
+    values = tuple(shape) if not isinstance(shape, (str, bytes)) and hasattr(shape, "__iter__") \
+        else ()
+    ok = len(values) == 2 and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                                  and v >= 1 for v in values)
+    if not ok:
+        raise ValueError(f"shape must be (n_rows, n_cols), two integers >= 1, got {shape!r}")
+    return int(values[0]), int(values[1])
+
+
+def parse_triplets(path: str | os.PathLike, *, shape: tuple[int, int] | None = None,
+                   index_base: int = 0) -> sp.csr_matrix:
     """Parse a ``doc,word,cluster`` CSV (``cluster`` is the count a_ij) into CSR int64.
 
     Columns are found by header name (``row,col,count`` is accepted too), so the extra unnamed
-    index column of tr11/tr41 is skipped. The shape follows the authors' loader: #distinct doc
-    ids × #distinct word ids, cell ``[doc, word]``; ids outside that range, duplicate pairs,
-    negative or non-integer counts are errors. Stored zero counts (cstr) are dropped.
+    index column of tr11/tr41 is skipped. Ids and counts are whole numbers (``8`` or ``8.0``);
+    ids start at ``index_base`` (0 or 1). With ``shape=(n_rows, n_cols)`` the matrix has that
+    shape: rows and columns without any cell are kept, ids beyond it are errors. Without it the
+    shape follows the authors' loader: #distinct row ids × #distinct column ids, which must be
+    contiguous. Duplicate pairs and negative counts are errors; stored zero counts (cstr) are
+    dropped.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from dptaucc.datasets.parsers import parse_triplets
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "counts.csv"
+    >>> _ = path.write_text("row,col,count\\n1,1,2\\n2,3,8.0\\n")
+    >>> parse_triplets(path, shape=(3, 4), index_base=1).toarray().tolist()
+    [[2, 0, 0, 0], [0, 0, 8, 0], [0, 0, 0, 0]]
     """
     path = Path(path)
+    if index_base not in (0, 1) or isinstance(index_base, bool):
+        raise ValueError(f"index_base must be 0 or 1 (the id of the first row and column), "
+                         f"got {index_base!r}")
+    if shape is not None:
+        shape = _check_shape(shape)
     usecols = _triplet_columns(path, _read_header(path))
     try:
         with warnings.catch_warnings():  # an empty body is reported below, not as a warning
             warnings.simplefilter("ignore", UserWarning)
             table = np.loadtxt(path, delimiter=",", skiprows=1, usecols=usecols,
-                               dtype=np.int64, ndmin=2)
+                               dtype=np.float64, ndmin=2)
     except ValueError as exc:
         raise ValueError(f"{path.name}: malformed triplet file ({exc})") from exc
     if table.shape[0] == 0:
         raise ValueError(f"{path.name}: no triplets after the header")
-    doc, word, count = table[:, 0], table[:, 1], table[:, 2]
+    doc = _whole_column(path, table[:, 0], "row ids") - index_base
+    word = _whole_column(path, table[:, 1], "column ids") - index_base
+    count = _whole_column(path, table[:, 2], "counts")
     if doc.min() < 0 or word.min() < 0:
-        raise ValueError(f"{path.name}: negative doc or word id")
+        raise ValueError(f"{path.name}: negative doc or word id (ids start at {index_base}"
+                         + ("; pass index_base=0 if yours start at 0)" if index_base else ")"))
     if count.min() < 0:
         raise ValueError(f"{path.name}: negative count {count.min()}")
-    n_rows, n_cols = _n_distinct(doc), _n_distinct(word)
-    if doc.max() >= n_rows or word.max() >= n_cols:
-        raise ValueError(
-            f"{path.name}: ids are not contiguous: max doc id {doc.max()} with {n_rows} distinct "
-            f"docs, max word id {word.max()} with {n_cols} distinct words (the authors' "
-            "loader indexes a #docs x #words matrix by id)"
-        )
+    if shape is not None:
+        n_rows, n_cols = shape
+        if doc.max() >= n_rows or word.max() >= n_cols:
+            raise ValueError(f"{path.name}: a cell lies outside shape={shape}: largest row id "
+                             f"{doc.max() + index_base}, largest column id "
+                             f"{word.max() + index_base} (ids start at {index_base})")
+    else:
+        n_rows, n_cols = _n_distinct(doc), _n_distinct(word)
+        if doc.max() >= n_rows or word.max() >= n_cols:
+            raise ValueError(
+                f"{path.name}: ids are not contiguous: max doc id {doc.max() + index_base} with "
+                f"{n_rows} distinct docs, max word id {word.max() + index_base} with {n_cols} "
+                f"distinct words. Ids start at {index_base}"
+                + ("" if index_base else " (pass index_base=1 if yours start at 1)")
+                + "; if some rows or columns have no cell, pass shape=(n_rows, n_cols)"
+            )
     X = sp.coo_matrix((count, (doc, word)), shape=(n_rows, n_cols), dtype=np.int64).tocsr()
     if X.nnz != count.size:  # tocsr summed some (doc, word) pairs
         raise ValueError(f"{path.name}: duplicate (doc, word) pairs")
@@ -112,7 +166,15 @@ def parse_labels(path: str | os.PathLike) -> np.ndarray:
 
 
 def relabel(labels: np.ndarray) -> np.ndarray:
-    """Map arbitrary integer labels to 0..k-1, keeping their sorted order (cstr: 1..4 -> 0..3)."""
+    """Map arbitrary integer labels to 0..k-1, keeping their sorted order (cstr: 1..4 -> 0..3).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dptaucc.datasets.parsers import relabel
+    >>> relabel(np.array([3, 1, 3, 4])).tolist()
+    [1, 0, 1, 2]
+    """
     _, inverse = np.unique(np.asarray(labels), return_inverse=True)
     return inverse.astype(np.int64).ravel()
 

@@ -97,7 +97,15 @@ KNOWN_DATASETS: tuple[str, ...] = (
 
 
 def get_entry(name: str) -> DatasetEntry:
-    """The registry entry of ``name``; ``ValueError`` listing the known names otherwise."""
+    """The registry entry of ``name``; ``ValueError`` listing the known names otherwise.
+
+    Examples
+    --------
+    >>> from dptaucc.datasets.registry import get_entry
+    >>> entry = get_entry('classic3')
+    >>> entry.n_rows, entry.n_cols, entry.n_classes
+    (3891, 4303, 3)
+    """
     if not isinstance(name, str) or name not in registry():
         raise ValueError(
             f"unknown dataset {name!r}; known datasets: {', '.join(KNOWN_DATASETS)}"

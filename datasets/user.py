@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,8 @@ MATRIX_FORMATS = {"npz": (".npz",), "mtx": (".mtx", ".mtx.gz"),
 
 def _existing_file(path: str | os.PathLike, what: str) -> Path:
     if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
-        raise TypeError(f"{what} must be a file path, got {path!r}")
+        got = repr(path) if isinstance(path, str) else type(path).__name__
+        raise TypeError(f"{what} must be a file path, got {got}")
     p = Path(path).expanduser()
     if not p.is_file():
         state = "is a directory" if p.is_dir() else "does not exist"
@@ -74,45 +76,48 @@ def _format_of(path: Path, fmt: str | None) -> str:
 
 
 def counts_matrix(X: Any, source: str) -> sp.csr_matrix:
-    """Check that ``X`` is a 2-D matrix of finite non-negative integer counts; CSR int64."""
-    if sp.issparse(X):
-        X = sp.csr_matrix(X)
-    else:
-        X = np.asarray(X)
-        if X.dtype.kind not in "biuf":
-            raise ValueError(f"{source}: counts must be numbers, got dtype {X.dtype}")
-        if X.ndim != 2:
-            raise ValueError(f"{source}: expected a 2-D matrix, got {X.ndim} dimension(s)")
-        X = sp.csr_matrix(X)
-    if X.shape[0] < 1 or X.shape[1] < 1:
-        raise ValueError(f"{source}: the matrix is empty (shape {X.shape})")
-    data = X.data
-    kind = data.dtype.kind
-    if kind not in "biuf":
-        raise ValueError(f"{source}: counts must be numbers, got dtype {data.dtype}")
-    if kind == "f":
-        if not np.all(np.isfinite(data)):
-            raise ValueError(f"{source}: the matrix holds NaN or infinite values")
-        fractional = data != np.floor(data)
-        if fractional.any():
-            raise ValueError(f"{source}: counts must be whole numbers, found "
-                             f"{int(fractional.sum())} fractional value(s), e.g. "
-                             f"{data[fractional][0]!r}")
-    if data.size and data.min() < 0:
-        raise ValueError(f"{source}: counts must be non-negative, found {int((data < 0).sum())} "
-                         f"negative value(s), e.g. {data[data < 0][0]!r}")
-    X = _canonical(X)
-    if X.nnz == 0:
-        raise ValueError(f"{source}: every count is zero")
-    return X
+    """``X`` checked as every estimator checks it (:func:`dptaucc.base.check_fit_input`: whole,
+    finite, non-negative counts in a 2-D matrix; an all-zero matrix is kept with an
+    ``AllZeroCountsWarning``), as CSR int64. Errors start with ``source``."""
+    from dptaucc.base import check_fit_input
+
+    try:
+        checked = check_fit_input(X, whole_counts=True,
+                                  outcome="results that do not depend on the data")
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"{source}: {exc}") from None
+    return _canonical(checked)
 
 
-def read_matrix(path: str | os.PathLike, format: str | None = None) -> sp.csr_matrix:
-    """Read a count matrix (``npz``, ``mtx`` or ``triplets``; by default from the file name)."""
+def read_matrix(path: str | os.PathLike, format: str | None = None, *,
+                shape: tuple[int, int] | None = None, index_base: int = 0) -> sp.csr_matrix:
+    """Read a count matrix (``npz``, ``mtx`` or ``triplets``; by default from the file name).
+
+    Triplet files: ``shape=(n_rows, n_cols)`` keeps rows and columns without any cell (without
+    it the matrix is #distinct row ids × #distinct column ids, with a warning: trailing empty
+    rows or columns cannot be seen); ids start at ``index_base`` (0 or 1). For the other
+    formats, a given ``shape`` must be the file's.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from dptaucc.datasets.user import read_matrix
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "counts.csv"
+    >>> _ = path.write_text("row,col,count\\n0,0,3\\n1,2,1\\n")
+    >>> read_matrix(path, shape=(3, 4)).shape
+    (3, 4)
+    """
     p = _existing_file(path, "matrix file")
     fmt = _format_of(p, format)
     if fmt == "triplets":
-        return counts_matrix(parse_triplets(p), str(p))
+        if shape is None:
+            warnings.warn(f"{p}: no shape= given, so the matrix is #distinct row ids x #distinct "
+                          "column ids; rows or columns without any cell after the last id are "
+                          "not seen: pass shape=(n_rows, n_cols) to keep them", UserWarning,
+                          stacklevel=2)
+        return counts_matrix(parse_triplets(p, shape=shape, index_base=index_base), str(p))
+    if index_base != 0:
+        raise ValueError(f"{p}: index_base is for triplet files; {fmt} files index from 0")
     try:
         if fmt == "npz":
             X = sp.load_npz(p)
@@ -124,6 +129,8 @@ def read_matrix(path: str | os.PathLike, format: str | None = None) -> sp.csr_ma
         hint = ("written by scipy.sparse.save_npz" if fmt == "npz"
                 else "a MatrixMarket file ('%%MatrixMarket' header)")
         raise ValueError(f"{p}: not a readable {fmt} matrix (expected {hint}): {exc}") from exc
+    if shape is not None and tuple(shape) != X.shape:
+        raise ValueError(f"{p}: the matrix has shape {X.shape}, not the shape={tuple(shape)} given")
     return counts_matrix(X, str(p))
 
 
@@ -156,19 +163,34 @@ def load_matrix(path: str | os.PathLike, labels: str | os.PathLike | None = None
                 col_labels: str | os.PathLike | None = None, format: str | None = None,
                 sha256: str | None = None, labels_sha256: str | None = None,
                 col_labels_sha256: str | None = None, name: str | None = None,
-                seed: int | None = None) -> Dataset:
-    """Your count matrix (and optional row/column class files) as a ``Dataset``.
+                seed: int | None = None, shape: tuple[int, int] | None = None,
+                index_base: int = 0) -> Dataset:
+    """Your count matrix file (and optional row/column class files) as a ``Dataset``.
 
     ``sha256`` / ``labels_sha256`` / ``col_labels_sha256``: if given, the file must have this
     SHA-256 (``ChecksumError`` otherwise). Without ``labels`` the row metrics are left empty
     (NaN) and the number of clusters must be given explicitly. With ``seed``, rows and
-    columns are permuted by that seed only (labels follow).
+    columns are permuted by that seed only (labels follow). ``shape`` and ``index_base``: see
+    :func:`read_matrix`. Data already in memory goes through :func:`as_dataset`.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from dptaucc.datasets import load_matrix
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "counts.npz"
+    >>> sp.save_npz(path, sp.csr_matrix(np.array([[1, 0], [2, 3]])))
+    >>> load_matrix(path).X.toarray().tolist()
+    [[1, 0], [2, 3]]
     """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"load_matrix reads a file, got a {type(path).__name__}: for counts "
+                        "in memory use dptaucc.datasets.as_dataset(X, row_labels)")
     if seed is not None:
         seed = _check_seed(seed)
     p = _existing_file(path, "matrix file")
     sources = {p.name: _check_sha256(p, sha256)}
-    X = read_matrix(p, format)
+    X = read_matrix(p, format, shape=shape, index_base=index_base)
     row = col = None
     if labels is not None:
         lp = _existing_file(labels, "labels file")
@@ -217,7 +239,15 @@ def load_callable(target: str, params: Mapping[str, Any] | None = None, *,
 
 def as_dataset(X: Any, row_labels: Any = None, col_labels: Any = None, *, name: str = "data",
                meta: Mapping[str, Any] | None = None) -> Dataset:
-    """Build a checked ``Dataset`` from in-memory counts (dense or scipy.sparse) and labels."""
+    """Build a checked ``Dataset`` from in-memory counts (dense or scipy.sparse) and labels.
+
+    Examples
+    --------
+    >>> from dptaucc.datasets import as_dataset
+    >>> ds = as_dataset([[1, 0, 2], [0, 3, 0]], row_labels=['a', 'b'], name='mine')
+    >>> ds.name, ds.X.shape, ds.row_labels.tolist(), ds.meta['n_classes']
+    ('mine', (2, 3), [0, 1], 2)
+    """
     Xc = counts_matrix(X, name)
     return _finish(Xc, _labels(row_labels, Xc.shape[0], name),
                    _labels(col_labels, Xc.shape[1], name, "column labels"), name, None,

@@ -1,32 +1,37 @@
-"""Small helpers shared by FastTauCC and DPTauCC (argument checks, bicluster indicators)."""
+"""Small helpers shared by FastTauCC and DPTauCC (bicluster indicators, forced diversity)."""
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
-__all__ = ["check_positive_int", "indicator_rows", "force_diversity"]
-
-
-def check_positive_int(value, name: str) -> int:
-    """An integer >= 1 (bools rejected)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1, got {value}")
-    return int(value)
+__all__ = ["indicator_rows", "force_diversity"]
 
 
 def indicator_rows(labels: np.ndarray, n_clusters: int) -> np.ndarray:
-    """Boolean (n_clusters, n) membership matrix, as BiclusterMixin's ``rows_``/``columns_``."""
+    """Boolean (n_clusters, n) membership matrix, as BiclusterMixin's ``rows_``/``columns_``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dptaucc._common import indicator_rows
+    >>> indicator_rows(np.array([0, 1, 0]), 2).tolist()
+    [[True, False, True], [False, True, False]]
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dptaucc._common import force_diversity
+    >>> labels, k = force_diversity(np.zeros(6, dtype=int), 2, 2, np.random.default_rng(0))
+    >>> k
+    2
+    """
     return np.arange(n_clusters)[:, None] == np.asarray(labels)[None, :]
 
 
 def force_diversity(
     labels: np.ndarray, n_choices: int, n_requested: int, rng: np.random.Generator,
 ) -> tuple[np.ndarray, int]:
-    """Relabel a DP assignment, with the reference's forced diversity (spec Q6).
+    """Relabel a DP assignment, with the reference's forced diversity (Q6, docs/modes.md).
 
     Post-processing of a DP output with fresh randomness (no data read): if every object got
     the same label, ``n_choices`` random objects (with replacement) get labels 0..n_choices−1;

@@ -39,23 +39,23 @@ reference's shift-to-100 softmax, whose overflow handling differs when ε·u/Δ 
 from __future__ import annotations
 
 import math
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, BiclusterMixin
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils._param_validation import Interval
 
-from dptaucc._common import check_positive_int, force_diversity, indicator_rows
+from dptaucc._common import force_diversity, indicator_rows
+from dptaucc.base import EPSILON, MODE, RANDOM_STATE, SECURE, CoClustererMixin, PrivateEstimator
 from dptaucc.init import blind_block_init
+from dptaucc.methods import MethodInfo
 from dptaucc.objective import (
     aggregate_columns,
     aggregate_rows,
     column_weights,
-    goodman_kruskal_tau,
     group_sum,
     relabel,
     row_weights,
-    tau_hat,
 )
 from dptaucc.privacy import (
     DP,
@@ -64,21 +64,25 @@ from dptaucc.privacy import (
     POST_PROCESSING,
     PUBLIC,
     PrivacyLedger,
-    ReleaseKindsMixin,
     Sampler,
-    check_epsilon,
     discrete_laplace_mechanism,
     exponential_mechanism,
     float_laplace_mechanism,
     linear_exponential_mechanism,
     linear_range_sensitivity,
-    make_sampler,
 )
-from dptaucc.validation import check_count_matrix, check_fraction, check_n_clusters
+from dptaucc.validation import check_n_clusters
 
-__all__ = ["DPTauCC", "MODES"]
+__all__ = ["DPTauCC"]
 
-MODES = ("corrected", "paper")
+#: this method's facts for the benchmark, figures and report (:mod:`dptaucc.methods`)
+METHOD = MethodInfo(
+    name="dp_taucc", estimator="dptaucc.DPTauCC",
+    label="DP-τCC", color="tab:blue", linestyle="-", family="co-clustering",
+    neighbours="one cell +1",
+    role="paper",
+    coclusters=True,
+)
 
 # Corrected mode: smallest sensitivity used. Raising Δ keeps it an upper bound (more privacy);
 # it stops floating-point round-off in the utilities (~1e-16 relative) from being amplified
@@ -154,7 +158,7 @@ def prototype_row_labels(
     return np.argmax(AC @ row_weights(table, guard=True).T, axis=1).astype(np.intp)
 
 
-class DPTauCC(ReleaseKindsMixin, BiclusterMixin, BaseEstimator):
+class DPTauCC(CoClustererMixin, PrivateEstimator):
     """ε-differentially private co-clustering by the de-normalised Goodman–Kruskal τ̂.
 
     Parameters
@@ -162,7 +166,8 @@ class DPTauCC(ReleaseKindsMixin, BiclusterMixin, BaseEstimator):
     n_row_clusters, n_col_clusters : int
         Initial K0, L0 (clusters that empty are removed, so the final counts can be smaller).
     epsilon : float
-        Total privacy budget ε (> 0; ``inf`` gives the noiseless argmax algorithm).
+        Total privacy budget ε (> 0; ``inf``, the noiseless argmax algorithm, in paper mode
+        only: corrected mode refuses it).
     n_iterations : int
         I, the number of (column, table, row, table) iterations.
     h : float in (0, 1)
@@ -196,7 +201,30 @@ class DPTauCC(ReleaseKindsMixin, BiclusterMixin, BaseEstimator):
 
     The kind of every fitted attribute (DP output, post-processing, public, non-private) is
     declared in ``release_kinds()``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dptaucc import DPTauCC
+    >>> X = np.kron(np.eye(2, dtype=int), np.full((5, 4), 6))   # two blocks of counts
+    >>> model = DPTauCC(2, 2, epsilon=30.0, random_state=0).fit(X)
+    >>> model.contingency_.dtype, model.epsilon_spent_, model.row_labels_private_
+    (dtype('int64'), 30.0, True)
+    >>> len(model.privacy_ledger_.entries)
+    16
     """
+
+    _parameter_constraints = {
+        "n_row_clusters": [Interval(Integral, 1, None, closed="left")],
+        "n_col_clusters": [Interval(Integral, 1, None, closed="left")],
+        "epsilon": EPSILON,
+        "n_iterations": [Interval(Integral, 1, None, closed="left")],
+        "h": [Interval(Real, 0, 1, closed="neither")],
+        "mode": MODE,
+        "random_state": RANDOM_STATE,
+        "secure": SECURE,
+    }
+    _whole_counts = True
 
     _release_kinds = {
         "row_labels_": DP, "dp_row_labels_": DP, "column_labels_": DP, "contingency_": DP,
@@ -225,21 +253,12 @@ class DPTauCC(ReleaseKindsMixin, BiclusterMixin, BaseEstimator):
     # ------------------------------------------------------------------ fit
     def fit(self, X, y=None):
         """Co-cluster the count matrix X (dense or scipy.sparse, whole non-negative counts)."""
-        if self.mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
-        if not isinstance(self.secure, (bool, np.bool_)):
-            raise TypeError(f"secure must be True or False, got {self.secure!r}")
-        if self.secure and self.mode == "paper":
-            raise ValueError("secure=True is for corrected mode; paper mode reproduces the "
-                             "authors' float noise")
-        epsilon = check_epsilon(self.epsilon)
-        n_iter = check_positive_int(self.n_iterations, "n_iterations")
-        h = check_fraction(self.h, "h")
-        X = check_count_matrix(X, integer=True)
+        X = self._check_fit(X)
+        epsilon, n_iter, h = float(self.epsilon), int(self.n_iterations), float(self.h)
         n, m = X.shape
         K0 = check_n_clusters(self.n_row_clusters, n, "n_row_clusters", "rows")
         L0 = check_n_clusters(self.n_col_clusters, m, "n_col_clusters", "columns")
-        sampler = make_sampler(self.random_state, bool(self.secure))
+        sampler = self._sampler()
         rng = sampler.rng  # data-independent draws and post-processing
         paper = self.mode == "paper"
 
@@ -287,17 +306,13 @@ class DPTauCC(ReleaseKindsMixin, BiclusterMixin, BaseEstimator):
                           table.shape[0], K0, f"iter{t}/row-assignment")
             table = table_of(group_sum(r, AC, K), f"iter{t}/table-after-rows")
 
-        self.privacy_ledger_ = ledger
-        self.epsilon_spent_ = ledger.epsilon_spent
-        self.delta_spent_ = ledger.delta_spent
-        self.contingency_ = table
+        self._set_ledger(ledger)
+        self._set_table(table)
         self.column_labels_ = c
         self.dp_row_labels_ = r
         self.n_col_clusters_ = L
         self.n_iter_ = n_iter
         self.n_features_in_ = m
-        self.tau_rc_, self.tau_cr_ = goodman_kruskal_tau(table)
-        self.tau_hat_rc_, self.tau_hat_cr_ = tau_hat(table)
         if paper:
             # Q7: seed drawn in the fit, so evaluation_row_labels(X_fit) == row_labels_.
             self._final_seed = int(rng.integers(2**63 - 1))
@@ -325,19 +340,8 @@ class DPTauCC(ReleaseKindsMixin, BiclusterMixin, BaseEstimator):
         returns ``row_labels_`` for the training matrix; in corrected mode it is the plain
         argmax of eq. (4.9) with the guarded weights. Never release its output as DP.
         """
-        check_is_fitted(self, "contingency_")
-        X = check_count_matrix(X, integer=False)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} columns, the model was fitted on "
-                             f"{self.n_features_in_}")
+        X = self._check_fitted_input(X, "contingency_")
         if self.mode == "paper":
             return paper_final_row_labels(X, self.column_labels_, self.contingency_,
                                           np.random.default_rng(self._final_seed))
         return prototype_row_labels(X, self.column_labels_, self.contingency_)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.input_tags.positive_only = True
-        tags.non_deterministic = bool(self.secure)
-        return tags

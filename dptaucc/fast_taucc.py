@@ -11,26 +11,37 @@ scatter-add; likewise Rᵀ P for the column passes. Zero marginals (0/0) count a
 
 from __future__ import annotations
 
-import numpy as np
-from sklearn.base import BaseEstimator, BiclusterMixin
-from sklearn.utils.validation import check_is_fitted
+from numbers import Integral
 
-from dptaucc._common import check_positive_int, indicator_rows
+import numpy as np
+from sklearn.utils._param_validation import Interval
+
+from dptaucc._common import indicator_rows
+from dptaucc.base import SEED, CoClustererMixin, SuiteEstimator
+from dptaucc.methods import MethodInfo
 from dptaucc.objective import (
     aggregate_columns,
     aggregate_rows,
     column_weights,
     contingency_table,
-    goodman_kruskal_tau,
     group_sum,
     relabel,
     row_weights,
-    tau_hat,
 )
-from dptaucc.privacy import NON_PRIVATE, PUBLIC, ReleaseKindsMixin
-from dptaucc.validation import check_count_matrix, check_n_clusters, make_generator
+from dptaucc.privacy import NON_PRIVATE, PUBLIC
+from dptaucc.validation import check_n_clusters, make_generator
 
 __all__ = ["FastTauCC"]
+
+#: this method's facts for the benchmark, figures and report (:mod:`dptaucc.methods`)
+METHOD = MethodInfo(
+    name="fast_taucc", estimator="dptaucc.FastTauCC",
+    label="Fast-τCC", color="black", linestyle="--", family="co-clustering",
+    neighbours="none (not private)",
+    modes=(),
+    role="reference",
+    coclusters=True,
+)
 
 
 def _move(profiles: np.ndarray, labels: np.ndarray, n_clusters: int, weights_fn, max_passes: int):
@@ -62,7 +73,7 @@ def _col_w_t(table_t):
     return column_weights(table_t.T, guard=True).T
 
 
-class FastTauCC(ReleaseKindsMixin, BiclusterMixin, BaseEstimator):
+class FastTauCC(CoClustererMixin, SuiteEstimator):
     """Non-private Fast-τCC co-clustering (Battaglia, Peiretti & Pensa 2024).
 
     Parameters
@@ -87,7 +98,25 @@ class FastTauCC(ReleaseKindsMixin, BiclusterMixin, BaseEstimator):
     tau_hat_rc_, tau_hat_cr_ : de-normalised τ̂ (eq. 3.2) of T,
     n_iter_ : total number of inner passes (the reference's ``_actual_n_iterations``),
     n_outer_iter_, converged_, row_labels_private_ (False), n_features_in_.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dptaucc import FastTauCC
+    >>> X = np.kron(np.eye(2, dtype=int), np.full((5, 4), 6))
+    >>> model = FastTauCC(3, 3, random_state=0).fit(X)  # start above K, L: it merges
+    >>> model.n_row_clusters_, model.n_col_clusters_, round(model.tau_rc_, 3)
+    (2, 2, 1.0)
     """
+
+    _parameter_constraints = {
+        "n_row_clusters": [Interval(Integral, 1, None, closed="left")],
+        "n_col_clusters": [Interval(Integral, 1, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "max_iter_per_mode": [Interval(Integral, 1, None, closed="left")],
+        "random_state": SEED,
+    }
+    _all_zero_outcome = "its random initial partitions and an all-zero table"
 
     # non-private: everything it learns is read from the data
     _release_kinds = {
@@ -108,9 +137,8 @@ class FastTauCC(ReleaseKindsMixin, BiclusterMixin, BaseEstimator):
 
     def fit(self, X, y=None):
         """Co-cluster X (dense or scipy.sparse, non-negative, fractional values allowed)."""
-        max_iter = check_positive_int(self.max_iter, "max_iter")
-        max_passes = check_positive_int(self.max_iter_per_mode, "max_iter_per_mode")
-        X = check_count_matrix(X, integer=False)
+        X = self._check_fit(X)
+        max_iter, max_passes = int(self.max_iter), int(self.max_iter_per_mode)
         n, m = X.shape
         K = check_n_clusters(self.n_row_clusters, n, "n_row_clusters", "rows")
         L = check_n_clusters(self.n_col_clusters, m, "n_col_clusters", "columns")
@@ -139,9 +167,7 @@ class FastTauCC(ReleaseKindsMixin, BiclusterMixin, BaseEstimator):
         self.row_labels_private_ = False
         self.n_row_clusters_ = K
         self.n_col_clusters_ = L
-        self.contingency_ = table
-        self.tau_rc_, self.tau_cr_ = goodman_kruskal_tau(table)
-        self.tau_hat_rc_, self.tau_hat_cr_ = tau_hat(table)
+        self._set_table(table)
         self.rows_ = indicator_rows(r, K)
         self.columns_ = indicator_rows(c, L)
         self.n_iter_ = n_passes
@@ -157,15 +183,8 @@ class FastTauCC(ReleaseKindsMixin, BiclusterMixin, BaseEstimator):
         this returns a copy of ``row_labels_``; X must be the fitted matrix's shape. It exists
         so the experiment engine treats every method alike.
         """
-        check_is_fitted(self, "row_labels_")
-        X = check_count_matrix(X, integer=False)
+        X = self._check_fitted_input(X, "row_labels_")
         if X.shape != (self.row_labels_.size, self.n_features_in_):
             raise ValueError(f"X has shape {X.shape}, the model was fitted on "
                              f"{(self.row_labels_.size, self.n_features_in_)}")
         return self.row_labels_.copy()
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.input_tags.positive_only = True
-        return tags

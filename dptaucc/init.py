@@ -78,6 +78,14 @@ def blind_block_init(
     cells (``rng.choice`` takes ~0.13 s for 752k flips on reviews; this takes ~6 ms).
     Rows and columns are then permuted (rows of S0 and x, and y), as DP-τCC does with its own
     generator after CreateMatrix.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dptaucc.init import blind_block_init
+    >>> init = blind_block_init(6, 4, 2, 2, np.random.default_rng(0))
+    >>> init.S0.shape, init.row_labels.shape
+    ((6, 2), (6,))
     """
     x = np.repeat(np.arange(K, dtype=np.intp), block_sizes(n, K))
     y = np.repeat(np.arange(L, dtype=np.intp), block_sizes(m, L))

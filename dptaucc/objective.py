@@ -72,7 +72,22 @@ def _one_hot(labels: np.ndarray, n_labels: int) -> np.ndarray:
 
 
 def aggregate_columns(X: sp.csr_matrix, col_labels: np.ndarray, n_col_clusters: int) -> np.ndarray:
-    """``A C`` (n×L): row profiles summed over column clusters, one pass over the non-zeros."""
+    """``A C`` (n×L): row profiles summed over column clusters, one pass over the non-zeros.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from dptaucc.objective import aggregate_columns
+    >>> aggregate_columns(sp.csr_matrix(np.array([[1, 2, 3]])), np.array([0, 1, 0]), 2).tolist()
+    [[4.0, 2.0]]
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from dptaucc.objective import aggregate_rows
+    >>> aggregate_rows(sp.csr_matrix(np.array([[1, 2], [3, 4]])), np.array([0, 0]), 1).tolist()
+    [[4.0, 6.0]]
+    """
     dense = _full_array(X, n_col_clusters)
     if dense is not None:  # (Cᵀ Aᵀ)ᵀ: BLAS streams A once
         return np.ascontiguousarray((_one_hot(col_labels, n_col_clusters) @ dense.T).T)
@@ -88,7 +103,15 @@ def aggregate_rows(X: sp.csr_matrix, row_labels: np.ndarray, n_row_clusters: int
 
 
 def group_sum(labels: np.ndarray, values: np.ndarray, n_groups: int) -> np.ndarray:
-    """Sum the rows of ``values`` (n×L) by ``labels`` -> n_groups×L (``Rᵀ V``), O(nL)."""
+    """Sum the rows of ``values`` (n×L) by ``labels`` -> n_groups×L (``Rᵀ V``), O(nL).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dptaucc.objective import group_sum
+    >>> group_sum(np.array([0, 1, 0]), np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]), 2).tolist()
+    [[6.0, 8.0], [3.0, 4.0]]
+    """
     return sum_rows_by_label(values, labels, n_groups)
 
 
@@ -96,7 +119,23 @@ def contingency_table(
     X: sp.csr_matrix, row_labels: np.ndarray, col_labels: np.ndarray,
     n_row_clusters: int, n_col_clusters: int,
 ) -> np.ndarray:
-    """``T = Rᵀ A C`` (K×L), t_kl = Σ_{i∈R_k, j∈C_l} a_ij: one pass over the non-zeros."""
+    """``T = Rᵀ A C`` (K×L), t_kl = Σ_{i∈R_k, j∈C_l} a_ij: one pass over the non-zeros.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from dptaucc.objective import contingency_table
+    >>> X = sp.csr_matrix(np.array([[2, 0], [1, 3], [0, 4]]))
+    >>> contingency_table(X, np.array([0, 0, 1]), np.array([0, 1]), 2, 2).tolist()
+    [[3.0, 3.0], [0.0, 4.0]]
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dptaucc.objective import tau_hat
+    >>> [round(t, 4) for t in tau_hat(np.array([[5.0, 0.0], [0.0, 5.0]]))]
+    [0.5, 0.5]
+    """
     return group_sum(row_labels, aggregate_columns(X, col_labels, n_col_clusters),
                      n_row_clusters)
 
@@ -111,6 +150,15 @@ def tau_hat(T: np.ndarray) -> tuple[float, float]:
     """De-normalised τ̂_{R|C} and τ̂_{C|R} of a table, eq. (3.2).
 
     Terms of an all-zero row/column are 0 (0/0 := 0); an all-zero table gives (0, 0).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dptaucc.objective import goodman_kruskal_tau
+    >>> goodman_kruskal_tau(np.array([[5.0, 0.0], [0.0, 5.0]]))
+    (1.0, 1.0)
+    >>> goodman_kruskal_tau(np.ones((2, 2)))
+    (0.0, 0.0)
     """
     T = np.asarray(T, dtype=float)
     total = T.sum()
@@ -165,7 +213,16 @@ def _guarded(marginal: np.ndarray, guard: bool) -> np.ndarray:
 
 
 def row_weights(T: np.ndarray, guard: bool = True) -> np.ndarray:
-    """β_kl = t_kl/t_·l − t_k·/t (K×L), so that σ(a_i, t_k) = Σ_l (A C)_il β_kl (eq. 4.9)."""
+    """β_kl = t_kl/t_·l − t_k·/t (K×L), so that σ(a_i, t_k) = Σ_l (A C)_il β_kl (eq. 4.9).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dptaucc.objective import relabel
+    >>> labels, k = relabel(np.array([4, 4, 1, 7]))
+    >>> labels.tolist(), k
+    ([1, 1, 0, 2], 3)
+    """
     T = np.asarray(T, dtype=float)
     t_k, t_l, t = T.sum(axis=1), T.sum(axis=0), T.sum()
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -11,8 +11,8 @@ from sklearn.utils.validation import check_array
 from dptaucc.kernels import value_summary
 
 __all__ = [
-    "CountMatrixTagsMixin", "DENSE_MIN_DENSITY", "check_count_matrix", "check_fraction",
-    "check_n_clusters", "dense_counts", "make_generator",
+    "DENSE_MIN_DENSITY", "check_count_matrix", "check_n_clusters", "dense_counts",
+    "make_generator",
 ]
 
 
@@ -21,6 +21,12 @@ def make_generator(random_state) -> np.random.Generator:
 
     Accepts None, an int, a ``SeedSequence``, a ``Generator`` (used as is) or a legacy
     ``RandomState`` (a seed is drawn from it, so sklearn-style callers stay deterministic).
+
+    Examples
+    --------
+    >>> from dptaucc.validation import make_generator
+    >>> int(make_generator(0).integers(10)) == int(make_generator(0).integers(10))
+    True
     """
     if isinstance(random_state, np.random.Generator):
         return random_state
@@ -40,10 +46,29 @@ def check_count_matrix(X, *, integer: bool = True, name: str = "X") -> sp.csr_ma
     data, NaN/inf, non-numeric object entries -> ``TypeError``). Then the count checks, each a
     ``ValueError`` naming the problem: negative entries ("Negative values in data passed to X")
     and fractional counts (``integer=True``). A matrix of all zeros is a valid count matrix: a
-    DP estimator must accept it (refusing it would itself reveal that every count is zero).
+    DP estimator must accept it (refusing it would itself reveal that every count is zero);
+    :func:`dptaucc.base.check_fit_input` adds a warning saying what the fit gives.
 
     Cost: a canonical CSR float64 input is returned as is (one pass over its values to check
     them); other CSR input costs one conversion of its values, sharing the index arrays.
+
+    Examples
+    --------
+    >>> from dptaucc.validation import check_count_matrix
+    >>> check_count_matrix([[1, 0], [0, 2]]).toarray().tolist()
+    [[1.0, 0.0], [0.0, 2.0]]
+    >>> check_count_matrix([[1, -1]])
+    Traceback (most recent call last):
+    ...
+    ValueError: Negative values in data passed to X: counts must be >= 0
+
+    Examples
+    --------
+    >>> from dptaucc.validation import check_count_matrix, dense_counts
+    >>> dense_counts(check_count_matrix([[1, 2], [3, 0]])).tolist()
+    [[1.0, 2.0], [3.0, 0.0]]
+    >>> dense_counts(check_count_matrix([[1, 0], [0, 0]])) is None
+    True
     """
     if X is None:
         raise TypeError(f"{name} must be a 2-D array or sparse matrix, got None")
@@ -105,7 +130,18 @@ def dense_counts(X: sp.csr_matrix, min_density: float = DENSE_MIN_DENSITY) -> np
 
 def _as_canonical_csr(X) -> sp.csr_matrix:
     """CSR float64 with sorted, summed indices; the input's arrays are reused when they can be
-    (never modified)."""
+    (never modified).
+
+    Examples
+    --------
+    >>> from dptaucc.validation import check_n_clusters
+    >>> check_n_clusters(3, 10, "n_clusters", "rows")
+    3
+    >>> check_n_clusters(11, 10, "n_clusters", "rows")
+    Traceback (most recent call last):
+    ...
+    ValueError: n_clusters=11 is larger than the number of rows (n_samples=10)
+    """
     if X.format != "csr":
         X = sp.csr_matrix(X)  # a conversion: a new matrix
     elif not isinstance(X, sp.csr_matrix):
@@ -130,28 +166,3 @@ def check_n_clusters(value, upper: int, name: str, axis: str) -> int:
         count = f"{size}={upper}" if size else str(upper)  # sklearn's n_samples/n_features words
         raise ValueError(f"{name}={value} is larger than the number of {axis} ({count})")
     return value
-
-
-def check_fraction(value, name: str) -> float:
-    """A real number strictly between 0 and 1."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a number in (0, 1), got {type(value).__name__}")
-    value = float(value)
-    if not 0.0 < value < 1.0:
-        raise ValueError(f"{name} must lie in (0, 1), got {value}")
-    return value
-
-
-class CountMatrixTagsMixin:
-    """scikit-learn tags of a seeded estimator on non-negative (sparse) counts.
-
-    Put it before ``BaseEstimator`` in the bases. ``non_deterministic`` is true only when no
-    ``random_state`` is set (a seeded fit is reproducible).
-    """
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.positive_only = True
-        tags.input_tags.sparse = True
-        tags.non_deterministic = self.random_state is None
-        return tags

@@ -59,10 +59,12 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.base import ClusterMixin
 from sklearn.cluster import KMeans
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from dptaucc.base import EPSILON, MODE, RANDOM_STATE, SECURE, PrivateEstimator
+from dptaucc.methods import MethodInfo
 from dptaucc.privacy import (
     DP,
     LEDGER_ATTRIBUTES,
@@ -70,30 +72,29 @@ from dptaucc.privacy import (
     POST_PROCESSING,
     PUBLIC,
     PrivacyLedger,
-    ReleaseKindsMixin,
-    check_epsilon,
-    make_sampler,
 )
-from dptaucc.validation import CountMatrixTagsMixin, check_count_matrix, check_n_clusters
+from dptaucc.validation import check_count_matrix, check_n_clusters
 
-from ..dpm.estimator import (
-    EPSILON_CONSTRAINT,
-    RANDOM_STATE_CONSTRAINT,
-    check_fitted_rows,
-    nearest_centre,
-)
+from ..dpm.estimator import nearest_centre
 from ..dpm.gaussian import colored_gaussian_mechanism, colored_gaussian_noise
 from ..dpm.gaussian import gamma as gamma_of
 from ..dpm.neighbours import charge_cell_level_conversion, row_level_budget
 from ..dpm.rows import TRANSFORMS, make_embedding
 from .solver import DenseDeviations, SparseDeviations, min_trace_diag, min_trace_full
 
-__all__ = ["ColoredNoiseKMeans", "NOISES", "VARIANTS", "MODES", "public_domain_variances",
+__all__ = ["ColoredNoiseKMeans", "NOISES", "VARIANTS", "public_domain_variances",
            "release_cluster_blocks", "DOMAIN_RADIUS"]
+
+#: this method's facts for the benchmark, figures and report (:mod:`dptaucc.methods`)
+METHOD = MethodInfo(
+    name="colored_noise", estimator="dptaucc.baselines.colored_noise.ColoredNoiseKMeans",
+    label="Colored noise", color="tab:brown", linestyle="-", family="k-means",
+    neighbours="one cell (one row added/removed, group privacy)",
+    uses_delta=True,
+)
 
 NOISES = ("white", "diag", "full")
 VARIANTS = ("hardened", "local")
-MODES = ("corrected", "paper")
 MAX_FULL_DIM = 200  # the full-covariance solver is O(p³) per iteration
 #: public L2 bound of an embedded row (unit ball after the per-record transform)
 DOMAIN_RADIUS = 1.0
@@ -136,7 +137,7 @@ def release_cluster_blocks(sums: np.ndarray, counts: np.ndarray, epsilon: float,
     return noisy[:, :p], noisy[:, p], var, g
 
 
-class ColoredNoiseKMeans(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, BaseEstimator):
+class ColoredNoiseKMeans(ClusterMixin, PrivateEstimator):
     """k-means centroids released with optimised-covariance Gaussian noise (Ravi et al.).
 
     Parameters
@@ -175,24 +176,34 @@ class ColoredNoiseKMeans(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, 
         :meth:`predict` (not private) for the paper's nearest-centre protocol.
     partition_private_, n_row_clusters_, embedding_, neighbouring_, n_features_in_,
     privacy_ledger_, epsilon_spent_, delta_spent_.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dptaucc.baselines.colored_noise import ColoredNoiseKMeans
+    >>> X = np.kron(np.eye(2, dtype=int), np.full((20, 3), 4))
+    >>> model = ColoredNoiseKMeans(2, epsilon=1.0, random_state=0).fit(X)
+    >>> model.cluster_centers_.shape[0], model.epsilon_spent_
+    (2, 1.0)
     """
 
     _parameter_constraints = {
         "n_clusters": [Interval(Integral, 1, None, closed="left")],
-        "epsilon": EPSILON_CONSTRAINT,
+        "epsilon": EPSILON,
         "delta": [Interval(Real, 0, 1, closed="neither")],
         "noise": [StrOptions(set(NOISES))],
         "variant": [StrOptions(set(VARIANTS))],
-        "mode": [StrOptions(set(MODES))],
+        "mode": MODE,
         "row_transform": [StrOptions(set(TRANSFORMS))],
         "n_components": [None, StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
         "n_iter": [Interval(Integral, 1, None, closed="left")],
         "n_init": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, 1, closed="neither")],
         "max_solver_iter": [Interval(Integral, 1, None, closed="left")],
-        "random_state": RANDOM_STATE_CONSTRAINT,
-        "secure": ["boolean"],
+        "random_state": RANDOM_STATE,
+        "secure": SECURE,
     }
+    _all_zero_outcome = "centres from noise alone (every release is still charged)"
 
     _release_kinds = {
         "cluster_centers_": POST_PROCESSING, "cluster_sums_": DP, "cluster_counts_": DP,
@@ -234,15 +245,18 @@ class ColoredNoiseKMeans(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, 
         return kinds
 
     # ------------------------------------------------------------------ checks
-    def _check_params(self, n: int, d: int):
-        """Checks that need the data shape or combine parameters."""
+    def _check_parameters(self) -> None:
+        super()._check_parameters()
         if self.variant == "local" and self.mode == "corrected":
             raise ValueError("variant='local' is the paper's formulation and is not DP (its "
                              "partition and noise covariance read the raw rows); "
                              "mode='corrected' promises end-to-end DP: use variant='hardened', "
                              "or mode='paper' to run the paper's variant")
+
+    def _check_params(self, n: int, d: int):
+        """Checks that need the data shape."""
         k = check_n_clusters(self.n_clusters, n, "n_clusters", "rows")
-        eps = check_epsilon(self.epsilon)
+        eps = float(self.epsilon)
         p = self.n_components
         if p == "auto":
             if self.variant == "hardened":
@@ -257,14 +271,13 @@ class ColoredNoiseKMeans(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, 
     # --------------------------------------------------------------------- fit
     def fit(self, X, y=None):
         """Cluster the rows of a non-negative count matrix and release noisy centroids."""
-        self._validate_params()
-        X = check_count_matrix(X, integer=False)
+        X = self._check_fit(X)
         n, d = X.shape
         k, eps, delta, p = self._check_params(n, d)
         for stale in ("kmeans_labels_", "cluster_sums_", "cluster_counts_"):  # variant-specific
             self.__dict__.pop(stale, None)
         corrected = self.mode == "corrected"
-        sampler = make_sampler(self.random_state, self.secure)
+        sampler = self._sampler()
         ledger = PrivacyLedger(budget_epsilon=eps, budget_delta=delta, strict=corrected)
         eps_r, delta_r = row_level_budget(eps, delta) if corrected else (eps, delta)
         calibration = "analytic" if corrected else "pdp"
@@ -289,9 +302,7 @@ class ColoredNoiseKMeans(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, 
         self.n_row_clusters_ = int(centres.shape[0])
         self.neighbouring_ = ("one cell (group privacy over add/remove one row)" if corrected
                               else "add/remove one row (paper); cell level costs 2x")
-        self.privacy_ledger_ = ledger
-        self.epsilon_spent_ = ledger.epsilon_spent
-        self.delta_spent_ = ledger.delta_spent
+        self._set_ledger(ledger)
         self.row_labels_private_ = False
         return self
 
@@ -386,7 +397,7 @@ class ColoredNoiseKMeans(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, 
     # ------------------------------------------------------- reads the data
     def predict(self, X) -> np.ndarray:
         """NOT PRIVATE: each row of X → its nearest released centroid (reads the rows of X)."""
-        X = check_fitted_rows(self, X)
+        X = self._check_fitted_input(X, "cluster_centers_")
         return nearest_centre(self.embedding_.apply(X), self.cluster_centers_)
 
     def fit_predict(self, X, y=None) -> np.ndarray:

@@ -71,10 +71,12 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClusterMixin
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.base import ClusterMixin
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
+from dptaucc.base import EPSILON, MODE, RANDOM_STATE, SECURE, PrivateEstimator
+from dptaucc.methods import MethodInfo
 from dptaucc.privacy import (
     DP,
     LEDGER_ATTRIBUTES,
@@ -82,16 +84,22 @@ from dptaucc.privacy import (
     POST_PROCESSING,
     PUBLIC,
     PrivacyLedger,
-    ReleaseKindsMixin,
     Sampler,
-    make_sampler,
 )
 from dptaucc.validation import check_count_matrix, check_n_clusters, dense_counts
 
 from . import octave
 from .mechanisms import MechanismServer
 
-__all__ = ["DPHD", "DEFAULT_MAX_VALUE", "DENSE_MIN_DENSITY", "MODES"]
+__all__ = ["DPHD", "DEFAULT_MAX_VALUE", "DENSE_MIN_DENSITY"]
+
+#: this method's facts for the benchmark, figures and report (:mod:`dptaucc.methods`)
+METHOD = MethodInfo(
+    name="dphd", estimator="dptaucc.baselines.dphd.DPHD",
+    label="DPHD", color="tab:green", linestyle="-", family="k-means",
+    neighbours="one row replaced",
+    role="paper",
+)
 
 #: Public cap on one count used by ``mode="corrected"`` when ``max_value`` is None (counts
 #: above it are clipped). A data-independent constant, so it costs no privacy.
@@ -104,7 +112,6 @@ DEFAULT_MAX_VALUE = 10.0
 #: even copied).
 DENSE_MIN_DENSITY = 0.5
 
-MODES = ("corrected", "paper")
 
 
 def _rows_of(X: sp.csr_matrix) -> sp.csr_matrix | np.ndarray:
@@ -169,7 +176,7 @@ def octave_matrix(X: sp.csr_matrix | np.ndarray) -> np.ndarray | sp.csc_matrix:
     return X.T.tocsc()
 
 
-class DPHD(ReleaseKindsMixin, ClusterMixin, BaseEstimator):
+class DPHD(ClusterMixin, PrivateEstimator):
     """Differentially private k-means in high dimensions (Balcan et al. 2017), run in Octave.
 
     Parameters
@@ -204,17 +211,24 @@ class DPHD(ReleaseKindsMixin, ClusterMixin, BaseEstimator):
     dropped), ``row_labels_private_`` (False), ``n_row_clusters_``, ``assignment_centers_``
     (the centres those labels were assigned to), ``loss_`` and ``round_losses_`` (k-means
     losses). In corrected mode the labels of rows come from :meth:`predict` (not private).
+
+    Examples
+    --------
+    >>> from dptaucc.baselines.dphd import DPHD
+    >>> model = DPHD(n_clusters=3, epsilon=1.0, random_state=0)   # fit(X) runs in GNU Octave
+    >>> model.get_params()["n_rounds"], model.mode
+    (4, 'corrected')
     """
 
     _parameter_constraints: dict = {
         "n_clusters": [Interval(Integral, 1, None, closed="left")],
-        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "epsilon": EPSILON,
         "n_rounds": [Interval(Integral, 1, None, closed="left")],
-        "mode": [StrOptions(set(MODES))],
+        "mode": MODE,
         "max_value": [None, Interval(Real, 0, None, closed="neither")],
         "row_l1_bound": [None, Interval(Real, 0, None, closed="neither")],
-        "random_state": ["random_state", np.random.Generator, np.random.SeedSequence, Sampler],
-        "secure": ["boolean"],
+        "random_state": RANDOM_STATE,
+        "secure": SECURE,
         "timeout": [None, Interval(Real, 0, None, closed="neither")],
     }
 
@@ -248,13 +262,16 @@ class DPHD(ReleaseKindsMixin, ClusterMixin, BaseEstimator):
         self.timeout = timeout
 
     # -- validation -------------------------------------------------------------------------
-    def _check_params(self, n: int) -> int:
-        """Checks scikit-learn's constraints cannot express (the data's shape, combinations)."""
+    _whole_counts = True
+    _all_zero_outcome = "centres from noise alone (every release is still charged)"
+
+    def _check_parameters(self) -> None:
+        super()._check_parameters()
         if self.mode == "paper" and self.row_l1_bound is not None:
             raise ValueError("row_l1_bound is a corrected-mode bound; leave it None in paper mode")
-        if self.secure and self.mode == "paper":
-            raise ValueError("secure=True is for corrected mode; paper mode reproduces the "
-                             "authors' Octave noise")
+
+    def _check_params(self, n: int) -> int:
+        """Checks scikit-learn's constraints cannot express (the data's shape, combinations)."""
         if n < 3:
             raise ValueError(f"DPHD needs at least 3 rows (its grid has ln(n) - 1 levels), "
                              f"got n_samples={n}")
@@ -263,13 +280,12 @@ class DPHD(ReleaseKindsMixin, ClusterMixin, BaseEstimator):
     # -- fit --------------------------------------------------------------------------------
     def fit(self, X, y=None) -> DPHD:
         """Run DPHD on the rows of the non-negative count matrix ``X`` (dense or sparse)."""
-        self._validate_params()
-        X = check_count_matrix(X)
+        X = self._check_fit(X)
         n, d = X.shape
         k = self._check_params(n)
         paper = self.mode == "paper"
         rows = _rows_of(X)
-        sampler = make_sampler(self.random_state, bool(self.secure))
+        sampler = self._sampler()
 
         if self.max_value is None and paper:
             max_value = float(X.max())
@@ -305,9 +321,7 @@ class DPHD(ReleaseKindsMixin, ClusterMixin, BaseEstimator):
         self.max_value_ = max_value
         self.row_l1_bound_ = row_l1_bound
         self.n_features_in_ = d
-        self.privacy_ledger_ = ledger
-        self.epsilon_spent_ = ledger.epsilon_spent
-        self.delta_spent_ = ledger.delta_spent
+        self._set_ledger(ledger)
         return self
 
     def _run(self, key, build, params, sampler: Sampler) -> tuple[dict, PrivacyLedger]:
@@ -358,13 +372,6 @@ class DPHD(ReleaseKindsMixin, ClusterMixin, BaseEstimator):
             else:
                 ledger.charge(str(step), str(mech), float(eps), 0.0, float(sens), str(comp),
                               str(note))
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.input_tags.positive_only = True
-        tags.non_deterministic = bool(self.secure)
-        return tags
 
     # -- labels of rows you hold (read those rows: not private) ---------------------------------
     def _rows(self, X) -> sp.csr_matrix | np.ndarray:

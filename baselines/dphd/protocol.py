@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import numbers
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import numpy as np
 import scipy.sparse as sp
@@ -151,11 +151,3 @@ class _Reader:
             return sp.csc_matrix((data, indices, indptr), shape=(rows, cols))
         raise ProtocolError(f"unknown value tag {tag!r} (the channel is out of step)")
 
-
-def as_text_list(value) -> list[str]:
-    """An Octave cell of strings (decoded as a list) or a single string, as a list of str."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, Sequence):
-        return [str(v) for v in value]
-    raise ProtocolError(f"expected text, got {type(value).__name__}")

@@ -56,10 +56,11 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.base import ClusterMixin
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted
 
+from dptaucc.base import EPSILON, MODE, RANDOM_STATE, SECURE, PrivateEstimator
+from dptaucc.methods import MethodInfo
 from dptaucc.privacy import (
     DP,
     LEDGER_ATTRIBUTES,
@@ -67,36 +68,23 @@ from dptaucc.privacy import (
     POST_PROCESSING,
     PUBLIC,
     PrivacyLedger,
-    ReleaseKindsMixin,
-    Sampler,
-    check_epsilon,
-    make_sampler,
 )
-from dptaucc.validation import CountMatrixTagsMixin, check_count_matrix
 
 from .core import DEFAULT_FRACTIONS, SCALE, dpm_release
 from .neighbours import charge_cell_level_conversion, row_level_budget
 from .rows import TRANSFORMS, RowEmbedding, make_embedding
 
-__all__ = ["DPM", "MODES", "nearest_centre", "check_fitted_rows", "RANDOM_STATE_CONSTRAINT",
-           "EPSILON_CONSTRAINT"]
+__all__ = ["DPM", "nearest_centre"]
 
-MODES = ("corrected", "paper")
+#: this method's facts for the benchmark, figures and report (:mod:`dptaucc.methods`)
+METHOD = MethodInfo(
+    name="dpm", estimator="dptaucc.baselines.dpm.DPM",
+    label="DPM", color="tab:purple", linestyle="-", family="recursive separation",
+    neighbours="one cell (one row added/removed, group privacy)",
+    uses_delta=True,
+)
+
 MAX_DENSE = 50_000_000
-#: what ``random_state`` may be: None, a seed, a numpy Generator or a privacy Sampler
-RANDOM_STATE_CONSTRAINT = ["random_state", np.random.Generator, np.random.SeedSequence, Sampler]
-#: ε > 0, ∞ allowed (no noise)
-EPSILON_CONSTRAINT = [Interval(Real, 0, math.inf, closed="right")]
-
-
-def check_fitted_rows(estimator, X) -> sp.csr_matrix:
-    """X validated as counts with the number of columns ``estimator`` was fitted on."""
-    check_is_fitted(estimator, "cluster_centers_")
-    X = check_count_matrix(X, integer=False)
-    if X.shape[1] != estimator.n_features_in_:
-        raise ValueError(f"X has {X.shape[1]} features, but {type(estimator).__name__} is "
-                         f"expecting {estimator.n_features_in_} features as input")
-    return X
 
 
 def nearest_centre(Y, centres: np.ndarray) -> np.ndarray:
@@ -105,7 +93,7 @@ def nearest_centre(Y, centres: np.ndarray) -> np.ndarray:
     return np.argmin((centres * centres).sum(axis=1)[None, :] - 2.0 * cross, axis=1)
 
 
-class DPM(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, BaseEstimator):
+class DPM(ClusterMixin, PrivateEstimator):
     """Differentially private clustering by recursive separation (Liebenow et al., CCS'24).
 
     Parameters
@@ -133,12 +121,21 @@ class DPM(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, BaseEstimator):
     row_labels_private_ : False — DPM releases no labels of the training rows; use
         :meth:`predict` (not private) for the paper's nearest-centre protocol.
     privacy_ledger_, epsilon_spent_, delta_spent_, neighbouring_, n_features_in_.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dptaucc.baselines.dpm import DPM
+    >>> X = np.kron(np.eye(2, dtype=int), np.full((20, 3), 4))
+    >>> model = DPM(epsilon=1.0, max_depth=2, n_components=None, random_state=0).fit(X)
+    >>> model.predict(X).shape, model.epsilon_spent_ <= 1.0
+    ((40,), True)
     """
 
     _parameter_constraints = {
-        "epsilon": EPSILON_CONSTRAINT,
+        "epsilon": EPSILON,
         "delta": [None, Interval(Real, 0, 1, closed="neither")],
-        "mode": [StrOptions(set(MODES))],
+        "mode": MODE,
         "row_transform": [StrOptions(set(TRANSFORMS))],
         "n_components": [None, Interval(Integral, 1, None, closed="left")],
         "coord_clip": [Interval(Real, 0, None, closed="neither")],
@@ -148,9 +145,10 @@ class DPM(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, BaseEstimator):
         "q": [Interval(Real, 0, 0.5, closed="neither")],
         "w_c": [Interval(Real, 0, None, closed="left")],
         "w_e": [Interval(Real, 0, None, closed="left")],
-        "random_state": RANDOM_STATE_CONSTRAINT,
-        "secure": ["boolean"],
+        "random_state": RANDOM_STATE,
+        "secure": SECURE,
     }
+    _all_zero_outcome = "a tree and centres from noise alone (every release is still charged)"
 
     _release_kinds = {
         "leaf_sums_": DP, "leaf_counts_": DP, "split_tree_": DP,
@@ -194,7 +192,7 @@ class DPM(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, BaseEstimator):
     # ------------------------------------------------------------------ checks
     def _check_params(self, n: int) -> tuple[float, float, np.ndarray]:
         """Checks that need the data shape or more than one parameter."""
-        eps = check_epsilon(self.epsilon)
+        eps = float(self.epsilon)
         if n < 2:
             raise ValueError(f"DPM needs at least 2 rows, got n_samples = {n}")
         delta = 1.0 / (n * math.sqrt(n)) if self.delta is None else float(self.delta)
@@ -228,12 +226,11 @@ class DPM(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, BaseEstimator):
     # --------------------------------------------------------------------- fit
     def fit(self, X, y=None):
         """Run DPM on the rows of a non-negative count matrix ``X`` (dense or sparse)."""
-        self._validate_params()
-        X = check_count_matrix(X, integer=False)
+        X = self._check_fit(X)
         n, d = X.shape
         eps, delta, (f_int, f_cnt, f_exp, f_avg) = self._check_params(n)
         corrected = self.mode == "corrected"
-        sampler = make_sampler(self.random_state, self.secure)
+        sampler = self._sampler()
         ledger = PrivacyLedger(budget_epsilon=eps, budget_delta=delta, strict=corrected)
         eps_r, delta_r = row_level_budget(eps, delta) if corrected else (eps, delta)
 
@@ -264,16 +261,14 @@ class DPM(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, BaseEstimator):
         self.n_row_clusters_ = int(rel.centres.shape[0])
         self.neighbouring_ = ("one cell (group privacy over add/remove one row)" if corrected
                               else "add/remove one row (paper); cell level costs 2x")
-        self.privacy_ledger_ = ledger
-        self.epsilon_spent_ = ledger.epsilon_spent
-        self.delta_spent_ = ledger.delta_spent
+        self._set_ledger(ledger)
         self.row_labels_private_ = False
         return self
 
     # ------------------------------------------------------- reads the data
     def predict(self, X) -> np.ndarray:
         """NOT PRIVATE: each row of X → its nearest released centre (reads the rows of X)."""
-        X = check_fitted_rows(self, X)
+        X = self._check_fitted_input(X, "cluster_centers_")
         return nearest_centre(self._embed(X, self.embedding_), self.cluster_centers_)
 
     def fit_predict(self, X, y=None) -> np.ndarray:

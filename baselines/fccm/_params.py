@@ -10,11 +10,9 @@ import scipy.sparse as sp
 from dptaucc.validation import check_n_clusters
 
 __all__ = ["check_lambda", "default_lambdas", "normalize_rows", "check_co_clusters",
-           "check_positive_int", "NORMALIZATIONS", "RANDOM_STATE_CONSTRAINT"]
+           "check_positive_int", "NORMALIZATIONS"]
 
 NORMALIZATIONS = (None, "l1")
-#: what ``random_state`` may be (scikit-learn parameter constraint): None, a seed, a Generator
-RANDOM_STATE_CONSTRAINT = ["random_state", np.random.Generator, np.random.SeedSequence]
 
 #: default λ_u = LAMBDA_U_PER_ITEM / m and λ_w = LAMBDA_W_PER_OBJECT · n / m, tuned on
 #: L1-row-normalised CLUTO text (cstr). They depend on the matrix shape only.

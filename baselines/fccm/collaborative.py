@@ -24,11 +24,12 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import xlogy
-from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from dptaucc.base import SuiteEstimator
+from dptaucc.methods import MethodInfo
 from dptaucc.privacy import PrivacyLedger
-from dptaucc.validation import check_count_matrix, make_generator
+from dptaucc.validation import make_generator
 
 from ._params import (
     LAMBDA_U_PER_ITEM,
@@ -46,13 +47,22 @@ from .sites import Site, split_columns
 
 __all__ = ["CollaborativeFCCM", "SMC_NOTE", "ANALYST"]
 
+#: this method's facts for the benchmark, figures and report (:mod:`dptaucc.methods`)
+METHOD = MethodInfo(
+    name="fccm", estimator="dptaucc.baselines.fccm.CollaborativeFCCM",
+    label="Collab. FCCM", color="tab:gray", linestyle="--", family="fuzzy co-clustering",
+    neighbours="none (secure computation, not DP)",
+    modes=(),
+    coclusters=True,
+)
+
 SMC_NOTE = ("secure multi-party computation; memberships broadcast in the clear; "
             "no differential privacy")
 ANALYST = "analyst"
 OBJECTIVE_FRACTIONAL_BITS = 24
 
 
-class CollaborativeFCCM(FCCMFittedMixin, BaseEstimator):
+class CollaborativeFCCM(FCCMFittedMixin, SuiteEstimator):
     """Collaborative FCCM over ``n_sites`` simulated sites with the masked secure sum.
 
     Parameters
@@ -74,6 +84,15 @@ class CollaborativeFCCM(FCCMFittedMixin, BaseEstimator):
     Fitted, beyond the whole-data FCCM's attributes: ``message_log_`` (:class:`MessageLog`),
     ``site_columns_`` (column indices of each site), ``lambda_u_``, ``lambda_w_`` (per site).
     ``column_labels_`` are per-site argmax typicalities put back in the original column order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dptaucc.baselines.fccm import CollaborativeFCCM
+    >>> X = np.kron(np.eye(2, dtype=int), np.full((5, 6), 3))
+    >>> model = CollaborativeFCCM(2, n_sites=3, random_state=0).fit(X)
+    >>> model.memberships_.shape, model.epsilon_spent_
+    ((10, 2), inf)
     """
 
     _parameter_constraints = {
@@ -116,8 +135,7 @@ class CollaborativeFCCM(FCCMFittedMixin, BaseEstimator):
         return np.asarray(lams)
 
     def fit(self, X, y=None) -> CollaborativeFCCM:
-        self._validate_params()
-        X = check_count_matrix(X, integer=False)
+        X = self._check_fit(X)
         n, m = X.shape
         C = check_co_clusters(self.n_row_clusters, self.n_col_clusters, n, m)
         check_normalize(self.normalize)

@@ -13,22 +13,20 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, BiclusterMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from dptaucc.objective import contingency_table, goodman_kruskal_tau, tau_hat
+from dptaucc.base import SEED, CoClustererMixin, SuiteEstimator
+from dptaucc.objective import contingency_table
 from dptaucc.privacy import (
     LEDGER_ATTRIBUTES,
     NON_PRIVATE,
     PUBLIC,
     PrivacyLedger,
-    ReleaseKindsMixin,
 )
 from dptaucc.validation import check_count_matrix, make_generator
 
 from ._params import (
-    RANDOM_STATE_CONSTRAINT,
     check_co_clusters,
     check_lambda,
     check_normalize,
@@ -62,16 +60,18 @@ FCCM_PARAMETER_CONSTRAINTS = {
     "n_init": [Interval(Integral, 1, None, closed="left")],
     "max_iter": [Interval(Integral, 1, None, closed="left")],
     "tol": [Interval(Real, 0, None, closed="neither")],
-    "random_state": RANDOM_STATE_CONSTRAINT,
+    "random_state": SEED,
 }
 
 
-class FCCMFittedMixin(ReleaseKindsMixin, BiclusterMixin):
+class FCCMFittedMixin(CoClustererMixin):
     """Fitted attributes and evaluation shared by the whole-data and collaborative FCCM.
 
     FCCM is not differentially private: every attribute computed from the data is declared
     non-private; shapes, parameters and the data-independent column split are public.
     """
+
+    _all_zero_outcome = "its random initial memberships and an all-zero table"
 
     _release_kinds = {
         **dict.fromkeys(
@@ -100,9 +100,7 @@ class FCCMFittedMixin(ReleaseKindsMixin, BiclusterMixin):
         self.columns_ = self.column_labels_[None, :] == np.arange(C)[:, None]
         if contingency is None:
             contingency = contingency_table(X, self.row_labels_, self.column_labels_, C, C)
-        self.contingency_ = contingency
-        self.tau_rc_, self.tau_cr_ = goodman_kruskal_tau(contingency)
-        self.tau_hat_rc_, self.tau_hat_cr_ = tau_hat(contingency)
+        self._set_table(contingency)
         self.objective_ = res.objective
         self.n_iter_ = res.n_iter
         self.converged_ = res.converged
@@ -132,14 +130,8 @@ class FCCMFittedMixin(ReleaseKindsMixin, BiclusterMixin):
         R = normalize_rows(X, self.normalize)
         return np.argmax(object_aggregates(R, self.typicalities_), axis=0).astype(np.intp)
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.input_tags.positive_only = True
-        return tags
 
-
-class FCCM(FCCMFittedMixin, BaseEstimator):
+class FCCM(FCCMFittedMixin, SuiteEstimator):
     """Fuzzy co-clustering for categorical multivariate data (whole data, non-private).
 
     Parameters
@@ -159,6 +151,15 @@ class FCCM(FCCMFittedMixin, BaseEstimator):
     Goodman–Kruskal τ),
     ``tau_hat_rc_``, ``tau_hat_cr_`` (τ̂ of eq. 3.2), ``objective_``,
     ``privacy_ledger_``, ``epsilon_spent_`` (= inf), ``delta_spent_``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dptaucc.baselines.fccm import FCCM
+    >>> X = np.kron(np.eye(2, dtype=int), np.full((5, 4), 3))
+    >>> model = FCCM(2, random_state=0).fit(X)
+    >>> sorted(np.bincount(model.row_labels_).tolist()), model.epsilon_spent_
+    ([5, 5], inf)
     """
 
     _parameter_constraints = FCCM_PARAMETER_CONSTRAINTS
@@ -178,8 +179,7 @@ class FCCM(FCCMFittedMixin, BaseEstimator):
         self.random_state = random_state
 
     def fit(self, X, y=None) -> FCCM:
-        self._validate_params()
-        X = check_count_matrix(X, integer=False)
+        X = self._check_fit(X)
         n, m = X.shape
         C = check_co_clusters(self.n_row_clusters, self.n_col_clusters, n, m)
         check_normalize(self.normalize)

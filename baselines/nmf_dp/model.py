@@ -45,24 +45,21 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
+from sklearn.base import ClusterMixin, TransformerMixin
 from sklearn.preprocessing import normalize
-from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils._param_validation import Interval
 
+from dptaucc.base import EPSILON, MODE, RANDOM_STATE, SECURE, PrivateEstimator
+from dptaucc.methods import MethodInfo
 from dptaucc.privacy import (
     LEDGER_ATTRIBUTES,
     NON_PRIVATE,
     POST_PROCESSING,
     PUBLIC,
     PrivacyLedger,
-    ReleaseKindsMixin,
     Sampler,
-    make_sampler,
 )
 from dptaucc.validation import (
-    CountMatrixTagsMixin,
-    check_count_matrix,
     check_n_clusters,
     dense_counts,
 )
@@ -84,9 +81,18 @@ from .updates import (
     w_steps,
 )
 
-__all__ = ["DPNMF", "MODES", "LOCAL_H_STEPS", "TRANSFORM_STEPS", "topic_scores"]
+__all__ = ["DPNMF", "LOCAL_H_STEPS", "TRANSFORM_STEPS", "topic_scores"]
 
-MODES = ("corrected", "paper")
+#: this method's facts for the benchmark, figures and report (:mod:`dptaucc.methods`)
+METHOD = MethodInfo(
+    name="dpnmf", estimator="dptaucc.baselines.nmf_dp.DPNMF",
+    label="DPNMF", color="tab:red", linestyle="-", family="NMF",
+    neighbours="one row (document) replaced",
+    role="paper",
+    uses_delta=True,
+    max_epsilon=1.0,
+)
+
 ALPHA_W, ALPHA_H = 1e-4, 20.0          # the authors' step sizes (paper mode)
 ETA_H, ETA_W = 1e-3, 1e-4              # early-stop tolerances
 MAX_H, MAX_W = 50, 200                 # loop caps: the reference runs cap + 1 steps (51, 201)
@@ -104,8 +110,7 @@ def topic_scores(documents: sp.csr_matrix | np.ndarray, W: np.ndarray) -> np.nda
     return np.asarray(documents @ W).T
 
 
-class DPNMF(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, TransformerMixin,
-            BaseEstimator):
+class DPNMF(ClusterMixin, TransformerMixin, PrivateEstimator):
     """Differentially private NMF clustering of documents (rows of X); see the module
     docstring for what each mode guarantees.
 
@@ -136,17 +141,28 @@ class DPNMF(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, TransformerMi
     Paper mode only (NON-PRIVATE): ``coefficients_`` (H, K×n), ``loss_`` (½‖V − WH‖²/N at the
     start of each epoch), ``row_labels_``/``labels_`` (the authors' training labels),
     ``row_labels_private_`` (False), ``n_row_clusters_``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dptaucc.baselines.nmf_dp import DPNMF
+    >>> X = np.kron(np.eye(2, dtype=int), np.full((10, 3), 4))
+    >>> model = DPNMF(n_clusters=2, epsilon=1.0, random_state=0).fit(X)
+    >>> model.components_.shape, model.epsilon_spent_
+    ((2, 6), 1.0)
     """
 
     _parameter_constraints = {
         "n_clusters": [Interval(Integral, 1, None, closed="left")],
-        "epsilon": [Interval(Real, 0, None, closed="right")],  # (0, ∞]
+        "epsilon": EPSILON,
         "delta": [Interval(Real, 0, 1, closed="neither")],
         "n_epochs": [Interval(Integral, 1, None, closed="left")],
-        "mode": [StrOptions(set(MODES))],
-        "random_state": ["random_state", np.random.Generator, Sampler],
-        "secure": ["boolean"],
+        "mode": MODE,
+        "random_state": RANDOM_STATE,
+        "secure": SECURE,
     }
+    _all_zero_outcome = "topics from noise alone (every release is still charged)"
+
 
     _release_kinds = {
         "components_": POST_PROCESSING, "n_w_steps_": POST_PROCESSING,
@@ -181,15 +197,11 @@ class DPNMF(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, TransformerMi
 
     def fit(self, X, y=None) -> DPNMF:
         """Fit on non-negative counts X (n documents × m words, dense or sparse)."""
-        self._validate_params()
-        if self.secure and self.mode == "paper":
-            raise ValueError("secure=True is for corrected mode; paper mode reproduces the "
-                             "authors' seeded runs")
-        X = check_count_matrix(X, integer=False)
+        X = self._check_fit(X)
         n, m = X.shape
         k = check_n_clusters(self.n_clusters, n, "n_clusters", "rows")
         check_n_clusters(k, m, "n_clusters", "columns")
-        sampler = make_sampler(self.random_state, self.secure)
+        sampler = self._sampler()
         Vt = self._documents(X)                           # n × m, sparse stays sparse
         # V (m × n): the dense array's transpose is a view; CSR is converted
         V = Vt.T if isinstance(Vt, np.ndarray) else sp.csr_matrix(Vt.T)
@@ -269,19 +281,9 @@ class DPNMF(ReleaseKindsMixin, CountMatrixTagsMixin, ClusterMixin, TransformerMi
         self.row_labels_private_ = False
         self.n_row_clusters_ = int(self.row_labels_.max()) + 1
 
-    def _set_ledger(self, ledger: PrivacyLedger) -> None:
-        self.privacy_ledger_ = ledger
-        self.epsilon_spent_ = ledger.epsilon_spent
-        self.delta_spent_ = ledger.delta_spent
-
     # ------------------------------------------------------------ data the user holds
     def _check_X(self, X) -> sp.csr_matrix:
-        check_is_fitted(self, "components_")
-        X = check_count_matrix(X, integer=False)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but DPNMF is expecting "
-                             f"{self.n_features_in_} features as input")
-        return X
+        return self._check_fitted_input(X, "components_")
 
     def transform(self, X) -> np.ndarray:
         """NOT PRIVATE (reads X): each document's coefficients for the fitted topics, n×K.

@@ -12,7 +12,7 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
-from dptaucc.bench.configs import CONFIG_MODULE
+from dptaucc.bench.configs import CONFIG_MODULE, UnknownChoiceError, check_choices
 from dptaucc.bench.cores_launcher import register
 from dptaucc.bench.hydra_sweep import task
 
@@ -25,6 +25,11 @@ def main(cfg: DictConfig) -> None:
 
 
 def cli() -> int:
+    try:
+        check_choices(sys.argv[1:])
+    except UnknownChoiceError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     try:
         main()
     except KeyboardInterrupt:

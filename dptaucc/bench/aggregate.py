@@ -9,18 +9,18 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-#: display names and a fixed colour per algorithm (figures and report)
-LABELS = {
-    "dp_taucc": "DP-τCC", "fast_taucc": "Fast-τCC", "dp_kmeans": "DP-KMeans", "dphd": "DPHD",
-    "dpnmf": "DPNMF", "dpm": "DPM", "colored_noise": "Colored noise", "fccm": "Collab. FCCM",
-}
-COLORS = {
-    "dp_taucc": "tab:blue", "fast_taucc": "black", "dp_kmeans": "tab:orange", "dphd": "tab:green",
-    "dpnmf": "tab:red", "dpm": "tab:purple", "colored_noise": "tab:brown", "fccm": "tab:gray",
-}
-PAPER_METHODS = ("dp_taucc", "dp_kmeans", "dphd", "dpnmf")
-EXTRA_METHODS = ("dpm", "colored_noise", "fccm")
-NON_PRIVATE = ("fast_taucc", "fccm")
+from dptaucc.methods import methods
+
+_METHODS = methods()
+#: display name and colour of each built-in algorithm (figures and report)
+LABELS = {m.name: m.label for m in _METHODS}
+COLORS = {m.name: m.color for m in _METHODS}
+#: the neighbouring relation of each built-in algorithm, in short
+NEIGHBOURS = {m.name: m.neighbours for m in _METHODS}
+#: the private methods of the paper's Fig. 2, and the benchmark's other methods
+PAPER_METHODS = tuple(m.name for m in _METHODS if m.role == "paper")
+EXTRA_METHODS = tuple(m.name for m in _METHODS if m.role == "extra")
+NON_PRIVATE = tuple(m.name for m in _METHODS if not m.private)
 
 
 def ok(df: pd.DataFrame) -> pd.DataFrame:
@@ -44,4 +44,5 @@ def pooled(df: pd.DataFrame, metric: str) -> tuple[float, float, int]:
 
 
 def label(alg: str) -> str:
+    """Display name of an algorithm (a user's own algorithm keeps its config name)."""
     return LABELS.get(alg, alg)

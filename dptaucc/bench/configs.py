@@ -36,6 +36,46 @@ def config_dir() -> Path:
     return Path(str(resources.files(CONFIG_MODULE)))
 
 
+class UnknownChoiceError(ValueError):
+    """A command line names a dataset, algorithm or experiment that has no config."""
+
+
+def group_options(group: str, user_dirs: Iterable[str | os.PathLike] = ()) -> list[str]:
+    """The configs of a group (``algorithm``, ``dataset``, ``experiment``): the packaged ones,
+    those of ``$DPTAUCC_CONFIG_PATH`` and those of ``user_dirs``."""
+    dirs = [config_dir(), *map(Path, user_dirs)]
+    env = os.environ.get("DPTAUCC_CONFIG_PATH")
+    if env and not env.startswith("pkg://"):
+        dirs.append(Path(env.removeprefix("file://")))
+    return sorted({p.stem for d in dirs for p in (d / group).glob("*.yaml")})
+
+
+def check_choices(argv: Iterable[str]) -> None:
+    """Refuse, in one message, a command-line choice of a config group that does not exist.
+
+    ``argv`` holds Hydra overrides (``algorithm=dp_taucc``, ``dataset=cstr,classic3`` in a
+    sweep) and flags (``--config-dir DIR``/``-cd DIR`` add a user's configs). Choices with
+    Hydra's sweep functions or globs, and every choice when the command line sets
+    ``hydra.searchpath``, are left to Hydra.
+    """
+    argv = list(argv)
+    if any(a.lstrip("+~").startswith("hydra.searchpath") for a in argv):
+        return
+    user_dirs = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in ("--config-dir", "-cd")]
+    user_dirs += [a.partition("=")[2] for a in argv if a.startswith("--config-dir=")]
+    for override in argv:
+        key, sep, value = override.lstrip("+").partition("=")
+        if not sep or key not in ("algorithm", "dataset", "experiment") or "(" in value \
+                or "*" in value:
+            continue
+        options = group_options(key, user_dirs)
+        for choice in (c.strip() for c in value.split(",")):
+            if choice and choice != "null" and choice not in options:
+                raise UnknownChoiceError(f"unknown {key} {choice!r}: choose one of "
+                                         f"{', '.join(options)} (or add your own config, see "
+                                         "docs/extending.md)")
+
+
 def to_plain(cfg: Any) -> Any:
     """Resolve an OmegaConf node into plain Python (dict/list/scalars); no ListConfig leaks out."""
     if isinstance(cfg, (DictConfig, ListConfig)):
@@ -269,7 +309,8 @@ def set_dotted(cfg: dict, key: str, value: Any) -> None:
 
 
 def in_protocol(job: Mapping) -> bool:
-    """Does the experiment protocol run this algorithm at this ε? (DPNMF: ε < 1 only, §1.2)."""
+    """Does the experiment protocol run this algorithm at this ε? (DPNMF: ε < 1 only, as the
+    authors' Fig. 2 script runs it)."""
     cap = job["algorithm"].get("max_epsilon")
     if cap is None or not job["algorithm"].get("private", True):
         return True

@@ -26,7 +26,15 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from dptaucc.bench.configs import EXPERIMENTS, Composer, distinct_jobs, expand_experiment, run_id
+from dptaucc.bench.configs import (
+    EXPERIMENTS,
+    Composer,
+    UnknownChoiceError,
+    check_choices,
+    distinct_jobs,
+    expand_experiment,
+    run_id,
+)
 from dptaucc.bench.lock import StoreLock, StoreLockedError
 from dptaucc.bench.outcomes import Outcome, count, failure_summary, from_record
 from dptaucc.bench.provenance import utc_now
@@ -324,10 +332,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             ap.error(f"--sweep expects KEY=VALUES, got {item!r}")
         sweep[key] = value
     try:
+        check_choices([f"experiment={','.join(exps)}", *args.sweep])
         summary = reproduce(args.scale, args.jobs, exps, args.results_dir, not args.no_retry,
                             args.dry_run, not args.no_outputs, sweep or None,
                             args.executor, options_from_args(args))
-    except (ConfigError, ScaleError, StoreLockedError) as exc:
+    except (ConfigError, ScaleError, StoreLockedError, UnknownChoiceError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

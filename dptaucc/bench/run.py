@@ -6,7 +6,6 @@ all that ``python -m dptaucc.bench`` and the reproduce driver hand it.
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import json
 import math
@@ -14,7 +13,6 @@ import time
 import traceback
 import warnings
 from collections.abc import Mapping
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -25,16 +23,15 @@ from dptaucc.bench.configs import (
     estimator_kwargs,
     in_protocol,
     job_identity,
-    resolve_sentinels,
     run_id,
     to_plain,
 )
 from dptaucc.bench.contention import OtherLoad
+from dptaucc.bench.job_data import class_counts, load_dataset, resolve_params
 from dptaucc.bench.memory import PeakRSS
 from dptaucc.bench.metrics import nmi_ari
 from dptaucc.bench.store import RunStore
 from dptaucc.bench.validate import import_target, validate_job
-from dptaucc.validation import check_count_matrix
 
 #: the record columns (identity, privacy, data, metrics, status, provenance), in table order;
 #: p_* parameter columns follow
@@ -54,81 +51,7 @@ COLUMNS = [
 NAN = float("nan")
 
 
-# ---------------------------------------------------------------- datasets (cached per process)
-#: dataset loaders a config may name (``dataset.loader``)
-LOADERS = ("cluto", "biclusters", "matrix", "callable")
-
-
-@lru_cache(maxsize=3)
-def _load(loader: str, name: str, seed: int, params_json: str, cache_dir: str | None,
-          mirror: str | None, allow_unverified: bool):
-    """The dataset with its matrix validated once, as canonical CSR float64, so that the many
-    fits of a worker on it do not each convert and copy it."""
-    dataset = _read(loader, name, seed, params_json, cache_dir, mirror, allow_unverified)
-    return dataclasses.replace(dataset, X=check_count_matrix(dataset.X, integer=False))
-
-
-def _read(loader: str, name: str, seed: int, params_json: str, cache_dir: str | None,
-          mirror: str | None, allow_unverified: bool):
-    params = json.loads(params_json)
-    if loader == "cluto":
-        from dptaucc import datasets
-
-        return datasets.load(name, seed=seed, cache_dir=cache_dir, mirror=mirror,
-                             allow_unverified=allow_unverified, progress=False)
-    if loader == "biclusters":
-        from dptaucc.datasets.synthetic import make_paper_biclusters
-
-        n_cols = params.pop("n_cols")
-        return make_paper_biclusters(n_cols, seed=seed, **params)
-    if loader == "matrix":
-        from dptaucc.datasets import load_matrix
-
-        return load_matrix(name=name, seed=seed, **params)
-    if loader == "callable":
-        from dptaucc.datasets import load_callable
-
-        return load_callable(params["target"], params["params"], name=name, seed=seed)
-    raise ValueError(f"unknown dataset loader {loader!r} (expected one of {', '.join(LOADERS)})")
-
-
-def load_dataset(job: Mapping):
-    """The job's Dataset, permuted by its seed; cached per process (3 most recent)."""
-    ds = job["dataset"]
-    params = dict(ds.get("params") or {})
-    if ds["loader"] == "biclusters":
-        params["n_cols"] = int(ds["n_cols"])
-    if ds["loader"] == "callable":
-        params = {"target": ds.get("target"), "params": params}
-    paths = job.get("paths") or {}
-    dataset = _load(ds["loader"], ds["name"], int(job["seed"]),
-                    json.dumps(params, sort_keys=True), paths.get("data_dir"),
-                    paths.get("mirror"), bool(ds.get("allow_unverified")))
-    if dataset.row_labels is None:
-        sentinels = [k for k, v in (job["algorithm"].get("params") or {}).items()
-                     if v in ("classes", "col_classes")]
-        if sentinels:
-            raise ValueError(
-                f"dataset {ds['name']!r} has no labels, so algorithm parameter(s) "
-                f"{', '.join(sentinels)} cannot be set from its number of classes: give them "
-                "explicitly (e.g. algorithm.params.n_row_clusters=5) or add a labels file")
-    return dataset
-
-
 # ---------------------------------------------------------------- estimator
-def class_counts(dataset) -> tuple[int, int]:
-    """Row and column class counts of a loaded dataset (what ``classes`` / ``col_classes``
-    stand for); without column labels the column count is the row count."""
-    n_classes = int(dataset.meta.get("n_classes", len(np.unique(dataset.row_labels))))
-    col = dataset.col_labels
-    return n_classes, (n_classes if col is None else len(np.unique(col)))
-
-
-def resolve_params(params: Mapping, dataset) -> dict:
-    """Replace the sentinels ``classes`` / ``col_classes`` by the dataset's class counts."""
-    return resolve_sentinels(params, *class_counts(dataset))
-
-
 def build_estimator(job: Mapping, dataset):
     """Instantiate the algorithm with plain-Python arguments (no ListConfig reaches sklearn)."""
     cls = import_target(job["algorithm"]["target"])

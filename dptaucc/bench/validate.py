@@ -27,9 +27,9 @@ from sklearn.utils._param_validation import (
     validate_parameter_constraints,
 )
 
+from dptaucc.base import MODES, SuiteEstimator
 from dptaucc.bench.configs import estimator_kwargs, in_protocol
-
-MODES = ("paper", "corrected")
+from dptaucc.bench.job_data import LOADERS
 
 #: sklearn-style constraints of parameters several estimators share; used for an estimator
 #: that declares no ``_parameter_constraints`` of its own
@@ -114,8 +114,6 @@ def dataset_shape(ds: Mapping) -> DataShape:
     synthetic generator's parameters (biclusters); for a user's own data (``matrix`` files,
     a ``callable``) the files exist / the function imports, the shape stays unknown.
     ConfigError for an unknown dataset."""
-    from dptaucc.bench.run import LOADERS
-
     loader = ds.get("loader")
     if loader not in LOADERS:
         raise ConfigError(f"dataset.loader must be one of {', '.join(LOADERS)}, got {loader!r}")
@@ -205,13 +203,18 @@ def check_estimator_params(cls: type, kwargs: Mapping, algorithm: str) -> None:
     except TypeError as exc:
         raise ConfigError(f"algorithm {algorithm!r}: {exc}") from exc
     try:
-        if getattr(type(est), "_parameter_constraints", None) and hasattr(est, "_validate_params"):
+        if isinstance(est, SuiteEstimator):  # the suite's own checks, before any data
+            est._validate_params()
+            est._refuse_booleans()
+            est._check_parameters()
+        elif getattr(type(est), "_parameter_constraints", None) and hasattr(est,
+                                                                           "_validate_params"):
             est._validate_params()
         else:
             given = {k: v for k, v in kwargs.items() if k in GENERIC_CONSTRAINTS}
             validate_parameter_constraints(
                 {k: GENERIC_CONSTRAINTS[k] for k in given}, given, caller_name=cls.__name__)
-    except InvalidParameterError as exc:
+    except (InvalidParameterError, TypeError, ValueError) as exc:
         raise ConfigError(f"algorithm {algorithm!r}: {exc}") from exc
 
 

@@ -17,6 +17,7 @@ from dptaucc.audit.events import released_cell
 from dptaucc.audit.experiment import AuditJob, algorithm_config, load_config, plan
 from dptaucc.audit.methods import CATALOGUE, _dpm_leaf_sizes, method_audit, method_audits
 from dptaucc.audit.pairs import all_zero_row
+from dptaucc.privacy.checks import ScaledSampler
 
 ALGORITHMS = ("dp_taucc", "fast_taucc", "dp_kmeans", "dphd", "dpnmf", "dpm", "colored_noise",
               "fccm")
@@ -62,21 +63,25 @@ def test_events_run_without_errors_on_the_suite(name, mode):
 
 @pytest.mark.parametrize("mode", ["paper", "corrected"])
 def test_dp_taucc_cell_hypotheses_match_a_noiseless_fit(mode):
-    """At ε = ∞ the released table is exact: the located cell equals D's value, D' adds one."""
+    """Without noise (every scale times 0, as ε = ∞ gives; corrected mode refuses ε = ∞
+    itself) the released table is exact: the located cell equals D's value, D' adds one."""
     p = all_zero_row()
     for seed in range(3):
-        m = DPTauCC(2, 2, epsilon=math.inf, mode=mode, random_state=seed).fit(p.D)
+        # paper mode's float noise comes from the generator itself: ε = ∞ there
+        m = (DPTauCC(2, 2, epsilon=math.inf, mode=mode, random_state=seed) if mode == "paper"
+             else DPTauCC(2, 2, random_state=ScaledSampler(seed, factor=0.0))).fit(p.D)
         y, x_d, x_dp = released_cell(m, p)
         assert y == x_d and x_dp == x_d + 1
 
 
 def test_dpm_tree_replay_matches_noiseless_leaf_counts():
-    """At ε = ∞ DPM's leaf counts are the true leaf sizes, which the replay must reproduce."""
+    """Without noise DPM's leaf counts are the true leaf sizes, which the replay must
+    reproduce."""
     p = all_zero_row(n_per_cluster=20)
     for seed in range(4):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            m = DPM(epsilon=math.inf, random_state=seed).fit(p.D)
+            m = DPM(random_state=ScaledSampler(seed, factor=0.0)).fit(p.D)
         sizes = _dpm_leaf_sizes(m, p.D)
         assert np.array_equal([s for s, _ in sizes], m.leaf_counts_)
         assert sum(s for s, _ in sizes) == p.D.shape[0]

@@ -305,10 +305,13 @@ def test_ledger_totals_are_cell_level_budget(data):
     assert m.predict(X).max() < m.n_row_clusters_
 
 
-def test_infinite_epsilon_is_noise_free(data):
+def test_infinite_epsilon_is_noise_free_in_paper_mode(data):
     X, y = data
-    m = DPM(epsilon=math.inf, max_depth=2, n_components=None, random_state=0).fit(X)
-    assert math.isinf(m.epsilon_spent_) and m.delta_spent_ == 0.0
+    with pytest.raises(ValueError, match="epsilon=inf"):  # corrected mode promises ε-DP
+        DPM(epsilon=math.inf).fit(X)
+    m = DPM(epsilon=math.inf, mode="paper", max_depth=2, n_components=None,
+            random_state=0).fit(X)
+    assert math.isinf(m.epsilon_spent_)
     assert nmi(y, m.predict(X)) > 0.95
 
 

@@ -189,8 +189,10 @@ def test_transform_gives_each_documents_coefficients():
         T = m.transform(X)
         assert T.shape == (300, 3) and T.min() >= 0
         assert np.linalg.norm(T, axis=1).max() <= 1 + 1e-12
-        np.testing.assert_array_equal(m.transform(sp.csr_matrix(X)), T)
-        np.testing.assert_array_equal(m.transform(X[:7]), T[:7])  # one document at a time
+        # the same numbers up to BLAS round-off (dense and sparse products, or fewer rows,
+        # may sum in another order on another machine)
+        np.testing.assert_allclose(m.transform(sp.csr_matrix(X)), T, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(m.transform(X[:7]), T[:7], rtol=0, atol=1e-12)  # one by one
     # corrected: documents of one topic load on one topic
     m = DPNMF(3, 50.0, random_state=1).fit(X)
     assert nmi(y, m.transform(X).argmax(axis=1)) > 0.9
@@ -232,11 +234,13 @@ def test_all_zero_matrix_is_accepted(mode):
         [e.step for e in m.privacy_ledger_.entries]
 
 
-def test_infinite_epsilon_is_the_noiseless_algorithm():
+def test_infinite_epsilon_is_the_noiseless_algorithm_in_paper_mode():
     X, y = topics()
-    m = DPNMF(3, math.inf, random_state=0).fit(X)
+    with pytest.raises(ValueError, match="epsilon=inf"):  # corrected mode promises ε-DP
+        DPNMF(3, math.inf).fit(X)
+    m = DPNMF(3, math.inf, mode="paper", random_state=0).fit(X)
     assert m.noise_std_ == 0.0 and m.epsilon_spent_ == math.inf
-    assert nmi(y, m.evaluation_row_labels(X)) > 0.9
+    assert nmi(y, m.evaluation_row_labels(X)) > 0.5  # the authors' run on raw counts
 
 
 def test_secure_path_fits_with_the_same_ledger():

@@ -20,7 +20,7 @@ import pytest
 import scipy.sparse as sp
 
 from dptaucc.bench import figures
-from dptaucc.bench.run import load_dataset
+from dptaucc.bench.job_data import load_dataset
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -16,7 +16,7 @@ from dptaucc.bench.configs import (
     run_id,
     set_dotted,
 )
-from dptaucc.bench.run import LOADERS
+from dptaucc.bench.job_data import LOADERS
 
 EPS14 = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.99999, 1.5, 2, 2.5, 3]
 

@@ -28,7 +28,7 @@ BAD = [
     (("epsilon=0",), "epsilon must be > 0"),
     (("epsilon=nan",), "epsilon must be > 0"),
     (("epsilon=abc",), "epsilon must be a number"),
-    (("mode=foo",), "mode must be one of paper, corrected"),
+    (("mode=foo",), "mode must be one of corrected, paper"),
     (("seed=-1",), "seed must be an integer >= 0"),
     (("seed=1.5",), "seed must be an integer >= 0"),
     (("algorithm.params.n_row_clusters=5000",), "exceeds the 475 rows of dataset 'cstr'"),
@@ -65,12 +65,14 @@ def test_bad_values_are_refused_and_nothing_is_stored(composer, results_dir, ove
 
 
 def test_good_jobs_pass(composer, results_dir):
-    for overrides in ([], ["epsilon=inf"], ["algorithm=fast_taucc"],
+    for overrides in ([], ["epsilon=inf", "mode=paper"], ["algorithm=fast_taucc"],
                       ["dataset=tr11", "algorithm=dpnmf", "epsilon=0.5", "delta=1e-5"],
                       ["dataset=biclusters", "dataset.n_cols=30", "algorithm=dphd"],
                       ["algorithm=fccm", "dataset=classic3"], ["algorithm=dpm"]):
         validate_job(_job(composer, results_dir, *overrides))
     assert check_epsilon("inf") == float("inf")
+    with pytest.raises(ConfigError, match="epsilon=inf releases the data without noise"):
+        validate_job(_job(composer, results_dir, "epsilon=inf"))  # corrected mode
 
 
 def test_protocol_range_is_refused_for_a_single_job_but_excluded_in_a_sweep(composer,

@@ -10,7 +10,7 @@ from dptaucc.datasets.registry import get_entry
 
 from dptaucc import datasets
 
-# Measured from the stored files (reference-experiments §10); density % as Table 1 (3 decimals);
+# Measured from the stored files (the authors' dataset table); density % as Table 1 (3 decimals);
 # hitech and reviews from the .mat files, whose density Table 1 gives as 1.429% / 1.009%.
 TABLE1 = {
     "classic3": ((3891, 4303), 176347, 1.053, (1033, 1460, 1398)),

@@ -1,4 +1,4 @@
-"""The supplement's synthetic biclusters (reference-experiments §1.5)."""
+"""The supplement's synthetic biclusters (as the authors' script builds them)."""
 
 from __future__ import annotations
 

@@ -96,10 +96,11 @@ def _bad_npz(tmp_path, values):
      r"bad\.npz: not a readable npz matrix"),
     (lambda t: (t / "bad.mtx").write_text("1 2 3\n") and t / "bad.mtx",
      r"bad\.mtx: not a readable mtx matrix"),
-    (lambda t: _bad_npz(t, [[1.0, -2.0], [0.0, 1.0]]), r"bad\.npz: counts must be non-negative"),
-    (lambda t: _bad_npz(t, [[1.5, 2.0], [0.0, 1.0]]), r"bad\.npz: counts must be whole numbers"),
+    (lambda t: _bad_npz(t, [[1.0, -2.0], [0.0, 1.0]]),
+     r"bad\.npz: Negative values in data passed to X: counts must be >= 0"),
+    (lambda t: _bad_npz(t, [[1.5, 2.0], [0.0, 1.0]]),
+     r"bad\.npz: X contains fractional entries; counts must be whole numbers"),
     (lambda t: _bad_npz(t, [[np.nan, 2.0], [0.0, 1.0]]), r"bad\.npz: .*NaN"),
-    (lambda t: _bad_npz(t, [[0, 0], [0, 0]]), r"bad\.npz: every count is zero"),
     (lambda t: (t / "bad.csv").write_text("doc,word,cluster\n0,0,-3\n") and t / "bad.csv",
      r"bad\.csv: negative count"),
 ])
@@ -174,7 +175,7 @@ def test_callable_loader_checks_and_permutes(user_module):
 @pytest.mark.parametrize("target,exc,match", [
     ("wrong_type", TypeError, "returned ndarray, expected a dptaucc.datasets.Dataset"),
     ("bad_labels", ValueError, r"bad_labels: 2 labels for a matrix with 3 rows"),
-    ("negative", ValueError, r"negative: counts must be non-negative"),
+    ("negative", ValueError, r"negative: Negative values in data passed to X"),
     ("missing_function", ValueError, "cannot import dataset target"),
 ])
 def test_callable_loader_errors(user_module, target, exc, match):
@@ -192,9 +193,9 @@ def test_callable_target_must_be_dotted():
 def test_as_dataset_from_dense_and_rejects_bad_input():
     ds = as_dataset(COUNTS.astype(float), [0, 0, 1, 1, 1])
     assert ds.X.dtype == np.int64 and ds.meta["class_sizes"] == [2, 3]
-    with pytest.raises(ValueError, match="expected a 2-D matrix"):
+    with pytest.raises(ValueError, match="Expected 2D array, got 1D array"):
         as_dataset(np.ones(3))
-    with pytest.raises(ValueError, match="numbers"):
+    with pytest.raises(ValueError, match="could not convert string to float"):
         as_dataset(np.array([["a", "b"]]))
 
 
@@ -209,3 +210,67 @@ def test_check_command(tmp_path, capsys):
     assert "class sizes: [2, 3]" in out
     assert main(["check", str(path), "--sha256", "0" * 64]) == 1
     assert "checksum mismatch" in capsys.readouterr().err
+
+
+def test_all_zero_matrix_is_kept_with_the_estimators_warning(tmp_path):
+    from dptaucc.base import AllZeroCountsWarning
+
+    with pytest.warns(AllZeroCountsWarning, match="X holds no non-zero count"):
+        assert load_matrix(_bad_npz(tmp_path, [[0, 0], [0, 0]])).X.nnz == 0
+
+
+def test_triplets_keep_empty_rows_and_columns_given_a_shape(tmp_path):
+    """4 x 3 with an empty last row and column: without shape= the file cannot tell."""
+    path = tmp_path / "m.csv"
+    path.write_text("row,col,count\n0,0,2\n2,1,8.0\n1,0,1\n")
+    X = load_matrix(path, shape=(4, 3)).X
+    assert X.shape == (4, 3) and X.toarray().tolist() == [[2, 0, 0], [1, 0, 0], [0, 8, 0],
+                                                         [0, 0, 0]]
+    with pytest.warns(UserWarning, match=r"no shape= given.*pass shape=\(n_rows, n_cols\)"):
+        assert load_matrix(path).X.shape == (3, 2)
+    with pytest.raises(ValueError, match=r"a cell lies outside shape=\(2, 3\)"):
+        load_matrix(path, shape=(2, 3))
+    with pytest.raises(ValueError, match="shape must be"):
+        load_matrix(path, shape=(4,))
+
+
+def test_triplets_with_ids_from_one(tmp_path):
+    path = tmp_path / "m.csv"
+    path.write_text("row,col,count\n1,1,2\n3,2,5\n")
+    with pytest.raises(ValueError, match=r"Ids start at 0 \(pass index_base=1 if yours start"):
+        load_matrix(path)
+    assert load_matrix(path, index_base=1, shape=(3, 2)).X.toarray().tolist() == [
+        [2, 0], [0, 0], [0, 5]]
+    path.write_text("row,col,count\n0,1,2\n")
+    with pytest.raises(ValueError, match="ids start at 1; pass index_base=0"):
+        load_matrix(path, index_base=1, shape=(3, 2))
+    with pytest.raises(ValueError, match="index_base must be 0 or 1"):
+        load_matrix(path, index_base=2, shape=(3, 2))
+
+
+def test_whole_floats_in_triplets_as_in_npz(tmp_path):
+    path = tmp_path / "m.csv"
+    path.write_text("row,col,count\n0,0,8.0\n1,1,1\n")
+    assert load_matrix(path, shape=(2, 2)).X.toarray().tolist() == [[8, 0], [0, 1]]
+    path.write_text("row,col,count\n0,0,8.5\n1,1,1\n")
+    with pytest.raises(ValueError, match=r"counts must be whole numbers, found 8\.5 on data line"):
+        load_matrix(path, shape=(2, 2))
+
+
+@pytest.mark.parametrize("data", [COUNTS.tolist(), COUNTS, sp.csr_matrix(COUNTS)])
+def test_data_in_memory_is_pointed_to_as_dataset(data):
+    with pytest.raises(TypeError) as info:
+        load_matrix(data)
+    message = str(info.value)
+    assert "use dptaucc.datasets.as_dataset(X, row_labels)" in message and len(message) < 200
+
+
+def test_check_command_takes_shape_and_index_base(tmp_path, capsys):
+    from dptaucc.datasets.__main__ import main
+
+    path = tmp_path / "m.csv"
+    path.write_text("row,col,count\n1,1,2\n2,3,5\n")
+    assert main(["check", str(path), "--shape", "4", "3", "--index-base", "1"]) == 0
+    assert "4 x 3" in capsys.readouterr().out
+    assert main(["check", str(path)]) == 1
+    assert "pass index_base=1" in capsys.readouterr().err

@@ -150,15 +150,21 @@ def test_secure_path_fits_with_the_same_ledger_and_integer_tables(counts):
 @pytest.mark.parametrize("kwargs,match", [
     (dict(secure=True, random_state=0), "random_state"),
     (dict(secure=True, mode="paper"), "corrected mode"),
-    (dict(secure="yes"), "secure must be True or False"),
+    (dict(secure="yes"), "'secure' parameter of DPTauCC must be an instance of 'bool'"),
 ])
 def test_secure_path_refuses_seeds_and_paper_mode(counts, kwargs, match):
     with pytest.raises((ValueError, TypeError), match=match):
         DPTauCC(2, 2, **kwargs).fit(counts)
 
 
-def test_infinite_epsilon_draws_no_noise(counts):
-    model, rec, _ = _fit(counts, 0, n_row_clusters=3, n_col_clusters=3, epsilon=math.inf)
+def test_infinite_epsilon_is_refused_in_corrected_mode(counts):
+    with pytest.raises(ValueError, match="epsilon=inf releases the data without noise"):
+        _fit(counts, 0, n_row_clusters=3, n_col_clusters=3, epsilon=math.inf)
+
+
+def test_infinite_epsilon_draws_no_noise_in_paper_mode(counts):
+    model, rec, _ = _fit(counts, 0, n_row_clusters=3, n_col_clusters=3, epsilon=math.inf,
+                         mode="paper")
     assert all(d.scale == 0.0 for d in rec.draws)
     assert all((d.output == 0).all() for d in rec.of_kind("discrete_laplace"))
 

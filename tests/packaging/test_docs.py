@@ -22,7 +22,8 @@ PAGES = [REPO / "README.md", REPO / "results" / "README.md", REPO / "CHANGELOG.m
 #: is in docs/ (the link test then checks it too)
 PENDING: set[str] = set()
 #: pointers to the authors' private notes, which users do not have
-FORBIDDEN = re.compile(r"spec §|specs?/|DESIGN §|§DESIGN|\.\./shared|/work/")
+FORBIDDEN = re.compile(r"spec §|specs?/|DESIGN §|§DESIGN|\.\./shared|/work/|\bspec Q\d|"
+                       r"reference-experiments")
 #: every file of the project that users read or run: free of such pointers (the Makefile may
 #: name the data mirror beside the repository; this test names the patterns)
 CLEAN = [*PAGES, REPO / "CITATION.cff", REPO / "pyproject.toml",
@@ -76,3 +77,12 @@ def test_citation_and_changelog_name_the_version():
     assert [a["family-names"] for a in paper["authors"]] == ["Battaglia", "Pensa"]
     assert paper["year"] == 2025 and "SDM" in paper["conference"]["name"]
     assert f"## {version}" in (REPO / "CHANGELOG.md").read_text()
+
+
+def test_quirk_codes_are_defined_in_modes_md():
+    """Every quirk code (Q1, Q4, ...) that user-facing text or code names is defined in the
+    quirk table of docs/modes.md."""
+    table = (REPO / "docs" / "modes.md").read_text().split("### Quirk codes", 1)[1]
+    defined = set(re.findall(r"^\| (Q\d) \|", table, flags=re.M))
+    used = {code for path in CLEAN for code in re.findall(r"\bQ\d\b", path.read_text("utf-8"))}
+    assert used and used <= defined, sorted(used - defined)

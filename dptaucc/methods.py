@@ -1,0 +1,106 @@
+"""One place per method: the facts of each built-in method, declared beside its estimator.
+
+Every built-in estimator module declares ``METHOD = MethodInfo(...)``: its config name, display
+label, colour and line style, family, neighbouring relation, modes and protocol facts. This
+module collects them lazily (importing an estimator module only when its facts are asked for);
+the benchmark's configs, figures, report and validation read them from here.
+
+Adding a built-in method: its package (estimator + ``METHOD``), its config
+``conf/algorithm/<name>.yaml``, its docs page, and its module in :data:`BUILTIN_MODULES`.
+
+Examples
+--------
+>>> from dptaucc.methods import method
+>>> info = method("dp_taucc")
+>>> info.label, info.neighbours, info.modes
+('DP-τCC', 'one cell +1', ('corrected', 'paper'))
+>>> method("fccm").private
+False
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from functools import cache
+
+__all__ = ["MethodInfo", "BUILTIN_MODULES", "method", "methods"]
+
+
+@dataclass(frozen=True)
+class MethodInfo:
+    """The public facts of one method (nothing here depends on data).
+
+    Examples
+    --------
+    >>> from dptaucc.methods import MethodInfo
+    >>> MethodInfo("mine", "mypkg.Mine", "Mine", "tab:pink", "-", "k-means",
+    ...            "one row replaced").private
+    True
+    """
+
+    #: config name (``conf/algorithm/<name>.yaml``) and the ``algorithm`` column of the records
+    name: str
+    #: import path of the estimator class
+    estimator: str
+    #: display name in figures and the report
+    label: str
+    #: matplotlib colour and line style in the figures
+    color: str
+    linestyle: str
+    #: what kind of method it is (co-clustering, k-means, NMF, ...)
+    family: str
+    #: the neighbouring relation its corrected-mode guarantee holds for, in short
+    neighbours: str
+    #: its modes (empty for a non-private method, which takes no ε and no mode)
+    modes: tuple[str, ...] = ("corrected", "paper")
+    #: ``"paper"``: a private method of the paper's Fig. 2; ``"reference"``: the paper's
+    #: non-private reference (Fast-τCC); ``"extra"``: another method of the benchmark
+    role: str = "extra"
+    #: (ε, δ)-DP: the job's δ is passed
+    uses_delta: bool = False
+    #: a co-clusterer (``column_labels_``, ``contingency_``, τ statistics)
+    coclusters: bool = False
+    #: the experiment protocol runs it only for ε below this (None: every ε)
+    max_epsilon: float | None = None
+
+    @property
+    def private(self) -> bool:
+        """Takes ``epsilon`` and ``mode`` (a non-private method runs once per seed)."""
+        return bool(self.modes)
+
+
+#: config name -> module that declares the built-in method's ``METHOD``, in display order
+BUILTIN_MODULES = {
+    "dp_taucc": "dptaucc.dp_taucc",
+    "fast_taucc": "dptaucc.fast_taucc",
+    "dp_kmeans": "dptaucc.baselines.dp_kmeans",
+    "dphd": "dptaucc.baselines.dphd.estimator",
+    "dpnmf": "dptaucc.baselines.nmf_dp.model",
+    "dpm": "dptaucc.baselines.dpm.estimator",
+    "colored_noise": "dptaucc.baselines.colored_noise.estimator",
+    "fccm": "dptaucc.baselines.fccm.collaborative",
+}
+
+
+@cache
+def method(name: str) -> MethodInfo:
+    """The facts of the built-in method ``name`` (``KeyError`` for another name)."""
+    if name not in BUILTIN_MODULES:
+        raise KeyError(f"no built-in method {name!r}; built-in: {', '.join(BUILTIN_MODULES)}")
+    info = importlib.import_module(BUILTIN_MODULES[name]).METHOD
+    if info.name != name:
+        raise ValueError(f"{BUILTIN_MODULES[name]}.METHOD is named {info.name!r}, not {name!r}")
+    return info
+
+
+def methods() -> tuple[MethodInfo, ...]:
+    """Every built-in method, in display order.
+
+    Examples
+    --------
+    >>> from dptaucc.methods import methods
+    >>> [m.name for m in methods() if not m.private]
+    ['fast_taucc', 'fccm']
+    """
+    return tuple(method(name) for name in BUILTIN_MODULES)

@@ -1,0 +1,34 @@
+"""The ``Examples`` sections of the library's docstrings run (doctest) and stay true."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import pkgutil
+import warnings
+
+import dptaucc.baselines
+import dptaucc.datasets
+import pytest
+
+import dptaucc
+
+#: the library (the benchmark engine ``dptaucc.bench`` and the audit have their own tests)
+SKIP = ("dptaucc.bench", "dptaucc.audit", "dptaucc.conf", "dptaucc.datasets.__main__",
+        "dptaucc.baselines.fccm.__main__")
+MODULES = sorted(
+    info.name
+    for package in (dptaucc, dptaucc.baselines, dptaucc.datasets)
+    for info in pkgutil.walk_packages(package.__path__, f"{package.__name__}.")
+    if not info.name.startswith(SKIP))
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_examples_run(name, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    module = importlib.import_module(name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = doctest.testmod(
+            module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, verbose=False)
+    assert result.failed == 0, f"{result.failed} of {result.attempted} examples failed in {name}"
