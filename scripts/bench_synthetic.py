@@ -106,12 +106,12 @@ def worker(root: str | None, size: int, seed: int, algorithms, epsilons) -> None
 
     warnings.simplefilter("ignore")
     # warm-up on a small matrix (compiled kernels, Octave's start): paid once per sweep worker
-    small = make_paper_biclusters(10, seed=seed + 1)
+    small = make_paper_biclusters(10)
     for name, eps in _jobs(algorithms, epsilons[:1]):
         est = _estimator(name, 1.0 if np.isnan(eps) else eps, 0).fit(small.X)
         evaluate(est, small.X, small)
     t0 = time.perf_counter()
-    dataset = make_paper_biclusters(size, seed=seed)
+    dataset = make_paper_biclusters(size)
     dataset = dataclasses.replace(dataset, X=check_count_matrix(dataset.X, integer=False))
     load_s = time.perf_counter() - t0
     first = True
