@@ -18,6 +18,17 @@ COLORS = {
     "dp_taucc": "tab:blue", "fast_taucc": "black", "dp_kmeans": "tab:orange", "dphd": "tab:green",
     "dpnmf": "tab:red", "dpm": "tab:purple", "colored_noise": "tab:brown", "fccm": "tab:gray",
 }
+#: the neighbour relation each method's ε refers to (corrected mode; docs/privacy.md)
+NEIGHBOURS = {
+    "dp_taucc": "one cell +1",
+    "dp_kmeans": "one row replaced (covers one cell)",
+    "dphd": "one row replaced (covers one cell)",
+    "dpnmf": "one row replaced (covers one cell)",
+    "dpm": "one row added/removed, at ε/2: one cell by group privacy",
+    "colored_noise": "one row added/removed, at ε/2: one cell by group privacy",
+    "fast_taucc": "not DP",
+    "fccm": "not DP",
+}
 PAPER_METHODS = ("dp_taucc", "dp_kmeans", "dphd", "dpnmf")
 EXTRA_METHODS = ("dpm", "colored_noise", "fccm")
 NON_PRIVATE = ("fast_taucc", "fccm")
@@ -45,3 +56,19 @@ def pooled(df: pd.DataFrame, metric: str) -> tuple[float, float, int]:
 
 def label(alg: str) -> str:
     return LABELS.get(alg, alg)
+
+
+def neighbours(alg: str) -> str:
+    """The neighbour relation of a method's ε ("not stated" for a method without an entry)."""
+    return NEIGHBOURS.get(alg, "not stated")
+
+
+def neighbours_text(algs: Sequence[str]) -> str:
+    """One line naming each relation once with its methods, e.g. "neighbours: one cell +1
+    (DP-τCC); one row replaced (covers one cell) (DP-KMeans, DPHD)"; non-DP methods left out."""
+    groups: dict[str, list[str]] = {}
+    for alg in dict.fromkeys(algs):
+        if neighbours(alg) != "not DP":
+            groups.setdefault(neighbours(alg), []).append(label(alg))
+    return "neighbours: " + "; ".join(f"{rel} ({', '.join(names)})"
+                                      for rel, names in groups.items())
