@@ -370,7 +370,9 @@ def fig_synthetic(df: pd.DataFrame, metric_kind: str, mode: str, vs: str):
                 if side == "rows":
                     series = row_series(sel, alg, mode, metric)
                 elif df.loc[df["algorithm"] == alg, metric].notna().any():
-                    series = [(metric, "-", f"{label(alg)}: column labels")]
+                    dp = mode == "corrected" and ok(sel)["end_to_end_dp"].fillna(False).all()
+                    series = [(metric, "-", f"{label(alg)}: its column labels "
+                               f"({'DP' if dp else 'not end-to-end DP'})")]
                 else:
                     continue  # a method without column labels has no column panel line
                 for column, line, name in series:

@@ -173,10 +173,12 @@ def run_line(frames: dict[str, pd.DataFrame], results_dir: str | os.PathLike) ->
     log = read_run_log(results_dir)
     if log is None:
         return f"Run: no `reproduce.json` (tables collected without the driver); machine: {cpu}."
+    workers = int(log["workers"])
+    how = ("local worker" if log["executor"] == "local" else f"{log['executor']} worker") + (
+        "s" if workers != 1 else "")
     return (f"Run: {log.get('scale', '?')} scale, wall time {log['total_seconds'] / 60:.1f} min "
-            f"on {log['workers']} {'local workers' if log['executor'] == 'local' else 'workers '}"
-            f"{'' if log['executor'] == 'local' else log['executor']}, code "
-            f"`{str(log['git_sha'])[:12]}`, started {log['started_utc']}; machine: {cpu}.")
+            f"on {workers} {how}, code `{str(log['git_sha'])[:12]}`, started "
+            f"{log['started_utc']}; machine: {cpu}.")
 
 
 def headline_section(frames: dict[str, pd.DataFrame], results_dir: str | os.PathLike,
