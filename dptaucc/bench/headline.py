@@ -15,7 +15,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dptaucc.bench.aggregate import NON_PRIVATE, label, neighbours, ok, pooled
+from dptaucc.bench.aggregate import (
+    EXTRA_METHODS,
+    NON_PRIVATE,
+    PAPER_METHODS,
+    label,
+    neighbours,
+    ok,
+    pooled,
+)
 from dptaucc.bench.run_log import read_run_log
 
 #: the reproduction rule: a method reproduces a figure when the mean absolute difference of its
@@ -117,7 +125,9 @@ def corrected_changes(df: pd.DataFrame) -> list[str]:
     from dptaucc.bench.figures import row_series
 
     lines = []
-    for alg in dict.fromkeys(df["algorithm"].dropna()):
+    known = [*PAPER_METHODS, *EXTRA_METHODS]
+    present = set(df["algorithm"].dropna())
+    for alg in [a for a in known if a in present] + sorted(present - set(known)):
         d = ok(df[df["algorithm"] == alg])
         paper, corr = d[d["mode"] == "paper"], d[d["mode"] == "corrected"]
         if alg in NON_PRIVATE or paper.empty or corr.empty:
