@@ -169,12 +169,16 @@ def row_series(d: pd.DataFrame, alg: str, mode: str, metric: str) -> list[tuple[
     In corrected mode a method's line is what it releases: its DP row labels
     (``<metric>_private``, solid) when it releases some; the paper's protocol (rows assigned to
     the released prototypes by reading the data) follows as its own dotted series, named as
-    not DP. In paper mode the line is the paper's protocol, as the paper plots it."""
+    not DP. In paper mode the line is the paper's protocol, as the paper plots it. A method of
+    your own is named "not declared DP" unless it releases DP row labels."""
     private = f"{metric}_private"
+    # a method of your own may have no evaluation protocol: its score is then that of the row
+    # labels it exposes, which it has not declared DP
+    scored = (f"{label(alg)}: {PAPER_PROTOCOL}" if alg in LABELS
+              else f"{label(alg)} (not declared DP)")
     if mode == "corrected" and private in d and ok(d)[private].notna().any():
-        return [(private, "-", f"{label(alg)}: its DP row labels (DP)"),
-                (metric, ":", f"{label(alg)}: {PAPER_PROTOCOL}")]
-    return [(metric, ":" if mode == "corrected" else "-", f"{label(alg)}: {PAPER_PROTOCOL}")]
+        return [(private, "-", f"{label(alg)}: its DP row labels (DP)"), (metric, ":", scored)]
+    return [(metric, ":" if mode == "corrected" else "-", scored)]
 
 
 @cache

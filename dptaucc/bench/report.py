@@ -24,6 +24,7 @@ import pandas as pd
 from dptaucc.audit.report import audit_section
 from dptaucc.bench.aggregate import (
     EXTRA_METHODS,
+    LABELS,
     PAPER_METHODS,
     label,
     mean_std,
@@ -108,10 +109,11 @@ def _neighbours_line(df: pd.DataFrame) -> str:
 
 
 def _column_name(alg: str, mode: str, column: str) -> str:
-    if mode != "corrected":
+    if column.endswith("_private"):
+        return f"{label(alg)} ({mode}, DP row labels: DP)"
+    if mode != "corrected" or alg not in LABELS:  # yours: its own labels, not declared DP
         return f"{label(alg)} ({mode})"
-    what = "DP row labels: DP" if column.endswith("_private") else PAPER_PROTOCOL
-    return f"{label(alg)} (corrected, {what})"
+    return f"{label(alg)} (corrected, {PAPER_PROTOCOL})"
 
 
 def comparison_tables(df: pd.DataFrame, metric: str, calibrated: bool = False) -> list[str]:

@@ -279,12 +279,12 @@ def test_unknown_algorithms_are_discovered_with_their_own_style(stored):
     figs = dict(figures.real_data_figures(df))
     for name in ("fig2_nmi_corrected", "supp_fig1_ari_corrected", "fig2_extra_methods_corrected"):
         labels = figs[name].legends[0].get_texts()
-        assert {f"my_method: {figures.PAPER_PROTOCOL}", "my_reference (not DP)"} <= {
+        assert {"my_method (not declared DP)", "my_reference (not DP)"} <= {
             t.get_text() for t in labels}, name
     for fig in figs.values():
         plt.close(fig)
     text = report.write_report(stored).read_text()
     cstr = text[text.index("### cstr (NMI)"):]
     header = next(line for line in cstr.splitlines() if line.startswith("| ε |"))
-    assert header.endswith(f"| my_method (corrected, {figures.PAPER_PROTOCOL}) |")
+    assert header.endswith("| my_method (corrected) |")
     assert "- my_reference (not DP, 2 runs)" in text
