@@ -1,11 +1,13 @@
-"""The supplement's synthetic biclusters (§C.3), built as the authors' script builds them.
+"""The supplement's synthetic biclusters, built as the authors' script builds them.
 
 The authors call ``sklearn.datasets.make_biclusters(shape=(1000, m), n_clusters=3, noise=3,
 minval=1, maxval=10, shuffle=True, random_state=42)``, then (undocumented in the paper)
 truncation to integers, negatives set to 0, and every 0 replaced by ONE integer
-c ~ U{1..4} drawn once per matrix. The authors drew c from the unseeded global
-``np.random``; here it comes from a Generator seeded by ``seed``. The size grid of the
-supplement (m = 10 ... 10000) is experiment configuration, not code.
+c ~ U{1..4} drawn once per matrix size. One matrix per size serves every run, every ε and
+every algorithm: nothing in it depends on a job's seed. The authors drew c from the unseeded
+global ``np.random``; here it comes from a Generator seeded by the fixed ``fill_random_state``
+and the shape, so each size has its own c and rebuilding a size gives the same matrix. The
+size grid of the supplement (m = 10 ... 10000) is experiment configuration, not code.
 """
 
 from __future__ import annotations
@@ -17,11 +19,13 @@ import scipy.sparse as sp
 
 from .dataset import Dataset, _check_seed, describe
 
-__all__ = ["make_paper_biclusters", "FILL_STREAM"]
+__all__ = ["make_paper_biclusters", "fill_constant", "FILL_STREAM", "FILL_RANDOM_STATE"]
 
 # Seed stream of the fill constant c, distinct from the data-permutation stream and from an
 # algorithm seeded with the same integer.
 FILL_STREAM = 0xB1C1F111
+#: the fixed seed of the fill constants (one c per matrix size, shared by every run)
+FILL_RANDOM_STATE = 42
 
 
 def _check_int(value, name: str, low: int) -> int:
@@ -52,21 +56,30 @@ def _dense_counts_to_csr(counts: np.ndarray) -> sp.csr_matrix:
     return X
 
 
+def fill_constant(n_rows: int, n_cols: int, fill_random_state: int = FILL_RANDOM_STATE) -> int:
+    """The constant c in {1, 2, 3, 4} that fills the zero cells of the n_rows × n_cols matrix:
+    drawn once per shape from ``fill_random_state`` (the same c for every run of that size)."""
+    entropy = [_check_seed(fill_random_state), FILL_STREAM, int(n_rows), int(n_cols)]
+    return int(np.random.default_rng(np.random.SeedSequence(entropy)).integers(1, 5))
+
+
 def make_paper_biclusters(n_cols: int, *, n_rows: int = 1000, n_clusters: int = 3,
                           noise: float = 3.0, minval: float = 1, maxval: float = 10,
                           shuffle: bool = True, generator_random_state: int | None = 42,
-                          fill_zeros: bool = True, seed: int | None = None) -> Dataset:
+                          fill_zeros: bool = True,
+                          fill_random_state: int = FILL_RANDOM_STATE) -> Dataset:
     """A (n_rows × n_cols) integer biclustered matrix with row and column ground truth.
 
-    ``generator_random_state`` seeds sklearn's generator (42 as the authors, so the matrix is
-    the same for every run); ``seed`` seeds only the fill constant c (``fill_zeros=True``, the
-    authors' behaviour; ``False`` keeps the zeros, giving a sparse matrix). Returns CSR int64;
-    ``meta['fill_value']`` records c.
+    ``generator_random_state`` seeds sklearn's generator (42 as the authors);
+    ``fill_random_state`` seeds the fill constant c (:func:`fill_constant`, one per shape;
+    ``fill_zeros=True``, the authors' behaviour; ``False`` keeps the zeros, giving a sparse
+    matrix). The matrix depends on these arguments only, never on a run's seed. Returns CSR
+    int64; ``meta['fill_value']`` records c.
 
     Examples
     --------
     >>> from dptaucc.datasets.synthetic import make_paper_biclusters
-    >>> ds = make_paper_biclusters(100, seed=0)
+    >>> ds = make_paper_biclusters(100)
     >>> ds.X.shape, ds.meta['n_classes']
     ((1000, 100), 3)
     """
@@ -81,8 +94,7 @@ def make_paper_biclusters(n_cols: int, *, n_rows: int = 1000, n_clusters: int = 
         raise ValueError(f"noise must be a finite non-negative number, got {noise!r}")
     if not (np.isfinite(minval) and np.isfinite(maxval)) or minval > maxval:
         raise ValueError(f"need finite minval <= maxval, got {minval!r}, {maxval!r}")
-    if seed is not None:
-        seed = _check_seed(seed)
+    fill_random_state = _check_seed(fill_random_state)
 
     dense, rows, cols = make_biclusters(
         shape=(n_rows, n_cols), n_clusters=n_clusters, noise=noise, minval=minval,
@@ -94,18 +106,17 @@ def make_paper_biclusters(n_cols: int, *, n_rows: int = 1000, n_clusters: int = 
     zeros = counts == 0
     fill_value = None
     if fill_zeros:
-        entropy = None if seed is None else [seed, FILL_STREAM]
-        rng = np.random.default_rng(np.random.SeedSequence(entropy))
-        fill_value = int(rng.integers(1, 5))  # one c in {1, 2, 3, 4} for the whole matrix
+        fill_value = fill_constant(n_rows, n_cols, fill_random_state)
         counts[zeros] = fill_value
     X = _dense_counts_to_csr(counts)
     row_labels = np.argmax(rows, axis=0).astype(np.int64)
     col_labels = np.argmax(cols, axis=0).astype(np.int64)
-    meta = describe(X, row_labels, seed)
+    meta = describe(X, row_labels, None)
     meta.update(
         col_class_sizes=[int(s) for s in np.bincount(col_labels, minlength=n_clusters)],
         fill_zeros=bool(fill_zeros),
         fill_value=fill_value,
+        fill_random_state=fill_random_state,
         fraction_below_one=float(zeros.mean()),
         generator=dict(n_clusters=n_clusters, noise=float(noise), minval=float(minval),
                        maxval=float(maxval), shuffle=bool(shuffle),

@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> None:
         for mode in ("paper", "corrected"):
             row(name, ds.X, mode, *time_case(ds.X, k, mode, args.epsilon, args.repeats))
     for m in args.synthetic:
-        X = make_paper_biclusters(m, seed=0).X
+        X = make_paper_biclusters(m).X
         for mode in ("paper", "corrected"):
             cold, warm = time_case(X, 3, mode, args.epsilon, args.repeats)
             row(f"synthetic m={m}", X, mode, cold, warm)

@@ -4,13 +4,15 @@
 The supplement's experiment (``conf/experiment/supp_synthetic.yaml``, paper mode) fits DP-τCC,
 Fast-τCC, DP-KMeans, DPHD and DPNMF on the 1000 × m biclusters of
 ``datasets.synthetic.make_paper_biclusters`` (every cell non-zero). This script runs those jobs
-as the engine does (the matrix validated once per size and seed, then for each algorithm and ε
-a fit and the evaluation of ``dptaucc.bench.run.evaluate``) in a fresh Python process, and
+as the engine does (the matrix validated once per size, the same for every seed, then for each
+algorithm and ε a fit and the evaluation of ``dptaucc.bench.run.evaluate``) in a fresh Python
+process, and
 prints the seconds per algorithm and size (after an untimed warm-up on a small matrix:
 compiled kernels and Octave's start are paid once per sweep worker). ``--baseline REV`` also
 runs git revision REV (checked out in a temporary worktree) in the same way, one process after
 the other, and compares the results job by job: labels (evaluation, released, column),
-metrics and centres.
+metrics and centres (a revision from before one matrix per size drew the fill constant from
+its seed argument, so its matrices differ).
 
     python scripts/bench_synthetic.py                                 # 5 sizes, 4 ε, seed 0
     python scripts/bench_synthetic.py --sizes 3000 10000 --baseline main
@@ -106,12 +108,12 @@ def worker(root: str | None, size: int, seed: int, algorithms, epsilons) -> None
 
     warnings.simplefilter("ignore")
     # warm-up on a small matrix (compiled kernels, Octave's start): paid once per sweep worker
-    small = make_paper_biclusters(10, seed=seed + 1)
+    small = make_paper_biclusters(10)
     for name, eps in _jobs(algorithms, epsilons[:1]):
         est = _estimator(name, 1.0 if np.isnan(eps) else eps, 0).fit(small.X)
         evaluate(est, small.X, small)
     t0 = time.perf_counter()
-    dataset = make_paper_biclusters(size, seed=seed)
+    dataset = make_paper_biclusters(size)
     dataset = dataclasses.replace(dataset, X=check_count_matrix(dataset.X, integer=False))
     load_s = time.perf_counter() - t0
     first = True

@@ -46,3 +46,19 @@ def pooled(df: pd.DataFrame, metric: str) -> tuple[float, float, int]:
 def label(alg: str) -> str:
     """Display name of an algorithm (a user's own algorithm keeps its config name)."""
     return LABELS.get(alg, alg)
+
+
+def neighbours(alg: str) -> str:
+    """The neighbour relation of a method's ε ("not stated" for a method without an entry)."""
+    return NEIGHBOURS.get(alg, "not stated")
+
+
+def neighbours_text(algs: Sequence[str]) -> str:
+    """One line naming each relation once with its methods, e.g. "neighbours: one cell +1
+    (DP-τCC); one row replaced (covers one cell) (DP-KMeans, DPHD)"; non-DP methods left out."""
+    groups: dict[str, list[str]] = {}
+    for alg in dict.fromkeys(algs):
+        if alg not in NON_PRIVATE:
+            groups.setdefault(neighbours(alg), []).append(label(alg))
+    return "neighbours: " + "; ".join(f"{rel} ({', '.join(names)})"
+                                      for rel, names in groups.items())

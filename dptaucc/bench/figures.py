@@ -15,6 +15,7 @@ import argparse
 import math
 import os
 from collections.abc import Iterator, Sequence
+from functools import cache
 from pathlib import Path
 
 import matplotlib
@@ -24,7 +25,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.ticker import NullFormatter  # noqa: E402
+from matplotlib.ticker import NullFormatter, NullLocator  # noqa: E402
 
 from dptaucc.bench.aggregate import (  # noqa: E402
     COLORS,
@@ -33,6 +34,7 @@ from dptaucc.bench.aggregate import (  # noqa: E402
     PAPER_METHODS,
     label,
     mean_std,
+    neighbours_text,
     ok,
     pooled,
 )
@@ -43,6 +45,11 @@ METRIC_NAMES = {"nmi_rows": "NMI (rows)", "ari_rows": "ARI (rows)", "nmi_cols": 
                 "ari_cols": "ARI (columns)", "tau_rc": r"$\tau_{R|C}$",
                 "tau_hat_rc": r"$\hat\tau_{R|C}$",
                 "fit_time_s": "fit time (s)"}
+#: the range of each kind of score (by the metric name's first word): bands are clipped to it
+METRIC_RANGE = {"nmi": (0.0, 1.0), "ari": (-0.5, 1.0), "tau": (0.0, 1.0)}
+#: the legend's name of the paper's evaluation protocol (rows assigned to the released
+#: prototypes by reading the data), never a DP output
+PAPER_PROTOCOL = "paper protocol: reads the data, not DP"
 #: the paper's experiments (drawn by dedicated functions); any other table gets a generic figure
 PAPER_EXPERIMENTS = ("fig2_real", "fig3_iterations", "supp_h", "supp_synthetic", "supp_runtime")
 #: styles of algorithms without a fixed colour (a user's own), handed out in name order
@@ -119,18 +126,28 @@ def _datasets(df: pd.DataFrame) -> list[str]:
     return sorted(present, key=lambda d: (DATASET_ORDER.index(d) if d in DATASET_ORDER else 99, d))
 
 
+def metric_range(metric: str) -> tuple[float, float]:
+    """The values ``metric`` can take (``METRIC_RANGE`` by its first word; else unbounded)."""
+    return METRIC_RANGE.get(metric.split("_")[0], (-math.inf, math.inf))
+
+
 def _curve(ax, d: pd.DataFrame, x: str, metric: str, alg: str, line: str = "-",
-           counts: list[int] | None = None) -> None:
-    """Mean ± std of ``metric`` against ``x``; the seeds of each point go to ``counts``."""
+           counts: list[int] | None = None, name: str | None = None) -> pd.DataFrame:
+    """Mean ± std of ``metric`` against ``x``, the band clipped to the metric's range; the
+    seeds of each point go to ``counts``. Returns the plotted points (empty: none)."""
     s = mean_std(d, [x], metric).sort_values(x)
     if s.empty:
-        return
+        return s
     c, marker = style(alg)
-    ax.plot(s[x], s["mean"], line, marker=marker, color=c, ms=3, lw=1.4, label=label(alg))
-    ax.fill_between(s[x], s["mean"] - s["std"].fillna(0), s["mean"] + s["std"].fillna(0),
+    ax.plot(s[x], s["mean"], line, marker=marker, color=c, ms=3, lw=1.4,
+            label=label(alg) if name is None else name)
+    lo, hi = metric_range(metric)
+    sd = s["std"].fillna(0)
+    ax.fill_between(s[x], np.clip(s["mean"] - sd, lo, hi), np.clip(s["mean"] + sd, lo, hi),
                     color=c, alpha=0.18, lw=0)
     if counts is not None:
         counts.extend(int(n) for n in s["n"])
+    return s
 
 
 def _band(ax, d: pd.DataFrame, metric: str, alg: str, counts: list[int] | None = None) -> None:
@@ -140,31 +157,102 @@ def _band(ax, d: pd.DataFrame, metric: str, alg: str, counts: list[int] | None =
     c, _ = style(alg)
     ax.axhline(m, color=c, lw=1.4, ls="--", label=f"{label(alg)} (not DP)")
     if not math.isnan(sd):
-        ax.axhspan(m - sd, m + sd, color=c, alpha=0.12, lw=0)
+        lo, hi = metric_range(metric)
+        ax.axhspan(max(m - sd, lo), min(m + sd, hi), color=c, alpha=0.12, lw=0)
     if counts is not None:
         counts.append(n)
 
 
+def row_series(d: pd.DataFrame, alg: str, mode: str, metric: str) -> list[tuple[str, str, str]]:
+    """(column, line style, legend name) of each row-score series of one method.
+
+    In corrected mode a method's line is what it releases: its DP row labels
+    (``<metric>_private``, solid) when it releases some; the paper's protocol (rows assigned to
+    the released prototypes by reading the data) follows as its own dotted series, named as
+    not DP. In paper mode the line is the paper's protocol, as the paper plots it. A method of
+    your own is named "not declared DP" unless it releases DP row labels."""
+    private = f"{metric}_private"
+    # a method of your own may have no evaluation protocol: its score is then that of the row
+    # labels it exposes, which it has not declared DP
+    scored = (f"{label(alg)}: {PAPER_PROTOCOL}" if alg in LABELS
+              else f"{label(alg)} (not declared DP)")
+    if mode == "corrected" and private in d and ok(d)[private].notna().any():
+        return [(private, "-", f"{label(alg)}: its DP row labels (DP)"), (metric, ":", scored)]
+    return [(metric, ":" if mode == "corrected" else "-", scored)]
+
+
+@cache
+def max_epsilon(alg: str) -> float | None:
+    """The ε bound of an algorithm's protocol (``max_epsilon`` of its packaged config)."""
+    from omegaconf import OmegaConf
+
+    from dptaucc.bench.configs import config_dir
+
+    path = config_dir() / "algorithm" / f"{alg}.yaml"
+    if not path.is_file():
+        return None
+    value = OmegaConf.load(path).get("max_epsilon")
+    return None if value is None else float(value)
+
+
+def coverage_note(shown: dict[str, pd.DataFrame], x: str, eps: float | None = None) -> str:
+    """Which methods have no points in a panel, or stop short of its ε axis (e.g. DPNMF, which
+    runs for ε < 1 only), and why when the protocol says so ("" when all have points)."""
+    ends = [float(s[x].max()) for s in shown.values() if not s.empty]
+    notes = []
+    for alg, s in shown.items():
+        cap = max_epsilon(alg)
+        why = f"runs for ε < {cap:g} only" if cap is not None else ""
+        if s.empty:
+            capped = cap is not None and (eps is None or eps >= cap)
+            notes.append(f"{label(alg)}: no points" + (f" ({why})" if capped else ""))
+        elif x == "epsilon" and ends and float(s[x].max()) < max(ends):
+            notes.append(f"{label(alg)}: no points above ε = {float(s[x].max()):g}"
+                         + (f" ({why})" if why else ""))
+    return "; ".join(notes)
+
+
+def titled(ax, title: str, note: str) -> None:
+    """A panel's title, with its coverage note (if any) on a second, smaller line."""
+    if note:
+        ax.set_title(f"{title}\n{note}", fontsize=8)
+    else:
+        ax.set_title(title)
+
+
+def caption(title: str, algs: Sequence[str], scale: str) -> str:
+    """A figure's title: what it shows, the neighbour relation of each DP method's ε (the
+    relation ε refers to in corrected mode) and the scale."""
+    return f"{title}\n{neighbours_text(algs)}\n{scale}"
+
+
 def fig_metric_vs_eps(df: pd.DataFrame, metric: str, mode: str, methods: Sequence[str],
                       bands: Sequence[str], title: str, xmax: float | None = 3.0,
-                      private_labels: bool = False, calibration: pd.DataFrame | None = None):
-    """One panel per dataset: mean ± 1 std of ``metric`` vs ε; non-DP methods as bands.
+                      calibration: pd.DataFrame | None = None):
+    """One panel per dataset: mean ± 1 std of ``metric`` vs ε (bands clipped to the metric's
+    range); non-DP methods as horizontal bands.
 
-    ``private_labels`` adds DP-τCC's score on its released DP labels (dotted) beside the
-    paper protocol's (rows assigned to the released table, evaluation only); ``calibration``
-    (dataset, algorithm, eps, nmi) adds the paper's values as crosses. The title ends with the
-    scale (seeds per point) read off the plotted points."""
+    Each method gets the series of :func:`row_series`: in corrected mode its DP output (for
+    DP-τCC its DP row labels) and the paper's protocol, named as not DP. ``calibration``
+    (dataset, algorithm, eps, nmi) adds the paper's values as crosses. A panel notes the methods
+    without points in it; the title ends with each method's neighbour relation and the scale
+    (seeds per point) read off the plotted points."""
     dsets = _datasets(df)
     fig, axes = _grid(len(dsets))
     points: list[int] = []
     pooled_runs: list[int] = []
+    present = set(df["algorithm"])
     for ax, ds in zip(axes, dsets, strict=False):
         d = df[df["dataset"] == ds]
         for alg in bands:
             _band(ax, d[d["algorithm"] == alg], metric, alg, pooled_runs)
-        for alg in methods:
-            _curve(ax, d[(d["algorithm"] == alg) & (d["mode"] == mode)], "epsilon", metric, alg,
-                   counts=points)
+        shown = {}
+        for alg in [a for a in methods if a in present]:
+            sel = d[(d["algorithm"] == alg) & (d["mode"] == mode)]
+            for column, line, name in row_series(sel, alg, mode, metric):
+                s = _curve(ax, sel, "epsilon", column, alg, line=line, counts=points, name=name)
+                shown.setdefault(alg, s)
+        note = coverage_note(shown, "epsilon")
         if calibration is not None:
             cal = calibration[(calibration["dataset"] == ds) & calibration["eps"].notna()]
             cal = cal[cal["algorithm"].isin(methods)]
@@ -172,19 +260,15 @@ def fig_metric_vs_eps(df: pd.DataFrame, metric: str, mode: str, methods: Sequenc
                 ax.plot(c["eps"], c["nmi"], "x", color=style(alg)[0], ms=7, mew=2)
             if not cal.empty:
                 ax.plot([], [], "x", color="k", ms=7, mew=2, label="paper's Fig. 2 (by eye)")
-        if private_labels and f"{metric}_private" in d:
-            sel = d[(d["algorithm"] == "dp_taucc") & (d["mode"] == mode)]
-            _curve(ax, sel, "epsilon", f"{metric}_private", "dp_taucc", line=":")
-            if ax.lines and ax.lines[-1].get_label() == label("dp_taucc"):
-                ax.lines[-1].set_label(f"{label('dp_taucc')}, its DP labels")
-        ax.set_title(ds)
+        titled(ax, ds, note)
         ax.set_xlabel("ε")
         ax.set_ylabel(METRIC_NAMES.get(metric, metric))
         if xmax is not None:
             ax.set_xlim(0, xmax)
         ax.grid(alpha=0.3)
     _legend(fig, axes)
-    fig.suptitle(f"{title}\n{scale_text(points, pooled_runs)}")
+    fig.suptitle(caption(title, [a for a in methods if a in present],
+                         scale_text(points, pooled_runs)))
     return fig
 
 
@@ -196,14 +280,15 @@ def _legend(fig, axes) -> None:
                 handles[lab] = h
                 labels.append(lab)
     if handles:
-        fig.legend([handles[lab] for lab in labels], labels, loc="lower center",
-                   ncol=min(len(labels), 6), bbox_to_anchor=(0.5, -0.08), frameon=False)
+        fig.legend([handles[lab] for lab in labels], labels, loc="outside lower center",
+                   ncol=min(len(labels), 3), frameon=False)
 
 
 def fig_heatmap(df: pd.DataFrame, param: str, ylabel: str, title: str,
                 metric: str = "tau_hat_rc"):
     """Mean ``metric`` per (param, ε), one panel per dataset (own colour scale), log ε axis,
-    as the authors' heatmap notebooks draw it."""
+    as the authors' heatmap notebooks draw it; the ticks are the grid's own ε and parameter
+    values, one per cell."""
     dsets = _datasets(df)
     fig, axes = _grid(len(dsets), size=(4.0, 3.0))
     agg = mean_std(df, ["dataset", param, "epsilon"], metric)
@@ -219,11 +304,11 @@ def fig_heatmap(df: pd.DataFrame, param: str, ylabel: str, title: str,
         mesh = ax.pcolormesh(_edges(eps, log=True), _edges(ys), piv.to_numpy(), cmap="viridis",
                              shading="flat")
         ax.set_xscale("log")
-        ticks = [t for t in (0.1, 0.2, 0.5, 1, 2, 5, 10) if eps.min() / 1.2 <= t <= eps.max() * 1.2]
-        ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+        # ticks at the grid's own values (cell centres), not generic log ticks
+        ax.set_xticks(eps, [f"{e:g}" for e in eps], rotation=90, fontsize=6)
+        ax.xaxis.set_minor_locator(NullLocator())
         ax.xaxis.set_minor_formatter(NullFormatter())
-        yt = ys if len(ys) <= 10 else ys[::2]
-        ax.set_yticks(yt, [f"{y:g}" for y in yt])
+        ax.set_yticks(ys, [f"{y:g}" for y in ys], fontsize=7)
         ax.set_title(ds)
         ax.set_xlabel("ε (log scale)")
         ax.set_ylabel(ylabel)
@@ -253,7 +338,10 @@ def _pick(values: Sequence[float], k: int = 4, prefer: Sequence[float] = ()) -> 
 
 
 def fig_synthetic(df: pd.DataFrame, metric_kind: str, mode: str, vs: str):
-    """Supp. Figs. 4-5: rows and columns ``nmi``/``ari`` vs ε (four sizes) or vs m (four ε)."""
+    """Supp. Figs. 4-5: rows and columns ``nmi``/``ari`` vs ε (four sizes) or vs m (four ε).
+
+    Row scores follow :func:`row_series` (in corrected mode the DP output first); column scores
+    are each co-clusterer's released column labels. A panel notes the methods without points."""
     mine, mine_bands = discovered(df)
     methods = [a for a in PAPER_METHODS if a in set(df["algorithm"])] + mine
     bands = ["fast_taucc", *mine_bands]
@@ -263,7 +351,7 @@ def fig_synthetic(df: pd.DataFrame, metric_kind: str, mode: str, vs: str):
     else:
         panels = _pick(df["epsilon"].dropna(), prefer=(0.1, 0.5, 0.99999, 3.0))
         key, x, xlabel = "epsilon", "n_cols", "columns m"
-    fig, axes = plt.subplots(2, len(panels), figsize=(3.6 * len(panels), 5.6), squeeze=False,
+    fig, axes = plt.subplots(2, len(panels), figsize=(3.8 * len(panels), 6.4), squeeze=False,
                              layout="constrained")
     points: list[int] = []
     pooled_runs: list[int] = []
@@ -277,42 +365,70 @@ def fig_synthetic(df: pd.DataFrame, metric_kind: str, mode: str, vs: str):
                     _band(ax, d[d["algorithm"] == alg], metric, alg, pooled_runs)
                 else:
                     _curve(ax, df[df["algorithm"] == alg], "n_cols", metric, alg, line="--",
-                           counts=points)
+                           counts=points, name=f"{label(alg)} (not DP)")
+            shown = {}
             for alg in methods:
                 sel = d[(d["algorithm"] == alg) & (d["mode"] == mode)]
                 if vs != "eps":
                     sel = sel[np.isclose(sel["epsilon"].astype(float), p)]
-                _curve(ax, sel, x, metric, alg, counts=points)
+                if side == "rows":
+                    series = row_series(sel, alg, mode, metric)
+                elif df.loc[df["algorithm"] == alg, metric].notna().any():
+                    dp = mode == "corrected" and ok(sel)["end_to_end_dp"].fillna(False).all()
+                    series = [(metric, "-", f"{label(alg)}: its column labels "
+                               f"({'DP' if dp else 'not end-to-end DP'})")]
+                else:
+                    continue  # a method without column labels has no column panel line
+                for column, line, name in series:
+                    s = _curve(ax, sel, x, column, alg, line=line, counts=points, name=name)
+                    shown.setdefault(alg, s)
             if vs != "eps":
                 ax.set_xscale("log")
-            ax.set_title(f"{'m' if vs == 'eps' else 'ε'} = {p:g}")
+            titled(ax, f"{'m' if vs == 'eps' else 'ε'} = {p:g}, {side}",
+                   coverage_note(shown, x, eps=None if vs == "eps" else p))
             ax.set_xlabel(xlabel)
             ax.set_ylabel(METRIC_NAMES.get(metric, metric))
             ax.grid(alpha=0.3)
     _legend(fig, list(axes.flat))
-    fig.suptitle(f"Synthetic biclusters, {metric_kind.upper()} vs {xlabel} ({mode} mode)\n"
-                 f"{scale_text(points, pooled_runs)}")
+    fig.suptitle(caption(f"Synthetic biclusters, {metric_kind.upper()} vs {xlabel} "
+                         f"({mode} mode; one matrix per m for every seed)", methods,
+                         scale_text(points, pooled_runs)))
     return fig
 
 
+def percentiles(df: pd.DataFrame, by: Sequence[str], metric: str,
+                q: tuple[float, float] = (10, 90)) -> pd.DataFrame:
+    """Columns ``by + [median, lo, hi, n]``: the median and the ``q`` percentiles of
+    ``metric`` over successful runs (bars that stay within the observed values)."""
+    d = ok(df).dropna(subset=[metric])
+    if d.empty:
+        return pd.DataFrame(columns=[*by, "median", "lo", "hi", "n"])
+    g = d.groupby(list(by), dropna=False)[metric]
+    return g.agg(median="median", lo=lambda v: np.percentile(v, q[0]),
+                 hi=lambda v: np.percentile(v, q[1]), n="count").reset_index()
+
+
 def fig_runtime(df: pd.DataFrame):
-    """Supp. Fig. 6: mean ± std fit time vs columns, log-log, per algorithm and mode."""
-    fig, ax = plt.subplots(figsize=(6, 4.2), layout="constrained")
+    """Supp. Fig. 6: median fit time vs columns, log-log, per algorithm and mode; the bars
+    span the 10th to 90th percentile of the seeds (positive, unlike mean ± std on a log
+    axis)."""
+    fig, ax = plt.subplots(figsize=(6.4, 4.6), layout="constrained")
     points: list[int] = []
     for alg in dict.fromkeys(df["algorithm"]):
         for mode, d in df[df["algorithm"] == alg].groupby("mode", dropna=False):
-            s = mean_std(d, ["n_cols"], "fit_time_s").sort_values("n_cols")
+            s = percentiles(d, ["n_cols"], "fit_time_s").sort_values("n_cols")
             if s.empty:
                 continue
             points.extend(int(n) for n in s["n"])
             lab = label(alg) + ("" if pd.isna(mode) else f" ({mode})")
             color, marker = style(alg)
-            ax.errorbar(s["n_cols"], s["mean"], yerr=s["std"].fillna(0), marker=marker, ms=3,
+            yerr = np.vstack([s["median"] - s["lo"], s["hi"] - s["median"]])
+            ax.errorbar(s["n_cols"], s["median"], yerr=yerr, marker=marker, ms=3,
                         capsize=2, color=color, label=lab)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("columns m (rows n = 1000)")
-    ax.set_ylabel("fit time (s)")
+    ax.set_ylabel("fit time (s): median, bars 10th–90th percentile")
     threads = sorted(set(ok(df)["blas_threads"].dropna().astype(int)))
     ax.set_title(f"Runtime at ε = 0.99999 (serial, BLAS threads {threads})\n"
                  f"{scale_text(points)}")
@@ -338,7 +454,6 @@ def real_data_figures(real: pd.DataFrame) -> Iterator[tuple[str, Figure]]:
             yield f"{name}_{mode}", fig_metric_vs_eps(
                 real, metric, mode, [*PAPER_METHODS, *mine], ["fast_taucc", *mine_bands],
                 f"{METRIC_NAMES[metric]} vs ε, real data ({mode} mode)",
-                private_labels=mode == "corrected",
                 calibration=cal if (mode, metric) == ("paper", "nmi_rows") else None)
         extra = ["dp_taucc", *(a for a in EXTRA_METHODS if a != "fccm"), *mine]
         yield f"fig2_extra_methods_{mode}", fig_metric_vs_eps(

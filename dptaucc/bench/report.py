@@ -1,10 +1,13 @@
 """``python -m dptaucc.bench.report``: results/REPORT.md from the stored tables.
 
-Per dataset and ε, mean ± std of every method in both modes next to the paper's values read off
-its Fig. 2 (the packaged ``calibration/fig2_paper_values.tsv``); ε claimed vs ε spent per method
-(from the ledgers); runtime; failed jobs. Algorithms and experiments are discovered from the
-tables, so your own method or experiment gets its rows and tables too. The report is a list of
-sections (:data:`SECTIONS`), each a function of the tables returning Markdown lines.
+It opens with a headline (:mod:`headline`: does each paper figure reproduce, what corrected
+mode changes, the audit's verdict, the run) and the figures as images; then, per dataset and
+ε, mean ± std of every method in both modes (corrected mode: what each method releases) next to
+the paper's values read off its Fig. 2 (the packaged ``calibration/fig2_paper_values.tsv``);
+ε claimed vs ε spent per method (from the ledgers); runtime; failed jobs. Algorithms and
+experiments are discovered from the tables, so your own method or experiment gets its rows and
+tables too. The tables are a list of sections (:data:`SECTIONS`), each a function of the
+tables returning Markdown lines.
 """
 
 from __future__ import annotations
@@ -19,9 +22,26 @@ from pathlib import Path
 import pandas as pd
 
 from dptaucc.audit.report import audit_section
-from dptaucc.bench.aggregate import EXTRA_METHODS, PAPER_METHODS, label, mean_std, ok, pooled
+from dptaucc.bench.aggregate import (
+    EXTRA_METHODS,
+    LABELS,
+    PAPER_METHODS,
+    label,
+    mean_std,
+    neighbours,
+    neighbours_text,
+    ok,
+    pooled,
+)
 from dptaucc.bench.configs import config_dir
-from dptaucc.bench.figures import PAPER_EXPERIMENTS, _datasets, discovered, experiment_tables
+from dptaucc.bench.figures import (
+    PAPER_EXPERIMENTS,
+    PAPER_PROTOCOL,
+    _datasets,
+    discovered,
+    experiment_tables,
+    row_series,
+)
 from dptaucc.bench.run_log import describe, read_run_log
 
 EXPERIMENTS = PAPER_EXPERIMENTS
@@ -63,17 +83,44 @@ def fig2_section(df: pd.DataFrame, metric: str = "nmi_rows") -> list[str]:
     """Fig. 2 (NMI) or supp. Fig. 1 (ARI): the paper's methods, the extra ones and yours."""
     name = metric.split("_")[0].upper()
     fig = "Fig. 2" if name == "NMI" else "Supp. Fig. 1"
-    lines = [f"## {fig}: row {name} on the real data (paper protocol, mean ± std over seeds)",
-             ""]
+    lines = [f"## {fig}: row {name} on the real data (mean ± std over seeds)", "",
+             "Paper-mode columns score the paper's protocol (each row assigned to the released "
+             "prototypes by reading the data: not DP), as the paper does. Corrected-mode columns "
+             "score what each method releases: DP-τCC's DP row labels; the other methods release "
+             "prototypes, not row labels, so their only row score is the paper's protocol, "
+             "named as such.", "", _neighbours_line(df), ""]
     if name == "NMI":
         lines += ["Paper values in brackets are read by eye off the paper's Fig. 2 (±0.02), "
                   "paper mode; DPNMF runs for ε < 1 only; DPHD is 0 in the paper.", ""]
     return lines + comparison_tables(df, metric, calibrated=metric == "nmi_rows")
 
 
+def _ordered_algorithms(df: pd.DataFrame) -> list[str]:
+    """The table's algorithms: the paper's first, then the extra ones, then yours by name."""
+    known = [*PAPER_METHODS, *EXTRA_METHODS]
+    present = set(df["algorithm"].dropna())
+    return [a for a in known if a in present] + sorted(present - set(known))
+
+
+def _neighbours_line(df: pd.DataFrame) -> str:
+    """"Neighbours (what each method's ε protects): ..." for the algorithms of a table."""
+    text = neighbours_text(_ordered_algorithms(df)).removeprefix("neighbours: ")
+    return f"Neighbours (what each method's ε protects): {text}."
+
+
+def _column_name(alg: str, mode: str, column: str) -> str:
+    if column.endswith("_private"):
+        return f"{label(alg)} ({mode}, DP row labels: DP)"
+    if mode != "corrected" or alg not in LABELS:  # yours: its own labels, not declared DP
+        return f"{label(alg)} ({mode})"
+    return f"{label(alg)} (corrected, {PAPER_PROTOCOL})"
+
+
 def comparison_tables(df: pd.DataFrame, metric: str, calibrated: bool = False) -> list[str]:
     """Per dataset: the non-private methods' pooled score, then ``metric`` per ε (rows) for every
-    private method and mode (columns); ``calibrated`` adds the paper's Fig. 2 values."""
+    private method and mode (columns; in corrected mode the series of
+    :func:`figures.row_series`: the DP output first); ``calibrated`` adds the paper's Fig. 2
+    values."""
     cal = calibration() if calibrated else None
     name = metric.split("_")[0].upper()
     mine, mine_bands = discovered(df)
@@ -91,20 +138,28 @@ def comparison_tables(df: pd.DataFrame, metric: str, calibrated: bool = False) -
                 extra = "" if pv is None else f" [paper {pv:.2f}]"
                 lines.append(f"- {label(alg)} (not DP, {n} runs): {_fmt(m, s, n)}{extra}")
         lines.append("")
-        agg = mean_std(d[d["algorithm"].isin(methods)], ["algorithm", "mode", "epsilon"], metric)
-        if agg.empty:
+        sel = d[d["algorithm"].isin(methods)]
+        modes = ["paper", "corrected",
+                 *sorted(set(sel["mode"].dropna()) - {"paper", "corrected"})]
+        cols, aggs = [], {}
+        for a in methods:
+            for m in modes:
+                dam = sel[(sel["algorithm"] == a) & (sel["mode"] == m)]
+                for column, _, _ in row_series(dam, a, m, metric):
+                    agg = mean_std(dam, ["epsilon"], column)
+                    if not agg.empty:
+                        cols.append((a, m, column))
+                        aggs[(a, m, column)] = agg.set_index("epsilon")
+        if not cols:
             continue
-        modes = ["paper", "corrected", *sorted(set(agg["mode"].dropna()) - {"paper", "corrected"})]
-        cols = [(a, m) for a in methods for m in modes
-                if not agg[(agg["algorithm"] == a) & (agg["mode"] == m)].empty]
-        header = ["ε"] + [f"{label(a)} ({m})" for a, m in cols]
+        header = ["ε"] + [_column_name(*c) for c in cols]
         rows = []
-        for eps in sorted(agg["epsilon"].unique()):
+        for eps in sorted({e for agg in aggs.values() for e in agg.index}):
             row = [f"{eps:g}"]
-            for a, m in cols:
-                r = agg[(agg["algorithm"] == a) & (agg["mode"] == m) & (agg["epsilon"] == eps)]
-                cell = "–" if r.empty else _fmt(r["mean"].iloc[0], r["std"].iloc[0],
-                                                int(r["n"].iloc[0]))
+            for a, m, column in cols:
+                agg = aggs[(a, m, column)]
+                cell = "–" if eps not in agg.index else _fmt(
+                    agg.loc[eps, "mean"], agg.loc[eps, "std"], int(agg.loc[eps, "n"]))
                 pv = (_paper_value(cal, ds, a, eps) if m == "paper" and cal is not None
                       else None)
                 if pv is not None:
@@ -112,7 +167,8 @@ def comparison_tables(df: pd.DataFrame, metric: str, calibrated: bool = False) -
                 row.append(cell)
             rows.append(row)
         lines += _table(header, rows)
-        lines += ["", f"({_seeds_per_cell(agg['n'])} per cell)", ""]
+        counts = pd.concat([agg["n"] for agg in aggs.values()])
+        lines += ["", f"({_seeds_per_cell(counts)} per cell)", ""]
     return lines
 
 
@@ -127,7 +183,8 @@ def other_experiments_section(frames: dict[str, pd.DataFrame]) -> list[str]:
     for exp, df in frames.items():
         if exp in PAPER_EXPERIMENTS:
             continue
-        lines += [f"## {exp}: row NMI (paper protocol, mean ± std over seeds)", ""]
+        lines += [f"## {exp}: row NMI (mean ± std over seeds; corrected mode: what each "
+                  "method releases)", ""]
         lines += comparison_tables(df, "nmi_rows")
     return lines
 
@@ -146,7 +203,7 @@ def privacy_section(frames: dict[str, pd.DataFrame]) -> list[str]:
         steps = sorted({s for v in d["non_private_steps"].dropna() for s in _steps(v)})
         eps_sp = d["epsilon_spent"]
         rows.append([
-            label(alg), str(mode), str(len(d)),
+            label(alg), str(mode), neighbours(alg), str(len(d)),
             "–" if ratio.dropna().empty else
             f"{ratio.min():.3g} / {ratio.median():.3g} / {ratio.max():.3g}",
             "∞" if (eps_sp == float("inf")).all() else
@@ -156,7 +213,9 @@ def privacy_section(frames: dict[str, pd.DataFrame]) -> list[str]:
             f"{100 * d['end_to_end_dp'].fillna(False).astype(bool).mean():.0f}%",
             ", ".join(steps) or "–",
         ])
-    header = ["method", "mode", "fits", "ε spent/claimed (min/median/max)", "median ε spent",
+    header = ["method", "mode", "neighbours (corrected mode)", "fits",
+              "ε spent/claimed (min/median/max)",
+              "median ε spent",
               "δ claimed", "δ spent", "end-to-end DP", "non-private steps"]
     return lines + _table(header, rows) + [""]
 
@@ -242,16 +301,24 @@ def heatmap_section(frames: dict[str, pd.DataFrame]) -> list[str]:
 def synthetic_section(df: pd.DataFrame) -> list[str]:
     """Row and column NMI at the paper's ε = "1" (0.99999) per size, on the synthetic data."""
     d = df[((df["epsilon"] - 0.99999).abs() < 1e-9) | df["epsilon"].isna()]
-    lines = ["## Synthetic biclusters (supp. Figs. 4-5): NMI at ε = 0.99999", ""]
+    lines = ["## Synthetic biclusters (supp. Figs. 4-5): NMI at ε = 0.99999", "",
+             "One matrix per m, shared by every seed, ε and method. Row NMI by the paper's "
+             "protocol (reads the data, not DP) in paper mode; corrected mode scores what each "
+             "method releases.", "", _neighbours_line(df), ""]
     d = d.assign(mode=d["mode"].fillna("–"))
     sizes = sorted(d["n_cols"].dropna().unique())
     if len(sizes) > 8:  # eight sizes spread over the grid (works for partial grids too)
         sizes = [sizes[i] for i in sorted({round(j * (len(sizes) - 1) / 7) for j in range(8)})]
     rows = []
-    for side in ("rows", "cols"):
-        agg = mean_std(d, ["algorithm", "mode", "n_cols"], f"nmi_{side}")
-        for (alg, mode), a in agg.groupby(["algorithm", "mode"]):
-            row = [label(alg), str(mode), side]
+    for (alg, mode), dam in d.groupby(["algorithm", "mode"]):
+        series = [(c, "rows (DP labels)" if c.endswith("_private") else
+                   "rows (paper protocol, not DP)")
+                  for c, _, _ in row_series(dam, alg, mode, "nmi_rows")]
+        for column, what in [*series, ("nmi_cols", "columns")]:
+            a = mean_std(dam, ["n_cols"], column)
+            if a.empty:
+                continue
+            row = [label(alg), str(mode), what]
             for m in sizes:
                 r = a[a["n_cols"] == m]
                 row.append("–" if r.empty else _fmt(r["mean"].iloc[0], r["std"].iloc[0],
@@ -261,13 +328,17 @@ def synthetic_section(df: pd.DataFrame) -> list[str]:
                           rows) + [""]
 
 
-def header_lines(frames: dict[str, pd.DataFrame], results_dir: Path) -> list[str]:
-    """Title, generation time and the size of every table (code versions: the provenance
-    section)."""
+def title_lines(results_dir: Path) -> list[str]:
+    """Title and generation time."""
     now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    lines = ["# dptaucc-bench: results", "",
-             f"Generated {now} by `python -m dptaucc.bench.report` from "
-             f"`{results_dir.name}/<experiment>.parquet`; figures in `figures/`.", ""]
+    return ["# dptaucc-bench: results", "",
+            f"Generated {now} by `python -m dptaucc.bench.report` from "
+            f"`{results_dir.name}/<experiment>.parquet`; figures in `figures/`.", ""]
+
+
+def header_lines(frames: dict[str, pd.DataFrame], results_dir: Path) -> list[str]:
+    """The size of every table and the last run (code versions: the provenance section)."""
+    lines = ["## Tables", ""]
     lines += [f"- {e}: {len(df)} records, {df['seed'].nunique()} seeds, datasets "
               f"{', '.join(_datasets(df))}" + (f" (m = {int(df['n_cols'].min())}"
                                                f"..{int(df['n_cols'].max())})"
@@ -386,9 +457,16 @@ SECTIONS: list[Section] = [_real_data, other_experiments_section, privacy_sectio
 
 
 def write_report(results_dir: str | os.PathLike = "results") -> Path:
+    """REPORT.md: the headline (:mod:`headline`), the figures as images, then the tables
+    (:data:`SECTIONS`) and the privacy audit."""
+    from dptaucc.bench.headline import figures_section, headline_section
+
     results_dir = Path(results_dir)
     frames = experiment_tables(results_dir)
-    lines = header_lines(frames, results_dir)
+    lines = title_lines(results_dir)
+    lines += headline_section(frames, results_dir, calibration())
+    lines += figures_section(results_dir)
+    lines += header_lines(frames, results_dir)
     if frames:
         for section in SECTIONS:
             lines += section(frames)

@@ -72,7 +72,7 @@ def test_readme_bring_your_own_example(tmp_path):
         assert (results / "figures" / f"{stem}.png").stat().st_size > 5000
     fig = dict(figures.real_data_figures(table))["fig2_nmi_corrected"]
     legend = {t.get_text() for t in fig.legends[0].get_texts()}
-    assert {"random_rows", "DP-τCC"} <= legend
+    assert {"random_rows (not declared DP)", "DP-τCC: its DP row labels (DP)"} <= legend
     assert "2 seeds per point" in fig._suptitle.get_text()
     assert [ax.get_title() for ax in fig.axes if ax.get_visible()] == ["cstr", "mydata"]
 

@@ -97,7 +97,7 @@ def test_collect_figures_report(stored):
     text = report.write_report(stored).read_text()
     assert "[paper 0.29]" in text  # classic3 DP-τCC at ε=0.5 next to the calibration value
     assert "[paper 0.26]" in text  # cstr DP-τCC at the paper's "1" (0.99999)
-    assert "| DP-KMeans | paper | 18 | 3 / 3 / 3 |" in text
+    assert "| DP-KMeans | paper | one row replaced (covers one cell) | 18 | 3 / 3 / 3 |" in text
     assert "Colored noise | 3 | 3 | ValueError: boom" in text
     assert "- fig2_real: 195 records, 3 seeds, datasets classic3, cstr" in text
 
@@ -255,7 +255,8 @@ def test_every_figure_states_its_scale(stored):
     uneven = df[~((df["seed"] == 2) & (df["epsilon"] == 0.5) & (df["algorithm"] == "dp_taucc"))]
     fig = figures.fig_metric_vs_eps(uneven, "nmi_rows", "paper", ["dp_taucc"], ["fast_taucc"],
                                     "t")
-    assert fig._suptitle.get_text() == "t\n2–3 seeds per point; bands pool 3 runs each"
+    assert fig._suptitle.get_text() == ("t\nneighbours: one cell +1 (DP-τCC)\n"
+                                        "2–3 seeds per point; bands pool 3 runs each")
     plt.close(fig)
 
 
@@ -278,7 +279,8 @@ def test_unknown_algorithms_are_discovered_with_their_own_style(stored):
     figs = dict(figures.real_data_figures(df))
     for name in ("fig2_nmi_corrected", "supp_fig1_ari_corrected", "fig2_extra_methods_corrected"):
         labels = figs[name].legends[0].get_texts()
-        assert {"my_method", "my_reference (not DP)"} <= {t.get_text() for t in labels}, name
+        assert {"my_method (not declared DP)", "my_reference (not DP)"} <= {
+            t.get_text() for t in labels}, name
     for fig in figs.values():
         plt.close(fig)
     text = report.write_report(stored).read_text()

@@ -221,7 +221,7 @@ def test_fast_sparse_equals_dense_and_seeded(small_counts):
 def test_a_full_matrix_fits_exactly_as_on_the_sparse_path(monkeypatch, mode):
     """The supplement's filled synthetic matrix (every cell stored) is aggregated by BLAS
     products; whole counts give the sparse kernels' sums, so every output is the same."""
-    X = make_paper_biclusters(50, n_rows=150, seed=1).X
+    X = make_paper_biclusters(50, n_rows=150).X
     assert obj_mod._full_array(X, 3) is not None  # the dense path is taken
 
     def fits():

@@ -1,0 +1,201 @@
+"""What the figures and REPORT.md publish means what it says: private lines are the private
+outputs, bands stay in range, heatmap ticks are the grid's, runtime bars stay positive, empty
+panels say so, and the report opens with its headline."""
+
+from __future__ import annotations
+
+import json
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+
+from dptaucc.bench import figures, headline, report
+from dptaucc.bench.aggregate import NEIGHBOURS, label
+
+
+def _row(alg, mode, ds, eps, seed, **kw):
+    private = alg not in ("fast_taucc", "fccm")
+    rec = {"run_id": f"{alg}-{mode}-{ds}-{eps}-{seed}", "experiment": "fig2_real",
+           "algorithm": alg, "mode": mode if private else None, "dataset": ds, "seed": seed,
+           "epsilon": eps if private else np.nan, "status": "ok", "private": private,
+           "nmi_rows": 0.5, "ari_rows": 0.4, "nmi_rows_private": np.nan,
+           "ari_rows_private": np.nan, "nmi_cols": np.nan, "ari_cols": np.nan,
+           "epsilon_spent": eps if mode == "corrected" else np.inf,
+           "end_to_end_dp": mode == "corrected", "n_cols": 50, "fit_time_s": 0.1,
+           "blas_threads": 1, "cpu": "test CPU", "non_private_steps": "[]",
+           "delta": np.nan, "delta_spent": 0.0, "peak_rss_mb": 100.0, "error": None}
+    rec.update(kw)
+    return rec
+
+
+@pytest.fixture
+def real():
+    """DP-τCC whose DP labels score 0.2 and whose paper protocol scores 0.6 (corrected mode);
+    DP-KMeans near 0 with a wide spread; DPNMF for ε < 1 only; Fast-τCC as a band."""
+    rows = []
+    for seed in range(3):
+        for eps in (0.5, 0.99999, 2.0):
+            rows.append(_row("dp_taucc", "corrected", "cstr", eps, seed, nmi_rows=0.6,
+                             nmi_rows_private=0.2 + 0.01 * seed))
+            rows.append(_row("dp_taucc", "paper", "cstr", eps, seed, nmi_rows=0.4))
+            rows.append(_row("dp_kmeans", "corrected", "cstr", eps, seed,
+                             nmi_rows=[0.0, 0.0, 0.3][seed]))
+            if eps < 1:
+                rows.append(_row("dpnmf", "corrected", "cstr", eps, seed, nmi_rows=0.1))
+        rows.append(_row("fast_taucc", None, "cstr", np.nan, seed, nmi_rows=[0.1, 0.9, 0.95][seed]))
+    return pd.DataFrame(rows)
+
+
+def _lines(fig):
+    return {line.get_label(): line for ax in fig.axes for line in ax.get_lines()}
+
+
+def test_the_corrected_line_is_the_dp_output_and_the_paper_protocol_is_named(real):
+    fig = figures.fig_metric_vs_eps(real, "nmi_rows", "corrected",
+                                    ["dp_taucc", "dp_kmeans", "dpnmf"], ["fast_taucc"], "t")
+    lines = _lines(fig)
+    dp = lines[f"{label('dp_taucc')}: its DP row labels (DP)"]
+    assert dp.get_linestyle() == "-"
+    np.testing.assert_allclose(dp.get_ydata(), 0.21)  # nmi_rows_private, not nmi_rows
+    protocol = lines[f"{label('dp_taucc')}: {figures.PAPER_PROTOCOL}"]
+    np.testing.assert_allclose(protocol.get_ydata(), 0.6)
+    assert protocol.get_linestyle() == ":"
+    # a baseline releases no row labels: its only series is the paper protocol, named not DP
+    assert f"{label('dp_kmeans')}: {figures.PAPER_PROTOCOL}" in lines
+    legend = {t.get_text() for t in fig.legends[0].get_texts()}
+    assert all("DP" in text for text in legend)  # every entry says whether it is DP
+    # the caption gives each method's neighbour relation
+    title = fig._suptitle.get_text()
+    for alg in ("dp_taucc", "dp_kmeans", "dpnmf"):
+        assert NEIGHBOURS[alg] in title and label(alg) in title
+    plt.close(fig)
+
+
+def test_paper_mode_plots_the_paper_protocol_as_the_paper_does(real):
+    fig = figures.fig_metric_vs_eps(real, "nmi_rows", "paper", ["dp_taucc"], [], "t")
+    line = _lines(fig)[f"{label('dp_taucc')}: {figures.PAPER_PROTOCOL}"]
+    assert line.get_linestyle() == "-"
+    np.testing.assert_allclose(line.get_ydata(), 0.4)
+    plt.close(fig)
+
+
+def test_bands_stay_within_the_metric_range(real):
+    fig = figures.fig_metric_vs_eps(real, "nmi_rows", "corrected", ["dp_kmeans"],
+                                    ["fast_taucc"], "t")
+    ax = fig.axes[0]
+    # DP-KMeans: mean 0.1, std 0.17 (below 0 unclipped); Fast-τCC: mean 0.65, std 0.48 (above 1)
+    assert ax.collections and ax.patches
+    for band in ax.collections:  # the curves' bands
+        for path in band.get_paths():
+            ys = path.vertices[:, 1]
+            assert ys.min() >= 0.0 - 1e-12 and ys.max() <= 1.0 + 1e-12
+    for span in ax.patches:  # the non-DP band
+        assert span.get_y() >= 0.0 and span.get_y() + span.get_height() <= 1.0 + 1e-12
+    plt.close(fig)
+
+
+def test_a_panel_says_where_a_method_has_no_points(real):
+    fig = figures.fig_metric_vs_eps(real, "nmi_rows", "corrected",
+                                    ["dp_taucc", "dp_kmeans", "dpnmf"], [], "t")
+    title = fig.axes[0].get_title()
+    assert "DPNMF: no points above ε = 0.99999 (runs for ε < 1 only)" in title
+    plt.close(fig)
+    assert figures.coverage_note({"dpnmf": pd.DataFrame({"epsilon": []})}, "n_cols",
+                                 eps=3.0) == "DPNMF: no points (runs for ε < 1 only)"
+
+
+def test_heatmap_ticks_are_the_grids_own_values():
+    eps = [0.1, 0.3, 0.99999, 4.5, 10.0]
+    iters = [2, 3, 5]
+    df = pd.DataFrame([{"dataset": "cstr", "status": "ok", "epsilon": e, "p_n_iterations": i,
+                        "seed": 0, "tau_hat_rc": 0.1 * i + e / 100} for e in eps for i in iters])
+    fig = figures.fig_heatmap(df, "p_n_iterations", "iterations I", "t")
+    ax = fig.axes[0]
+    np.testing.assert_allclose(ax.get_xticks(), eps)
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0.1", "0.3", "0.99999", "4.5", "10"]
+    np.testing.assert_allclose(ax.get_yticks(), iters)
+    plt.close(fig)
+
+
+def test_runtime_bars_stay_positive_on_the_log_axis():
+    # one slow outlier: mean - std would be negative
+    times = [0.01, 0.01, 0.012, 0.011, 2.0]
+    df = pd.DataFrame([{"algorithm": "dp_taucc", "mode": "corrected", "n_cols": m,
+                        "status": "ok", "fit_time_s": t, "blas_threads": 1, "seed": i}
+                       for m in (10, 100) for i, t in enumerate(times)])
+    fig = figures.fig_runtime(df)
+    ax = fig.axes[0]
+    bars = [c for c in ax.collections if hasattr(c, "get_segments")]
+    lows = [seg[:, 1].min() for c in bars for seg in c.get_segments()]
+    assert lows and min(lows) > 0
+    assert "percentile" in ax.get_ylabel()
+    plt.close(fig)
+
+
+def _write(results_dir, frames: dict[str, pd.DataFrame]) -> None:
+    results_dir.mkdir(parents=True, exist_ok=True)
+    for exp, df in frames.items():
+        df.assign(experiment=exp).to_parquet(results_dir / f"{exp}.parquet")
+
+
+def test_the_report_opens_with_its_headline(real, results_dir):
+    _write(results_dir, {"fig2_real": real})
+    (results_dir / "reproduce.json").write_text(json.dumps({
+        "git_sha": "0123456789abcdef", "scale": "quick", "executor": "local", "workers": 2,
+        "started_utc": "2026-01-01T00:00:00+00:00", "finished_utc": "x", "sweep_seconds": 60.0,
+        "total_seconds": 90.0, "experiments": {"fig2_real": {"jobs": 1, "run": 1, "seconds": 1,
+                                                             "statuses": {"ok": 1}}}}))
+    figures.make_figures(results_dir, formats=("png",))
+    text = report.write_report(results_dir).read_text()
+    first_screen = "\n".join(text.splitlines()[:40])
+    assert text.splitlines()[4] == "## Headline"
+    assert "| paper figure | our runs | distance to the paper's values | reproduces? |" in (
+        first_screen)
+    assert "![fig2_nmi_paper](figures/fig2_nmi_paper.png)" in first_screen
+    assert headline.RULE in first_screen
+    assert "| Supp. Fig. 6: runtime | not run | – | not run |" in first_screen
+    # cstr's calibrated DP-τCC points (paper 0.15, 0.26, and 0.33 at ε = 3: not run) vs 0.4
+    assert "DP-τCC 0.195 (SE 0.000, 2 pts)" in first_screen
+    assert "no audit table" in first_screen
+    assert "wall time 1.5 min on 2 local workers" in first_screen and "test CPU" in first_screen
+    assert ("**DP-τCC** (neighbours: one cell +1): mean row NMI 0.40 in paper mode → 0.21 on "
+            "its DP row labels, 0.60 by the paper's protocol (not DP)") in first_screen
+    # every figure is embedded with a relative link, before the tables
+    assert text.index("![fig2_nmi_corrected](figures/fig2_nmi_corrected.png)") < text.index(
+        "## Fig. 2: row NMI")
+    # the corrected table column of DP-τCC is its DP labels; the paper protocol is named
+    table = text[text.index("### cstr (NMI)"):]
+    header = next(line for line in table.splitlines() if line.startswith("| ε |"))
+    assert "DP-τCC (corrected, DP row labels: DP)" in header
+    assert f"DP-τCC (corrected, {figures.PAPER_PROTOCOL})" in header
+    row = next(line for line in table.splitlines() if line.startswith("| 0.5 |"))
+    assert "0.21 ± 0.01" in row
+
+
+def test_the_audit_verdict_is_read_defensively(real, results_dir):
+    _write(results_dir, {"fig2_real": real})
+    pd.DataFrame({"method": ["dp_taucc", "dpnmf"], "verdict": ["ok", "above claim"]}).to_parquet(
+        results_dir / "audit.parquet")
+    assert headline.audit_verdict(results_dir).startswith("Privacy audit: ok: 1 rows, "
+                                                          "above claim: 1 rows")
+    pd.DataFrame({"something": [1]}).to_parquet(results_dir / "audit.parquet")
+    assert "not understood" in headline.audit_verdict(results_dir)
+
+
+def test_distances_follow_the_rule():
+    cal = pd.DataFrame({"dataset": ["cstr", "cstr"], "algorithm": ["dp_taucc", "fast_taucc"],
+                        "eps": [0.5, np.nan], "nmi": [0.30, 0.50]})
+    df = pd.DataFrame([_row("dp_taucc", "paper", "cstr", 0.5, s, nmi_rows=v)
+                       for s, v in enumerate([0.3, 0.5, 0.7])]
+                      + [_row("fast_taucc", None, "cstr", np.nan, s, nmi_rows=0.52)
+                         for s in range(3)])
+    dist = headline.distances(df, cal).set_index("algorithm")
+    # DP-τCC: |0.5 - 0.3| = 0.2 > max(0.05, 2 × 0.2/√3 = 0.23)? no: within
+    assert dist.loc["dp_taucc", "mad"] == pytest.approx(0.2)
+    assert dist.loc["dp_taucc", "se"] == pytest.approx(0.2 / np.sqrt(3))
+    assert bool(dist.loc["dp_taucc", "ok"])
+    assert dist.loc["fast_taucc", "mad"] == pytest.approx(0.02) and dist.loc["fast_taucc", "ok"]
+    tight = df.assign(nmi_rows=np.where(df["algorithm"] == "dp_taucc", 0.5, 0.52))
+    assert not bool(headline.distances(tight, cal).set_index("algorithm").loc["dp_taucc", "ok"])
