@@ -142,6 +142,8 @@ def exact_choose(scores: np.ndarray, scale: float,
     scores = np.asarray(scores, dtype=float)
     if scores.ndim != 2 or scores.shape[1] == 0:
         raise ValueError("scores must be a 2-D array with at least one choice per row")
+    if not np.all(np.isfinite(scores)):
+        raise ValueError("scores must be finite")
     if scores.shape[1] >= 2**29:
         raise ValueError("too many choices per row for 64-bit proposal weights")
     scale = float(scale)

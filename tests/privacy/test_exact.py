@@ -94,4 +94,6 @@ def test_bad_input_is_refused():
         exact_choose(np.zeros((2, 2)), 0.0)
     with pytest.raises(ValueError, match="2-D"):
         exact_choose(np.zeros(3), 1.0)
+    with pytest.raises(ValueError, match="finite"):
+        exact_choose(np.array([[0.0, np.nan]]), 1.0)
     assert exact_choose(np.zeros((0, 3)), 1.0).shape == (0,)
