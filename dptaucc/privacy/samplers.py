@@ -14,10 +14,11 @@ Two interchangeable sources, chosen per fit (never a global):
   relative error of 2⁻⁵³), instead of pure ε-DP. Integer outputs (discrete Laplace) have a
   data-independent output set, so the floating-point attack on textbook Laplace noise
   (Mironov 2012) does not apply.
-* :class:`SecureSampler` draws every mechanism's noise from OpenDP's exact samplers (exact
-  discrete Laplace; report-noisy-max with Gumbel noise, i.e. the exponential mechanism) with
-  the operating system's randomness, and other random choices (data-independent
-  initialisations, post-processing) from a ``Generator`` seeded by the OS. No seed, nothing to
+* :class:`SecureSampler` draws every mechanism's noise exactly from the operating system's
+  randomness: OpenDP's exact discrete Laplace and Gaussian, and the exponential mechanism by
+  rejection with exact rational comparisons (:mod:`dptaucc.privacy.exact`), all rows at
+  once; other random choices (data-independent initialisations, post-processing) come from a
+  ``Generator`` seeded by the OS. No seed, nothing to
   replay: use it for a release you publish. Needs the ``secure`` extra (``opendp``).
 
 Both implement the same mechanism samplers (:meth:`discrete_laplace`, :meth:`choose`,
@@ -31,6 +32,7 @@ import math
 import numpy as np
 
 from dptaucc.kernels import choose_by_inversion, exponential_from_uniforms
+from dptaucc.privacy.exact import exact_choose
 from dptaucc.validation import make_generator
 
 __all__ = ["Sampler", "SeededSampler", "SecureSampler", "make_sampler", "MAX_NOISE_SCALE"]
@@ -132,9 +134,9 @@ class SeededSampler(Sampler):
 class SecureSampler(Sampler):
     """OpenDP's exact samplers with OS randomness (no seed; see the module docstring).
 
-    Cost: one OpenDP call per row of :meth:`choose` (tens of µs each) and one call per table
-    of :meth:`discrete_laplace` (about 8 µs per value); :meth:`standard_normal` samples OpenDP's
-    exact Gaussian (about 80 µs per value).
+    Cost: :meth:`choose` samples every row of a call together (about 1 µs per row);
+    :meth:`discrete_laplace` is one OpenDP call per array (about 8 µs per value);
+    :meth:`standard_normal` samples OpenDP's exact Gaussian (about 80 µs per value).
     """
 
     exact = True
@@ -162,19 +164,13 @@ class SecureSampler(Sampler):
         return np.asarray(meas([0] * count), dtype=np.int64).reshape(shape)
 
     def choose(self, scores: np.ndarray, scale: float) -> np.ndarray:
-        """Report-noisy-max with Gumbel noise of scale ``scale`` (OpenDP ``make_noisy_max``
-        with a zCDP output measure): exactly P(k) ∝ exp(score_k/scale)."""
+        """Exactly P(k) ∝ exp(score_k/scale) for every row at once, by rejection from OS
+        randomness with exact rational comparisons (:func:`dptaucc.privacy.exact.exact_choose`)."""
         scores = np.asarray(scores, dtype=float)
         scale = _check_scale(scale)
         if scale == 0.0:
             return self._argmax_ties_uniform(scores)
-        dp = self._dp
-        space = (dp.vector_domain(dp.atom_domain(T=float, nan=False), size=scores.shape[1]),
-                 dp.linf_distance(T=float))
-        meas = dp.m.make_noisy_max(*space, dp.zero_concentrated_divergence(), scale=scale)
-        return np.fromiter((meas(row) for row in scores.tolist()), dtype=np.intp,
-                           count=scores.shape[0])
-
+        return exact_choose(scores, scale)
 
     def standard_normal(self, size: int | tuple[int, ...]) -> np.ndarray:
         """OpenDP's exact Gaussian of scale 1 (a discrete Gaussian on a fine binary grid)."""

@@ -1,0 +1,93 @@
+"""Mechanism-level audits: near ε at the claimed calibration, above ε when it is wrong."""
+
+import math
+
+import numpy as np
+import opendp.prelude as dp
+import pytest
+
+from dptaucc.audit import primitives
+from dptaucc.audit.primitives import PRIMITIVES, audit_primitive
+from dptaucc.privacy import SeededSampler
+from dptaucc.privacy.exact import exact_choose
+
+dp.enable_features("contrib")
+
+
+@pytest.mark.parametrize("name", sorted(PRIMITIVES))
+def test_each_seeded_primitive_audits_at_nine_tenths_of_its_epsilon(name):
+    row = audit_primitive(name, 1.0, seed=1)
+    assert row["epsilon"] == 1.0 and row["path"] == "seeded"
+    assert 0.9 <= row["epsilon_lower"] <= 1.0, row
+
+
+@pytest.mark.parametrize("name", sorted(PRIMITIVES))
+def test_the_audit_has_power_against_a_halved_scale(name):
+    row = audit_primitive(name, 1.0, n=200_000, seed=2, scale_factor=0.5)
+    assert row["epsilon_lower"] > 1.0, row
+
+
+#: secure rows draw OS randomness (not replayable): floors leave room for sampling noise; the
+#: secure Gaussian gets 20,000 outputs per side only (OpenDP's exact Gaussian is slow)
+SECURE_FLOOR = {"gaussian": 0.5}
+SLOW_SECURE = {"discrete-laplace", "bounded-discrete-laplace", "gaussian"}  # 3-5 s each
+
+
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow)
+                                  if name in SLOW_SECURE else name
+                                  for name in sorted(PRIMITIVES)])
+def test_secure_primitives_audit_near_epsilon_without_violation(name):
+    row = audit_primitive(name, 1.0, n=200_000, secure=True)
+    assert row["path"] == "secure"
+    assert SECURE_FLOOR.get(name, 0.8) <= row["epsilon_lower"] <= 1.0, row
+
+
+def test_the_secure_audit_has_power_against_a_halved_scale():
+    row = audit_primitive("exponential", 1.0, n=100_000, secure=True, scale_factor=0.5)
+    assert row["path"] == "secure" and row["epsilon_lower"] > 1.0, row
+
+
+class ZCDPCalibratedChoice(SeededSampler):
+    """A plausible bug: the Gumbel noisy max calibrated with OpenDP's zCDP map so that
+    ρ = ε, while the ledger claims pure ε (the right conversion is ρ = ε²/8)."""
+
+    def __init__(self, epsilon, sensitivity, seed):
+        super().__init__(np.random.default_rng(seed))
+        space = (dp.vector_domain(dp.atom_domain(T=float, nan=False), size=2),
+                 dp.linf_distance(T=float))
+        self.beta = dp.binary_search_param(
+            lambda s: dp.m.make_noisy_max(*space, dp.zero_concentrated_divergence(), scale=s),
+            d_in=sensitivity / 2, d_out=epsilon)
+
+    def choose(self, scores, scale):
+        return exact_choose(scores, self.beta)
+
+
+def test_zcdp_calibrated_noisy_max_labelled_pure_epsilon_is_caught():
+    buggy = ZCDPCalibratedChoice(1.0, 1.0, seed=3)
+    assert buggy.beta == pytest.approx(1 / math.sqrt(8), rel=1e-3)  # true ε = √8 ≈ 2.8
+    row = audit_primitive("exponential", 1.0, n=200_000, sampler=buggy)
+    assert row["epsilon"] == 1.0 and row["epsilon_lower"] > 1.0, row
+
+
+def test_rows_have_the_promised_columns_and_bad_input_is_refused():
+    row = audit_primitive("discrete-laplace", 0.5, n=1_000, seed=0)
+    assert {"primitive", "path", "epsilon", "delta", "epsilon_lower", "n", "seconds"} <= set(row)
+    with pytest.raises(ValueError, match="unknown primitive"):
+        audit_primitive("laplace", 1.0)
+    with pytest.raises(ValueError, match="epsilon"):
+        audit_primitive("exponential", 0.0)
+
+
+def test_cli_exits_3_on_a_violation_and_0_otherwise(monkeypatch, capsys):
+    assert primitives.main(["-n", "20000"]) == 0
+    run, _ = PRIMITIVES["discrete-laplace"]
+
+    def doubled_epsilon(side, n, eps, delta, sampler, ledger):  # spends 2ε, charges ε
+        out = run(side, n, 2 * eps, delta, sampler, type(ledger)())
+        ledger.charge("audit", "discrete-laplace", eps, 0.0, 1.0, "sequential", "", 1 / eps)
+        return out
+
+    monkeypatch.setitem(PRIMITIVES, "discrete-laplace", (doubled_epsilon, False))
+    assert primitives.main(["-n", "200000"]) == 3
+    assert "VIOLATION" in capsys.readouterr().out
