@@ -118,7 +118,7 @@ __all__ = ["DPKMeans", "DEFAULT_BOUNDS_MAX", "SUM_GRID_BITS", "calc_iters", "su_
 METHOD = MethodInfo(
     name="dp_kmeans", estimator="dptaucc.baselines.dp_kmeans.DPKMeans",
     label="DP-KMeans", color="tab:orange", linestyle="-", family="k-means",
-    neighbours="one row replaced",
+    neighbours="one row replaced (covers one cell)",
     role="paper",
 )
 

@@ -97,7 +97,7 @@ __all__ = ["DPHD", "DEFAULT_MAX_VALUE", "DENSE_MIN_DENSITY"]
 METHOD = MethodInfo(
     name="dphd", estimator="dptaucc.baselines.dphd.DPHD",
     label="DPHD", color="tab:green", linestyle="-", family="k-means",
-    neighbours="one row replaced",
+    neighbours="one row replaced (covers one cell)",
     role="paper",
 )
 

@@ -87,7 +87,7 @@ __all__ = ["DPNMF", "LOCAL_H_STEPS", "TRANSFORM_STEPS", "topic_scores"]
 METHOD = MethodInfo(
     name="dpnmf", estimator="dptaucc.baselines.nmf_dp.DPNMF",
     label="DPNMF", color="tab:red", linestyle="-", family="NMF",
-    neighbours="one row (document) replaced",
+    neighbours="one row (document) replaced (covers one cell)",
     role="paper",
     uses_delta=True,
     max_epsilon=1.0,

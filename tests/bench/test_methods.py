@@ -36,7 +36,7 @@ def test_every_config_is_a_registered_method():
 def test_figures_and_report_read_the_registry():
     assert aggregate.LABELS == {m.name: m.label for m in methods()}
     assert aggregate.NEIGHBOURS["dp_taucc"] == "one cell +1"
-    assert aggregate.NEIGHBOURS["dp_kmeans"] == "one row replaced"
+    assert aggregate.NEIGHBOURS["dp_kmeans"] == "one row replaced (covers one cell)"
     assert aggregate.PAPER_METHODS == ("dp_taucc", "dp_kmeans", "dphd", "dpnmf")
     assert aggregate.EXTRA_METHODS == ("dpm", "colored_noise", "fccm")
     assert aggregate.NON_PRIVATE == ("fast_taucc", "fccm")

@@ -90,4 +90,4 @@ def test_installed_wheel_works_outside_the_clone(installed, tmp_path):
             assert (results / "figures" / f"{stem}.{ext}").stat().st_size > 3000
     report = (results / "REPORT.md").read_text()
     assert "[paper 0.15]" in report  # the packaged calibration file, cstr DP-τCC at ε = 0.5
-    assert "| DP-τCC | paper | 1 |" in report
+    assert "| DP-τCC | paper | one cell +1 | 1 |" in report
