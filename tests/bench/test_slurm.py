@@ -17,15 +17,29 @@ TINY = {"dataset": "cstr", "algorithm": "dp_taucc,fast_taucc,fccm", "mode": "pap
 
 def test_batches_respect_the_array_size():
     jobs = [{"i": i} for i in range(2500)]
-    b = batches(jobs, 1000)
+    b = batches(jobs, 1000, jobs_per_task=1)
     assert len(b) == 834 and {len(x) for x in b} == {3, 1}  # ceil(2500/1000) = 3 per task
     assert [j for x in b for j in x] == jobs  # contiguous, in order
     assert len(batches(jobs, 1000, jobs_per_task=50)) == 50
-    assert len(batches(jobs[:10], 1000)) == 10
+    # by time: 2500 jobs of 10 s = 25000 s -> 84 tasks of <= 300 s; never over array_size
+    b = batches(jobs, 1000, costs=[10.0] * 2500, task_seconds=300)
+    assert len(b) == 84 and [j for x in b for j in x] == jobs
+    assert len(batches(jobs, 50, costs=[10.0] * 2500, task_seconds=300)) == 50
     with pytest.raises(ValueError):
         batches(jobs, 0)
     with pytest.raises(ValueError, match="executor must be one of"):
         make_executor("local", "x")
+
+
+def test_batches_sized_by_time_fill_the_free_cpus_but_keep_minutes_of_work():
+    jobs = [{"i": i} for i in range(324)]
+    # quick jobs (0.2 s): 65 s of work on a 2-CPU partition -> 2 tasks, not 324 of one job
+    assert [len(x) for x in batches(jobs, 1000, costs=[0.2] * 324, slots=2)] == [162, 162]
+    # a 500-CPU partition still gives each task >= 30 s of work
+    assert len(batches(jobs, 1000, costs=[0.2] * 324, slots=500)) == 2
+    # costs decide the cut: the expensive half gets the smaller share of jobs
+    b = batches(jobs, 1000, costs=[0.1] * 162 + [10.0] * 162, task_seconds=300)
+    assert len(b) == 6 and len(b[0]) > len(b[-1])
 
 
 def test_submitit_batches_run_deduplicated_jobs_and_resume(results_dir, tmp_path):
@@ -33,7 +47,7 @@ def test_submitit_batches_run_deduplicated_jobs_and_resume(results_dir, tmp_path
     which the non-private ones collapse to one per seed: 8 + 2 + 2 = 12 distinct jobs, run as
     3 local submitit tasks of 4 jobs."""
     os.umask(0o022)
-    kw = {"array_size": 3, "folder": str(tmp_path / "submitit"), "poll_s": 0.5,
+    kw = {"array_size": 3, "jobs_per_task": 4, "folder": str(tmp_path / "submitit"), "poll_s": 0.5,
           "timeout_min": 10}
     summary = rp.reproduce("quick", 1, ["fig2_real"], sweep=TINY, outputs=False,
                            executor="submitit-local", slurm=kw)
