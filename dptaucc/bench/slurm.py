@@ -51,6 +51,8 @@ MIN_TASK_S = 30.0
 GUESS_JOB_S = 1.0
 #: seconds between two looks at the queue (a dead task is noticed within ~3 polls)
 POLL_S = 5.0
+#: submissions of one experiment's jobs: the array, then retries of dead tasks' leftovers
+MAX_ROUNDS = 4
 #: environment variables that size BLAS/OpenMP thread pools
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                "BLIS_NUM_THREADS", "NUMBA_NUM_THREADS")
@@ -238,21 +240,22 @@ def submit_jobs(jobs: Sequence[dict], *, executor: str = "slurm", name: str = "d
     work_sets = batches(jobs, array_size, jobs_per_task, job_costs(jobs), task_minutes * 60,
                         slots)
     ex = make_executor(executor, folder, name=f"dptaucc-{name}", **params)
-    retry = _submit_round(ex, work_sets, 1 if serial else cpus, folder, tally, name, poll_s,
-                          on_cluster, isolated=False)
-    if retry:
-        print(f"[slurm] {name}: retrying {sum(map(len, retry))} unfinished job(s) of dead "
-              f"tasks, the suspects alone", file=sys.stderr, flush=True)
-        _submit_round(ex, retry, 1 if serial else cpus, folder, tally, name, poll_s,
-                      on_cluster, isolated=True)
+    for round_no in range(1, MAX_ROUNDS + 1):
+        work_sets = _submit_round(ex, work_sets, 1 if serial else cpus, folder, tally, name,
+                                  poll_s, on_cluster, last=round_no == MAX_ROUNDS)
+        if not work_sets:
+            break
+        print(f"[slurm] {name}: retrying {sum(map(len, work_sets))} unfinished job(s) of dead "
+              f"task(s), the job each was running alone", file=sys.stderr, flush=True)
     return tally
 
 
 def _submit_round(ex, work_sets: list[list[dict]], workers: int, folder: Path, tally: Tally,
-                  name: str, poll_s: float, on_cluster: bool, isolated: bool
+                  name: str, poll_s: float, on_cluster: bool, last: bool
                   ) -> list[list[dict]]:
     """Submit one array, wait for it, add its outcomes to ``tally``; return the batches to
-    retry (unfinished jobs of tasks that died, the jobs they were running alone)."""
+    retry: the unfinished jobs of tasks that died, each job a task was running alone. A task
+    of one job that dies names its culprit: stored as failed with the state SLURM reported."""
     from submitit.core.utils import FailedJobError
 
     from dptaucc.bench.slurm_queue import cancel, watch
@@ -281,17 +284,21 @@ def _submit_round(ex, work_sets: list[list[dict]], workers: int, folder: Path, t
         for j in suspects:
             (markers / run_id(j)).unlink(missing_ok=True)
         died = RuntimeError(f"{end.state}: task {tasks[i].job_id} died ({end.detail})")
-        if isolated and len(work_sets[i]) == 1 and unfinished:
-            tally.outcomes.append(record_death(unfinished[0], died))
-            return
-        if end.state in ("CANCELLED", "ABSENT") or isolated:
-            tally.outcomes += [lost(j, died) for j in unfinished]
-            tally.outcomes += _stored(work_sets[i], unfinished)
-            return
         tally.outcomes += _stored(work_sets[i], unfinished)
-        rest = [j for j in unfinished if j not in suspects]
-        retry.extend([[j] for j in suspects] + ([rest] if rest else []))
-        tally.restarts += 1
+        if len(work_sets[i]) == 1 and unfinished and end.state not in ("CANCELLED", "ABSENT"):
+            tally.outcomes.append(record_death(unfinished[0], died))
+            what = f"its job {run_id(unfinished[0])} killed it: stored as failed"
+        elif end.state in ("CANCELLED", "ABSENT") or last:
+            tally.outcomes += [lost(j, died) for j in unfinished]
+            what = f"{len(unfinished)} unfinished job(s) lost (a rerun submits them again)"
+        else:
+            rest = [j for j in unfinished if j not in suspects]
+            retry.extend([[j] for j in suspects] + ([rest] if rest else []))
+            tally.restarts += 1
+            what = (f"{len(unfinished)} unfinished job(s) to retry, {len(suspects)} of them "
+                    f"alone")
+        bar.write(f"[slurm] {name}: task {tasks[i].job_id} ended {end.state} "
+                  f"({end.detail}); {what}", file=sys.stderr)
 
     from tqdm.auto import tqdm
 

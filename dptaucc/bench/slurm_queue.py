@@ -124,6 +124,7 @@ def _log(msg: str) -> None:
 def watch(tasks: Sequence, name: str, poll_s: float,
           on_end: Callable[[int, TaskEnd], None], *, on_cluster: bool = True) -> None:
     """Follow submitit ``tasks`` (one array) until each has ended; call ``on_end(i, end)``.
+    Polls every second at first, every ``poll_s`` seconds after ``4 * poll_s``.
 
     ``on_cluster`` False (submitit's local executor): the tasks' own ``done()`` decides."""
     from submitit.core.utils import pickle_load
@@ -134,6 +135,7 @@ def watch(tasks: Sequence, name: str, poll_s: float,
     dead_polls: Counter = Counter()
     hopeless_polls = 0
     last_reasons = None
+    started = time.monotonic()
     while left:
         queue = queue_states(array_id) if on_cluster else {}
         acct = (accounting_states(array_id) or {}) if on_cluster else {}
@@ -153,7 +155,7 @@ def watch(tasks: Sequence, name: str, poll_s: float,
             elif task.job_id in queue:
                 state, reason = queue[task.job_id]
                 absent.pop(i, None)
-                if state == "PENDING":
+                if state == "PENDING" and reason != "None":
                     reasons[reason] += 1
             elif acct.get(task.job_id, "") in DEATHS:
                 dead_polls[i] += 1
@@ -186,5 +188,5 @@ def watch(tasks: Sequence, name: str, poll_s: float,
             _log(f"{name}: {sum(reasons.values())} task(s) pending ("
                  + ", ".join(f"{r}: {n}" for r, n in summary.items()) + ")")
         last_reasons = summary
-        if left:
-            time.sleep(poll_s)
+        if left:  # look often at first (short arrays), then every poll_s
+            time.sleep(min(poll_s, max(1.0, (time.monotonic() - started) / 4)))
