@@ -140,7 +140,7 @@ def test_an_invalid_partition_is_one_line_and_exit_2(tmp_path):
 def test_hydra_slurm_launcher_sweep_and_rerun(tmp_path):
     cmd = [sys.executable, "-m", "dptaucc.bench", "-m", "experiment=supp_h",
            "hydra/launcher=slurm", "dataset=cstr", "seed=0", "algorithm.params.h=0.5",
-           "epsilon=0.5,1.5", "hydra.launcher.mem_gb=0.5", "hydra.launcher.timeout_min=10",
+           "epsilon=0.5,1.5", "hydra.launcher.mem_gb=1", "hydra.launcher.timeout_min=10",
            f"paths.results_dir={tmp_path}", f"paths.log_dir={tmp_path}/logs"]
     out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=240,
                          env=_env())
