@@ -45,7 +45,7 @@ test: ## run the test suite (what CI runs)
 slurm-install: ## install SLURM, munge, slurmdbd and MariaDB for a local test cluster (apt, root; idempotent)
 	scripts/local_slurm.sh install
 
-slurm-start: slurm-install ## start a one-node SLURM cluster with accounting on this machine (state in $$DPTAUCC_SLURM_STATE or /tmp)
+slurm-start: slurm-install ## start a one-node SLURM cluster with accounting on this machine (state in DPTAUCC_SLURM_STATE, default /tmp/dptaucc-slurm)
 	scripts/local_slurm.sh start
 
 slurm-stop: ## stop the local SLURM cluster's daemons (by their PID files)
