@@ -68,3 +68,25 @@ def test_submitit_batches_run_deduplicated_jobs_and_resume(results_dir, tmp_path
     third = rp.reproduce("quick", 1, ["fig2_real"], sweep=TINY, outputs=False,
                          executor="submitit-local", slurm=kw)
     assert third["fig2_real"]["pending"] == 1 and third["fig2_real"]["statuses"] == {"ok": 1}
+
+
+def test_the_time_limit_signal_fails_the_running_job_not_the_method(composer, results_dir,
+                                                                    tmp_path):
+    """submitit's pre-timeout signal inside a task: the running job is stored as a time-limit
+    failure (not the estimator's error) and the rest of the batch as not started."""
+    from dptaucc.bench.configs import enumerate_jobs
+    from dptaucc.bench.slurm import run_batch
+
+    sweep = {"dataset": "cstr", "algorithm.params.h": "0.5", "epsilon": "0.5,1.5",
+             "seed": "range(2)", "algorithm.target": "fake_estimators.TimeLimitInFit"}
+    jobs = enumerate_jobs(composer, "supp_h", "quick",
+                          [f"paths.results_dir={results_dir}"], sweep)
+    jobs.sort(key=lambda j: j["epsilon"])  # the two ε=0.5 jobs first
+    markers = tmp_path / "running"
+    markers.mkdir()
+    out = run_batch(jobs, 1, str(markers))
+    assert [o.outcome for o in out] == ["ran", "ran", "ran", "lost"]
+    assert [o.status for o in out[:3]] == ["ok", "ok", "error"]
+    assert out[2].error.startswith("TimeLimit: the cluster task reached its SLURM time limit")
+    assert "not started before the task's time limit" in out[3].error
+    assert not list(markers.iterdir())
