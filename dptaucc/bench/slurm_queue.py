@@ -34,8 +34,10 @@ HOPELESS = {
     "InvalidAccount": "an invalid account",
     "InvalidQOS": "an invalid QOS",
 }
-#: polls a task may be absent from both squeue and sacct before it counts as lost
+#: polls, and seconds, a task may be absent from both squeue and sacct before it counts as
+#: lost (accounting may take a few seconds to record a task slurmctld already forgot)
 ABSENT_POLLS = 3
+ABSENT_S = 15.0
 #: polls a hopeless pending reason must persist before the driver gives up
 HOPELESS_POLLS = 2
 #: polls a dead task's result pickle is still awaited (file systems lag)
@@ -52,8 +54,9 @@ def _run(cmd: Sequence[str]) -> str | None:
 
 
 def queue_states(array_id: str) -> dict[str, tuple[str, str]]:
-    """``{"<array>_<task>": (state, reason)}`` of the array's tasks still in the queue."""
-    out = _run(["squeue", "-h", "-r", "-j", array_id, "-o", "%i|%T|%r"]) or ""
+    """``{"<array>_<task>": (state, reason)}`` of the array's tasks slurmctld still knows
+    (ended ones too, for ``MinJobAge`` seconds: accounting may lag behind)."""
+    out = _run(["squeue", "-h", "-r", "-t", "all", "-j", array_id, "-o", "%i|%T|%r"]) or ""
     states = {}
     for line in out.splitlines():
         parts = line.strip().split("|")
@@ -132,6 +135,7 @@ def watch(tasks: Sequence, name: str, poll_s: float,
     array_id = tasks[0].job_id.split("_")[0]
     left = dict(enumerate(tasks))
     absent: Counter = Counter()
+    since: dict[int, float] = {}
     dead_polls: Counter = Counter()
     hopeless_polls = 0
     last_reasons = None
@@ -152,21 +156,21 @@ def watch(tasks: Sequence, name: str, poll_s: float,
             elif not on_cluster:
                 if task.done():
                     end = TaskEnd(state=task.state, detail="the task ended without a result")
-            elif task.job_id in queue:
-                state, reason = queue[task.job_id]
+            elif task.job_id in queue or task.job_id in acct:
                 absent.pop(i, None)
-                if state == "PENDING" and reason != "None":
+                since.pop(i, None)
+                state, reason = queue.get(task.job_id, (acct.get(task.job_id, ""), ""))
+                state = state.split()[0] if state else ""
+                if state == "PENDING" and reason not in ("None", ""):
                     reasons[reason] += 1
-            elif acct.get(task.job_id, "") in DEATHS:
-                dead_polls[i] += 1
-                if dead_polls[i] > GRACE_POLLS:
-                    end = TaskEnd(state=acct[task.job_id],
-                                  detail=f"SLURM reported {acct[task.job_id]}")
-            elif task.job_id in acct:
-                absent.pop(i, None)  # known to accounting (e.g. RUNNING, COMPLETING)
+                if state in DEATHS:
+                    dead_polls[i] += 1
+                    if dead_polls[i] > GRACE_POLLS:
+                        end = TaskEnd(state=state, detail=f"SLURM reported {state}")
             else:
                 absent[i] += 1
-                if absent[i] >= ABSENT_POLLS:
+                since.setdefault(i, time.monotonic())
+                if absent[i] >= ABSENT_POLLS and time.monotonic() - since[i] >= ABSENT_S:
                     end = TaskEnd(state="ABSENT", detail=(
                         f"task {task.job_id} is in neither squeue nor sacct (cancelled while "
                         f"pending, or purged)"))
