@@ -130,13 +130,17 @@ def test_a_request_no_node_can_satisfy_stops_with_the_pending_reason(tmp_path):
                               text=True).stdout.strip()  # the array was cancelled
 
 
-def test_an_invalid_partition_is_one_line_and_exit_2(tmp_path):
+def test_an_invalid_partition_or_memory_no_node_has_is_one_line_and_exit_2(tmp_path):
     out = _driver(tmp_path, "--sweep=epsilon=0.5", "--slurm-partition=no_such_partition",
                   timeout=120)
     assert out.returncode == 2, out.stderr[-3000:]
     assert "Traceback" not in out.stderr and "FailedJobError" not in out.stderr
     last = out.stderr.strip().splitlines()[-1]
     assert last.startswith("error: SLURM refused the array of supp_h") and "partition" in last
+    big = _driver(tmp_path, "--sweep=epsilon=0.5", "--slurm-mem-gb=100000", timeout=120)
+    assert big.returncode == 2 and "Traceback" not in big.stderr, big.stderr[-3000:]
+    last = big.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: SLURM refused the array of supp_h") and "Memory" in last
 
 
 def test_hydra_slurm_launcher_sweep_and_rerun(tmp_path):
