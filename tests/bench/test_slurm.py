@@ -90,3 +90,34 @@ def test_the_time_limit_signal_fails_the_running_job_not_the_method(composer, re
     assert out[2].error.startswith("TimeLimit: the cluster task reached its SLURM time limit")
     assert "not started before the task's time limit" in out[3].error
     assert not list(markers.iterdir())
+
+
+class _Task:
+    def __init__(self, job_id, folder):
+        self.job_id = job_id
+        self.paths = type("P", (), {"result_pickle": folder / f"{job_id}_result.pkl"})()
+
+
+@pytest.mark.timeout(20)
+def test_the_queue_watch_never_waits_blind(tmp_path, monkeypatch):
+    """Without a cluster: tasks gone from squeue and sacct end as ABSENT after the bounded
+    polls, a dead state is reported as SLURM gave it, a hopeless pending reason raises."""
+    from dptaucc.bench import slurm_queue as q
+    from dptaucc.bench.execution import ClusterError
+
+    monkeypatch.setattr(q, "ABSENT_S", 0.0)
+    monkeypatch.setattr(q.time, "sleep", lambda s: None)
+    queue = {"7_1": ("FAILED", "NonZeroExitCode")}
+    monkeypatch.setattr(q, "queue_states", lambda a: queue)
+    monkeypatch.setattr(q, "accounting_states", lambda a: {})
+    ends = {}
+    q.watch([_Task("7_0", tmp_path), _Task("7_1", tmp_path)], "exp", 1.0,
+            lambda i, e: ends.setdefault(i, e))
+    assert ends[0].state == "ABSENT" and "neither squeue nor sacct" in ends[0].detail
+    assert ends[1].state == "FAILED"
+    queue = {"8_0": ("PENDING", "PartitionConfig")}
+    cancelled = []
+    monkeypatch.setattr(q, "cancel", cancelled.append)
+    with pytest.raises(ClusterError, match="pending with reason PartitionConfig"):
+        q.watch([_Task("8_0", tmp_path)], "exp", 1.0, lambda i, e: None)
+    assert cancelled == ["8"]
