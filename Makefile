@@ -13,7 +13,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 SCALE ?= quick
 
 .DEFAULT_GOAL := help
-.PHONY: help setup octave data test test-fast lint bench reproduce reproduce-quick collect figures report audit audit-quick audit-estimate clean
+.PHONY: help setup octave data test test-fast test-slurm slurm-install slurm-start slurm-stop slurm-status lint bench reproduce reproduce-quick collect figures report audit audit-quick audit-estimate clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
@@ -49,6 +49,21 @@ FAST_TESTS = tests/dptaucc tests/privacy tests/contract tests/datasets tests/bas
 
 test-fast: ## the core unit tests in about a minute (run `make test` before a merge)
 	$(PY) -m pytest -q -m "not slow and not octave" $(FAST_TESTS)
+
+slurm-install: ## install SLURM, munge, slurmdbd and MariaDB for a local test cluster (apt, root; idempotent)
+	scripts/local_slurm.sh install
+
+slurm-start: slurm-install ## start a one-node SLURM cluster with accounting on this machine (state in DPTAUCC_SLURM_STATE, default /tmp/dptaucc-slurm)
+	scripts/local_slurm.sh start
+
+slurm-stop: ## stop the local SLURM cluster's daemons (by their PID files)
+	scripts/local_slurm.sh stop
+
+slurm-status: ## which daemons of the local SLURM cluster run
+	scripts/local_slurm.sh status
+
+test-slurm: ## the integration tests against a running SLURM cluster (make slurm-start first)
+	$(PY) -m pytest -q -m slurm tests/slurm
 
 lint: ## ruff
 	$(PY) -m ruff check .

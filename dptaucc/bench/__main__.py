@@ -12,11 +12,12 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
+from dptaucc.bench import cores_launcher, slurm_launcher
 from dptaucc.bench.configs import CONFIG_MODULE, UnknownChoiceError, check_choices
-from dptaucc.bench.cores_launcher import register
 from dptaucc.bench.hydra_sweep import task
 
-register()
+cores_launcher.register()
+slurm_launcher.register()
 
 
 @hydra.main(version_base="1.3", config_path=f"pkg://{CONFIG_MODULE}", config_name="config")

@@ -95,7 +95,7 @@ def sweep_batch_size(launcher: Mapping) -> int:
     launcher, 8 per worker for ``cores``; submitit launchers get arrays of at most
     :data:`MAX_ARRAY_SIZE` tasks."""
     target = str(launcher.get("_target_", ""))
-    if "submitit" in target:
+    if "submitit" in target or target.endswith("SlurmLauncher"):  # ours: slurm_launcher
         return MAX_ARRAY_SIZE
     n_jobs = launcher.get("n_jobs")
     if isinstance(n_jobs, int) and n_jobs != 0:

@@ -55,7 +55,7 @@ class ResilientJoblibLauncher(JoblibLauncher):
 
     def _dead(self, item: tuple, exc: BaseException) -> tuple[int, JobReturn]:
         """Store the job whose worker died as failed; the sweep goes on."""
-        from dptaucc.bench.reproduce import record_death
+        from dptaucc.bench.execution import record_death
 
         idx, overrides = item[0], item[1]
         cfg = self.hydra_context.config_loader.load_sweep_config(self.config, overrides)

@@ -159,7 +159,7 @@ def plan(config: DictConfig) -> dict | None:
         raise ConfigError("invalid jobs in the sweep, nothing was run:\n  "
                           + "\n  ".join(errors[:10]))
     distinct = distinct_jobs(jobs)
-    from dptaucc.bench.reproduce import pending_jobs
+    from dptaucc.bench.execution import pending_jobs
 
     return {"total": len(jobs), "excluded": sum(not in_protocol(j) for j in jobs),
             "distinct": len(distinct), "pending": len(pending_jobs(distinct))}

@@ -162,5 +162,15 @@ def machine() -> dict:
             "os": os_name(), "cpu": cpu_model(), "blas": blas()}
 
 
+def scheduler() -> dict:
+    """The SLURM job running this process: ``slurm_job_id`` (the task's own job id) and
+    ``slurm_array_task`` (``<array job id>_<task id>``, what squeue and sacct show); None
+    outside SLURM."""
+    env = os.environ
+    array, task = env.get("SLURM_ARRAY_JOB_ID"), env.get("SLURM_ARRAY_TASK_ID")
+    return {"slurm_job_id": env.get("SLURM_JOB_ID"),
+            "slurm_array_task": f"{array}_{task}" if array and task else None}
+
+
 def utc_now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")

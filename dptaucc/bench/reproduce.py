@@ -19,12 +19,8 @@ import argparse
 import os
 import sys
 import time
-from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
-
-from tqdm.auto import tqdm
 
 from dptaucc.bench.configs import (
     EXPERIMENTS,
@@ -33,152 +29,27 @@ from dptaucc.bench.configs import (
     check_choices,
     distinct_jobs,
     expand_experiment,
-    run_id,
+)
+from dptaucc.bench.execution import (  # noqa: F401 (record_death, lost, work: public here too)
+    ClusterError,
+    Tally,
+    estimate,
+    lost,
+    measured_times,
+    pending_jobs,
+    record_death,
+    run_jobs,
+    work,
 )
 from dptaucc.bench.lock import StoreLock, StoreLockedError
-from dptaucc.bench.outcomes import Outcome, count, failure_summary, from_record
+from dptaucc.bench.outcomes import Outcome, failure_summary
 from dptaucc.bench.provenance import utc_now
-from dptaucc.bench.run import run_job
 from dptaucc.bench.run_log import write_run_log
 from dptaucc.bench.scales import ScaleError, check_not_paper_dir, results_dir_for
-from dptaucc.bench.store import RunStore
 from dptaucc.bench.validate import ConfigError, validate_jobs
 
 #: other CPUs busy above this before a serial (timing) experiment: warn that timings suffer
 BUSY_WARNING = 0.25
-
-
-def work(job: dict) -> Outcome:
-    """Run one validated job against its store (in a worker) and say how it ended."""
-    outcome, rec = run_job(job, validated=True)
-    path = None
-    if rec is not None:
-        path = RunStore(job["paths"]["runs_dir"], job["bench"]["experiment"]).path(rec["run_id"])
-    return from_record(outcome, rec, path)
-
-
-def lost(job: dict, exc: BaseException) -> Outcome:
-    """The outcome of a job that never stored a record: its worker or cluster task died."""
-    detail = str(exc).splitlines()[0] if str(exc) else ""
-    return Outcome("lost", None, run_id(job),
-                   f"WorkerDied: the process running this job died ({type(exc).__name__}: "
-                   f"{detail})")
-
-
-def record_death(job: dict, exc: BaseException) -> Outcome:
-    """Store a failed record for a job whose worker process died while it ran alone (a rerun
-    retries it) and return its ``lost`` outcome."""
-    from dptaucc.bench import provenance
-    from dptaucc.bench.run import base_record
-
-    out = lost(job, exc)
-    rec = base_record(job)
-    rec.update(provenance.machine(), status="error", started_at=provenance.utc_now(),
-               error=f"{out.error}\n(killed by a signal, out of memory, or a crash in native "
-                     f"code; the other jobs of the sweep went on)")
-    path = RunStore(job["paths"]["runs_dir"], job["bench"]["experiment"]).write(rec)
-    return Outcome("lost", "error", out.run_id, out.error, str(path))
-
-
-@dataclass
-class Tally:
-    """The outcomes of a run of jobs, and how often the worker pool was restarted."""
-
-    outcomes: list[Outcome] = field(default_factory=list)
-    restarts: int = 0
-
-    def counts(self) -> Counter:
-        out = count(self.outcomes)
-        if self.restarts:
-            out["restarts"] = self.restarts
-        return out
-
-
-def pending_jobs(jobs: Iterable[dict]) -> list[dict]:
-    """Jobs not done yet: no successful record (or no record at all when
-    ``bench.retry_failed`` is false)."""
-    out, done_cache = [], {}
-    for job in jobs:
-        key = (job["paths"]["runs_dir"], job["bench"]["experiment"],
-               bool(job["bench"].get("retry_failed", True)))
-        if key not in done_cache:
-            done_cache[key] = RunStore(key[0], key[1]).done_ids(retry_failed=key[2])
-        if run_id(job) not in done_cache[key]:
-            out.append(job)
-    return out
-
-
-def run_jobs(jobs: Sequence[dict], n_jobs: int = 1, desc: str = "jobs",
-             work: Callable[[dict], Outcome] = work) -> Tally:
-    """Run ``jobs`` (validated, already filtered) with a progress bar.
-
-    With ``n_jobs > 1`` the jobs run in worker processes; a worker that dies costs the job it
-    was running (a ``lost`` outcome), not the sweep (:func:`pool.map_resilient`)."""
-    from dptaucc.bench.pool import map_resilient
-
-    tally = Tally()
-    if not jobs:
-        return tally
-    bar = tqdm(total=len(jobs), desc=desc, unit="job", dynamic_ncols=True, smoothing=0.05)
-
-    def restarted(n_suspects: int, n_left: int) -> None:
-        tally.restarts += 1
-        bar.write(f"[reproduce] a worker died; rerunning the {n_suspects} job(s) it may have "
-                  f"been running one at a time, then the other {n_left - n_suspects}")
-
-    results = ((work(job) for job in jobs) if n_jobs == 1 else
-               map_resilient(work, jobs, n_jobs, run_id, record_death, restarted))
-    c: Counter = Counter()  # running counts (recounting every outcome per job is quadratic)
-    try:
-        for out in results:
-            tally.outcomes.append(out)
-            c.update(count([out]))
-            bar.update(1)
-            bar.set_postfix(ok=c["ok"], failed=c["error"] + c["lost"], refresh=False)
-    finally:
-        bar.close()
-    return tally
-
-
-def _key(alg, mode, dataset, n_cols) -> tuple:
-    return (alg, mode or "-", dataset, None if n_cols is None else int(n_cols))
-
-
-def measured_times(runs_dir: str) -> dict[tuple, float]:
-    """Mean seconds per job (fit + evaluation) from every stored ok record, by
-    (algorithm, mode, dataset, n_cols) and (algorithm, dataset, n_cols)."""
-    import json
-
-    sums: dict[tuple, list[float]] = {}
-    for path in Path(runs_dir).glob("*/*.json"):
-        try:
-            r = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        if r.get("status") != "ok" or r.get("fit_time_s") is None:
-            continue
-        t = float(r["fit_time_s"]) + float(r.get("eval_time_s") or 0.0)
-        n_cols = r.get("p_n_cols")
-        for key in (_key(r["algorithm"], r.get("mode"), r["dataset"], n_cols),
-                    (r["algorithm"], r["dataset"], n_cols)):
-            sums.setdefault(key, []).append(t)
-    return {k: sum(v) / len(v) for k, v in sums.items()}
-
-
-def estimate(jobs: Sequence[dict], times: dict[tuple, float]) -> tuple[float, int]:
-    """Estimated CPU seconds of ``jobs`` from measured per-job times; and how many had none."""
-    total, unknown = 0.0, 0
-    for job in jobs:
-        ds = job["dataset"]
-        n_cols = ds.get("n_cols") if ds["loader"] == "biclusters" else None
-        alg = job["algorithm"]["name"]
-        mode = job["mode"] if job["algorithm"].get("private", True) else None
-        t = times.get(_key(alg, mode, ds["name"], n_cols), times.get((alg, ds["name"], n_cols)))
-        if t is None:
-            unknown += 1
-        else:
-            total += t
-    return total, unknown
 
 
 def _log(msg: str) -> None:
@@ -236,7 +107,10 @@ def reproduce(scale: str = "paper", n_jobs: int | None = None,
         if outputs:
             summary["_outputs"] = _outputs(results_dir, experiments, full_paper,
                                            summary["_outcomes"])
-        write_run_log(results_dir, scale=scale, n_workers=n_jobs, executor=executor,
+        from dptaucc.bench.slurm import resources
+
+        write_run_log(results_dir, scale=scale,
+                      resources=resources(executor, slurm or {}, n_jobs), executor=executor,
                       started_utc=started, sweep_seconds=summary["_seconds"],
                       total_seconds=time.perf_counter() - t0,
                       experiments={e: summary[e] for e in experiments})
@@ -278,7 +152,11 @@ def _run_plans(plans: dict[str, list[dict]], scale: str, results_dir: str, n_job
         if executor != "local":
             from dptaucc.bench.slurm import submit_jobs
 
-            tally = submit_jobs(pend, executor=executor, name=exp, serial=serial, **slurm)
+            opts = dict(slurm)
+            if not opts.get("folder"):  # submitit's pickles and logs: per run, per experiment
+                stamp = time.strftime("%Y-%m-%d_%H-%M-%S")
+                opts["folder"] = str(Path(results_dir) / "submitit" / stamp / exp)
+            tally = submit_jobs(pend, executor=executor, name=exp, serial=serial, **opts)
         else:
             if serial and pend:
                 summary[exp]["other_busy_cpus_before"] = round(_check_idle(exp), 2)
@@ -336,7 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         summary = reproduce(args.scale, args.jobs, exps, args.results_dir, not args.no_retry,
                             args.dry_run, not args.no_outputs, sweep or None,
                             args.executor, options_from_args(args))
-    except (ConfigError, ScaleError, StoreLockedError, UnknownChoiceError) as exc:
+    except (ConfigError, ScaleError, StoreLockedError, UnknownChoiceError, ClusterError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -16,7 +16,7 @@ from dptaucc.bench.provenance import git_sha, utc_now
 FILENAME = "reproduce.json"
 
 
-def write_run_log(results_dir: str | os.PathLike, *, scale: str, n_workers: int,
+def write_run_log(results_dir: str | os.PathLike, *, scale: str, resources: dict,
                   executor: str, started_utc: str, sweep_seconds: float,
                   total_seconds: float, experiments: dict[str, dict]) -> Path:
     """Write ``<results_dir>/reproduce.json`` for a finished run and return its path."""
@@ -24,7 +24,7 @@ def write_run_log(results_dir: str | os.PathLike, *, scale: str, n_workers: int,
         "git_sha": git_sha(),
         "scale": scale,
         "executor": executor,
-        "workers": n_workers,
+        "resources": resources,
         "started_utc": started_utc,
         "finished_utc": utc_now(),
         "sweep_seconds": round(sweep_seconds, 1),
@@ -51,6 +51,18 @@ def read_run_log(results_dir: str | os.PathLike) -> dict | None:
         return None
 
 
+def _where(log: dict) -> str:
+    """``2 local workers`` or ``slurm (partition debug, 1 CPU(s), 8 GB per task)``."""
+    res = log.get("resources") or {"workers": log.get("workers")}  # older logs: workers only
+    if log["executor"] == "local":
+        return f"{res.get('workers')} local workers"
+    parts = [f"partition {res['partition']}" if res.get("partition") else "default partition",
+             f"{res.get('cpus_per_task', 1)} CPU(s)"]
+    if res.get("mem_gb") is not None:
+        parts.append(f"{res['mem_gb']:g} GB")
+    return f"{log['executor']} ({', '.join(parts)} per task)"
+
+
 def describe(log: dict) -> str:
     """One REPORT line: commit, wall time and how many jobs this run ran."""
     run = sum(e["run"] for e in log["experiments"].values())
@@ -58,8 +70,7 @@ def describe(log: dict) -> str:
     resumed = "" if run == jobs else f" ({jobs - run} were already stored: a resumed run)"
     return (f"Last `reproduce` run ({', '.join(log['experiments'])}): code `{log['git_sha'][:12]}"
             f"{'-dirty' if log['git_sha'].endswith('-dirty') else ''}`, "
-            f"{run} of {jobs} jobs run{resumed} on {log['workers']} "
-            f"{'local workers' if log['executor'] == 'local' else log['executor']}, "
+            f"{run} of {jobs} jobs run{resumed} on {_where(log)}, "
             f"started {log['started_utc']}; wall time {log['total_seconds'] / 60:.1f} min "
             f"({log['sweep_seconds'] / 60:.1f} min of jobs, the rest collect, figures and "
             f"report).")
