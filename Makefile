@@ -13,7 +13,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 SCALE ?= quick
 
 .DEFAULT_GOAL := help
-.PHONY: help setup octave data test test-fast test-slurm slurm-install slurm-start slurm-stop slurm-status lint bench reproduce reproduce-quick collect figures report audit audit-quick audit-estimate clean
+.PHONY: help setup octave data test test-fast test-slurm slurm-install slurm-start slurm-stop slurm-status lint bench reproduce reproduce-quick collect figures report audit audit-quick audit-primitives audit-estimate clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
@@ -92,6 +92,9 @@ audit: ## empirical privacy audit of every method (ε lower bounds, ~30 min on 2
 
 audit-quick: ## the audit at a reduced fit count (a few minutes) -> results/quick/audit.parquet
 	$(PY) -m dptaucc.audit --size quick --jobs $(JOBS)
+
+audit-primitives: ## mechanism-level audit of every privacy primitive, seeded and secure (about a minute) -> results/audit_primitives.parquet
+	$(PY) -m dptaucc.audit.primitives --both --output results/audit_primitives.parquet
 
 audit-estimate: ## time a few fits of every audit and print the estimated wall time of `make audit`
 	$(PY) -m dptaucc.audit --size full --jobs $(JOBS) --dry-run
