@@ -157,7 +157,8 @@ def dpm_leaf_counts_reachable(pair: NeighbouringPair) -> ev.Event:
             if laplace_reachable(y, x_d, s) and not laplace_reachable(y, x_dp, s):
                 return True
         return False
-    return ev.Event("leaf_counts_ float-reachable from D only", fn)
+    return ev.Event("leaf_counts_ float-reachable from D only", fn,
+                    needs=("leaf_counts_", "split_tree_", "embedding_"))
 
 
 # ------------------------------------------------------------------- the catalogue
@@ -185,7 +186,8 @@ def _exact_coclusterer(name: str) -> Callable[[], MethodAudit]:
 def _dp_kmeans() -> MethodAudit:
     p = new_column_maximum()
     return MethodAudit("dp_kmeans", p, (
-        ev.Event("bounds_ upper = column maxima of D", _upper_bounds_are_column_maxima(p.D)),
+        ev.Event("bounds_ upper = column maxima of D", _upper_bounds_are_column_maxima(p.D),
+                 needs=("bounds_",)),
         ev.attribute_equals("inertia_", _kmeans_inertia(p.D), rtol=1e-7,
                             name="inertia_ = SSE of D"),
         *_labels(p)),
@@ -196,7 +198,8 @@ def _dphd() -> MethodAudit:
     p = new_column_maximum()
     top = float(_dense(p.D).max())
     return MethodAudit("dphd", p, (
-        ev.Event("max_value_ = max(D)", lambda m: float(m.max_value_) == top),
+        ev.Event("max_value_ = max(D)", lambda m: float(m.max_value_) == top,
+                 needs=("max_value_",)),
         ev.attribute_equals("loss_", _dphd_loss(p.D), rtol=1e-7, name="loss_ = loss of D"),
         *_labels(p)),
         "a new maximum: the data-derived range (paper); raw losses and labels")
