@@ -13,6 +13,7 @@ pair                      what changes between D and D'
 ``new_column_maximum``    the cell holding its column's (and the matrix's) maximum grows:
                           bounds read from the data move
 ``all_zero_row``          a row with no counts in D gets one count
+``all_zero_column``       a column with no counts in D gets one count
 ``all_zero_matrix``       D has no counts at all (inputs some code refuses)
 ``high_dimensional``      sparse rows in many columns (sensitivities that scale with d)
 ========================  ==========================================================
@@ -28,7 +29,7 @@ import scipy.sparse as sp
 
 __all__ = [
     "NeighbouringPair", "moving_row", "empty_cluster", "new_column_maximum", "all_zero_row",
-    "all_zero_matrix", "high_dimensional", "PAIRS", "make_pair",
+    "all_zero_column", "all_zero_matrix", "high_dimensional", "PAIRS", "make_pair",
 ]
 
 
@@ -115,6 +116,14 @@ def all_zero_row(n_per_cluster: int = 6, n_cols: int = 8, value: int = 2) -> Nei
                  "a row with no counts in D gets one count in D'")
 
 
+def all_zero_column(n_per_cluster: int = 6, n_cols: int = 8, value: int = 2) -> NeighbouringPair:
+    """Two blocks plus a last column with no counts in D and one count (row 0) in D'."""
+    X = _blocks(n_per_cluster, n_cols, value)
+    X = np.hstack([X, np.zeros((X.shape[0], 1), dtype=np.int64)])
+    return _pair("all_zero_column", X, (0, n_cols),
+                 "a column with no counts in D gets one count in D'")
+
+
 def all_zero_matrix(n_rows: int = 8, n_cols: int = 6) -> NeighbouringPair:
     """D has no counts at all; D' has one."""
     return _pair("all_zero_matrix", np.zeros((n_rows, n_cols), dtype=np.int64), (0, 0),
@@ -137,7 +146,7 @@ def high_dimensional(n_per_cluster: int = 6, n_cols: int = 200, rate: float = 0.
 
 #: builders by name, each with its default sizes
 PAIRS = {f.__name__: f for f in (moving_row, empty_cluster, new_column_maximum, all_zero_row,
-                                 all_zero_matrix, high_dimensional)}
+                                 all_zero_column, all_zero_matrix, high_dimensional)}
 
 
 def make_pair(name: str, **kwargs) -> NeighbouringPair:
