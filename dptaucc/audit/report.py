@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from dptaucc.bench.aggregate import COLORS, label  # noqa: E402
-from dptaucc.bench.figures import _save  # noqa: E402
+from dptaucc.bench.savefig import save_figure  # noqa: E402
 
 __all__ = ["load_audit", "best_rows", "audit_section", "draw_figure", "verdicts", "EXPECTED_ABOVE",
            "main"]
@@ -195,7 +195,7 @@ def draw_figure(table: str | os.PathLike, out_dir: str | os.PathLike,
     ax.set_title("Empirical privacy audit: above the diagonal = leaks more than claimed",
                  fontsize=9)
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
-    return _save(fig, Path(out_dir), FIGURE, formats)
+    return save_figure(fig, Path(out_dir), FIGURE, formats)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
