@@ -41,11 +41,15 @@ __all__ = [
 class AuditEventError(RuntimeError):
     """An event raised while evaluated on a fitted model: the audit stops (CLI exit code 2)."""
 
-    def __init__(self, event: str, error: BaseException):
-        attribute = getattr(error, "name", None) if isinstance(error, AttributeError) else None
+    def __init__(self, event: str, error: BaseException, attribute: str | None = None):
+        if attribute is None and isinstance(error, AttributeError):
+            attribute = getattr(error, "name", None)
         self.event, self.attribute, self.error = event, attribute, error
         what = f" (attribute {attribute!r})" if attribute else ""
         super().__init__(f"event {event!r} raised {type(error).__name__}{what}: {error}")
+
+    def __reduce__(self):  # crosses process boundaries (audit workers)
+        return type(self), (self.event, self.error, self.attribute)
 
 
 @dataclass(frozen=True)
@@ -144,9 +148,10 @@ def released_cell(model, pair: NeighbouringPair, attr: str = "contingency_"
 
 
 def ledger_laplace_scale(model) -> float:
-    """Scale Δ/ε of the last Laplace entry of ``privacy_ledger_`` (the released table)."""
+    """Scale Δ/ε of the last Laplace entry (float or discrete) of ``privacy_ledger_`` (the
+    released table)."""
     for entry in reversed(model.privacy_ledger_.entries):
-        if entry.mechanism in ("laplace", "laplace-float"):
+        if entry.mechanism in ("laplace", "laplace-float", "discrete-laplace"):
             return entry.sensitivity / entry.epsilon
     raise ValueError("the ledger records no Laplace release")
 
