@@ -72,8 +72,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             out = Path(args.output) if args.output else power_output(args.results_dir)
             df = measure_power(cfg, methods, n_jobs=workers, out=out,
                                progress=not args.no_progress)
-            print(df.drop(columns=["violations"], errors="ignore").to_string(index=False))
+            from .power import draw_power_figure
+
+            print(df.to_string(index=False))
             print(out)
+            for path in draw_power_figure(out, out.parent / "figures"):
+                print(path)
             return 0
         jobs = plan(cfg, methods)
         if args.dry_run:
