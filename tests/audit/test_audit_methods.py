@@ -19,6 +19,7 @@ from dptaucc.audit.experiment import AuditJob, algorithm_config, load_config, pl
 from dptaucc.audit.methods import (
     CATALOGUE,
     _dpm_leaf_sizes,
+    call_site_setup,
     method_audit,
     method_audits,
 )
