@@ -23,7 +23,10 @@ dp_taucc           ``all_zero_matrix``, I = 1, h = 0.1: D's tables are pure nois
 dp_kmeans          ``all_zero_matrix``: every row of D is the origin, so one cluster is empty
                    (an empty-cluster leak, exact counts, a data-read bound are exact values on D
                    and not on D'); ``new_column_maximum``: the data maximum moves (bounds read
-                   from the data). Call sites: ``moving_row`` (a row that may change cluster).
+                   from the data); ``replaced_row`` (DP-KMeans protects whole rows): a row at
+                   the public bound changes cluster. Call sites: ``replaced_row`` at ε = 32,
+                   the second iteration (its history, the first iteration's release, places
+                   the centres): the counts of two clusters move.
 dpnmf, dpm,        ``all_zero_row`` (DPM: 201 rows) and ``new_column_maximum``; call sites on
 colored_noise,     ``all_zero_row``.
 dphd
@@ -49,6 +52,7 @@ from .pairs import (
     all_zero_row,
     moving_row,
     new_column_maximum,
+    replaced_row,
 )
 from .reachability import laplace_reachable
 
@@ -71,12 +75,13 @@ class MethodAudit:
 
 @dataclass(frozen=True)
 class CallSiteSetup:
-    """Pair and parameters of a method's call-site audit (``epsilon`` included);
-    ``max_calls`` caps the calls audited (the first ones of a fit)."""
+    """Pair and parameters of a method's call-site audit (``epsilon`` included); the calls
+    audited are ``first .. first + max_calls - 1`` of a fit."""
 
     pair: NeighbouringPair
     params: tuple[tuple[str, object], ...]
     max_calls: int = 8
+    first: int = 0
 
 
 def _dense(X) -> np.ndarray:
@@ -225,14 +230,18 @@ def _dp_kmeans() -> MethodAudit:
         ev.attribute_equals("inertia_", _kmeans_inertia(p.D), rtol=1e-7,
                             name="inertia_ = SSE of D"),
         *_labels(p)),
-        "a new column maximum: data-derived bounds; raw SSE and labels", share=0.5)
+        "a new column maximum: data-derived bounds; raw SSE and labels", share=0.4)
 
 
 def _dp_kmeans_more() -> tuple[MethodAudit, ...]:
     z = all_zero_matrix()
+    r = replaced_row()
     return (MethodAudit("dp_kmeans", z, (),
                         "every row of D is the origin: one cluster is empty, counts exact on D "
-                        "would be (n, 0)", share=0.5),)
+                        "would be (n, 0)", share=0.3),
+            MethodAudit("dp_kmeans", r, (),
+                        "a row at the public bound changes cluster (DP-KMeans protects rows)",
+                        share=0.3, params=(("epsilon", 1.0),)))
 
 
 def _dphd() -> MethodAudit:
@@ -293,7 +302,8 @@ def _call_sites() -> dict[str, Callable[[], tuple[CallSiteSetup, ...]]]:
     return {
         "dp_taucc": lambda: (CallSiteSetup(all_zero_row(), taucc),
                              CallSiteSetup(all_zero_column(), taucc, max_calls=5)),
-        "dp_kmeans": lambda: (CallSiteSetup(moving_row(), (("epsilon", 8.0),), max_calls=4),),
+        "dp_kmeans": lambda: (CallSiteSetup(replaced_row(), (("epsilon", 32.0),), max_calls=2,
+                                            first=2),),
         "dpnmf": lambda: (CallSiteSetup(all_zero_row(), (("epsilon", 4.0),), max_calls=4),),
         "dpm": lambda: (CallSiteSetup(all_zero_row(n_per_cluster=100), (("epsilon", 4.0),),
                                       max_calls=6),),

@@ -16,7 +16,12 @@ pair                      what changes between D and D'
 ``all_zero_column``       a column with no counts in D gets one count
 ``all_zero_matrix``       D has no counts at all (inputs some code refuses)
 ``high_dimensional``      sparse rows in many columns (sensitivities that scale with d)
+``replaced_row``          (row-level relation) row u replaced: B counts in every column
+                          of one block in D, of the other block in D'
 ========================  ==========================================================
+
+:func:`replaced_row` is a :class:`RowPair`: neighbours under "replace one row", the relation
+of methods that say they protect whole rows (DP-KMeans), which covers the cell relation.
 """
 
 from __future__ import annotations
@@ -29,7 +34,8 @@ import scipy.sparse as sp
 
 __all__ = [
     "NeighbouringPair", "moving_row", "empty_cluster", "new_column_maximum", "all_zero_row",
-    "all_zero_column", "all_zero_matrix", "high_dimensional", "PAIRS", "make_pair",
+    "all_zero_column", "all_zero_matrix", "high_dimensional", "PAIRS", "make_pair", "RowPair",
+    "replaced_row",
 ]
 
 
@@ -56,6 +62,41 @@ class NeighbouringPair:
     @property
     def v(self) -> int:
         return self.cell[1]
+
+
+@dataclass(frozen=True)
+class RowPair:
+    """D and D' = D with row u replaced (row-level neighbours)."""
+
+    name: str
+    D: sp.csr_matrix
+    D_prime: sp.csr_matrix
+    u: int
+    n_clusters: int
+    description: str
+
+    @property
+    def cell(self) -> tuple[int, int]:
+        return self.u, 0
+
+    @property
+    def v(self) -> int:
+        return 0
+
+
+def replaced_row(n_per_cluster: int = 6, n_cols: int = 8, value: int = 2,
+                 bound: int = 5) -> RowPair:
+    """Two blocks plus row u: ``bound`` counts in every column of the first block's half in
+    D, of the second block's half in D'. With released centres near the blocks, row u changes
+    cluster and moves every sum of both clusters it touches by the public bound."""
+    X = _blocks(n_per_cluster, n_cols, value)
+    half = n_cols // 2
+    a, b = np.zeros((1, n_cols), dtype=np.int64), np.zeros((1, n_cols), dtype=np.int64)
+    a[0, :half], b[0, half:] = bound, bound
+    D = sp.csr_matrix(np.vstack([X, a]))
+    Dp = sp.csr_matrix(np.vstack([X, b]))
+    return RowPair("replaced_row", D, Dp, 2 * n_per_cluster, 2,
+                   "row u moves from one block to the other at the public bound (row-level)")
 
 
 def _pair(name: str, dense: np.ndarray, cell: tuple[int, int], description: str,
