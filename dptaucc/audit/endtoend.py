@@ -2,10 +2,12 @@
 
 For every attribute a model declares in ``release_kinds()`` as a DP output, post-processing or
 public fact (non-private attributes excepted: they are declared leaks), each fit contributes
-the attribute's value and, for arrays, its sorted row sums (a view that does not depend on how
-clusters are numbered: an exact zero centre, an exact count). :mod:`dptaucc.audit.derived`
-turns these into threshold, value and projection events chosen on half of the fits and counted
-on the other half, next to hand-written events (raw-data recomputations) and "fit raised".
+the attribute's value and, for arrays, views that do not depend on how clusters are numbered:
+its sorted row sums (an exact zero centre, an exact count) and every other release with as many
+rows in the lexicographic row order of this one (cluster sizes ordered by their centres).
+:mod:`dptaucc.audit.derived` turns these into threshold, value and projection events chosen on
+half of the fits and counted on the other half, next to hand-written events (raw-data
+recomputations) and "fit raised".
 Nothing has to be written per attribute: a new method or attribute is audited as declared.
 """
 
@@ -54,6 +56,15 @@ def release_views(model) -> dict[str, np.ndarray]:
         if arr.ndim >= 1 and arr.shape[0] > 1:
             out[f"{attr} sorted row sums"] = np.sort(
                 arr.reshape(arr.shape[0], -1).astype(float).sum(axis=1))
+    base = [k for k in out if not k.endswith("sums")]
+    for key in base:  # rows of one release in the order of another's rows
+        arr = out[key]
+        if arr.ndim != 2 or arr.shape[0] < 2:
+            continue
+        order = np.lexsort(arr.T[::-1])
+        for other in base:
+            if other != key and out[other].ndim >= 1 and out[other].shape[0] == arr.shape[0]:
+                out[f"{other} in the row order of {key}"] = out[other][order]
     return out
 
 

@@ -20,13 +20,14 @@ dp_taucc           ``all_zero_matrix``, I = 1, h = 0.1: D's tables are pure nois
                    ``all_zero_row``, I = 1, h = 0.1: the one count lands in one released cell.
                    Call sites: ``all_zero_row``/``all_zero_column`` at ε = 4·I, h = 0.5, every
                    call charged 1; the zero row (column) makes its choice hinge on one count.
-dp_kmeans          ``all_zero_matrix``: every row of D is the origin, so one cluster is empty
-                   (an empty-cluster leak, exact counts, a data-read bound are exact values on D
-                   and not on D'); ``new_column_maximum``: the data maximum moves (bounds read
-                   from the data); ``replaced_row`` (DP-KMeans protects whole rows): a row at
-                   the public bound changes cluster. Call sites: ``replaced_row`` at ε = 32,
-                   the second iteration (its history, the first iteration's release, places
-                   the centres): the counts of two clusters move.
+dp_kmeans          ``row_at_bound``: every row of D is the origin, so one cluster is empty
+                   (an empty-cluster leak, exact counts are exact values on D, not always on
+                   D', where a row at the bound may fill it); ``new_column_maximum``: the
+                   data maximum moves (bounds read from the data); ``replaced_row``
+                   (DP-KMeans protects whole rows): a row at the bound changes cluster.
+                   Call sites: ``replaced_row`` at ε = 32, the second iteration (its
+                   history, the first iteration's release, places the centres): the counts
+                   of two clusters move.
 dpnmf, dpm,        ``all_zero_row`` (DPM: 201 rows) and ``new_column_maximum``; call sites on
 colored_noise,     ``all_zero_row``.
 dphd
@@ -53,6 +54,7 @@ from .pairs import (
     moving_row,
     new_column_maximum,
     replaced_row,
+    row_at_bound,
 )
 from .reachability import laplace_reachable
 
@@ -234,11 +236,11 @@ def _dp_kmeans() -> MethodAudit:
 
 
 def _dp_kmeans_more() -> tuple[MethodAudit, ...]:
-    z = all_zero_matrix()
+    z = row_at_bound()
     r = replaced_row()
     return (MethodAudit("dp_kmeans", z, (),
-                        "every row of D is the origin: one cluster is empty, counts exact on D "
-                        "would be (n, 0)", share=0.3),
+                        "every row of D is the origin: one cluster of D is empty, its exact "
+                        "statistics are (0, 0); in D' a row at the bound may fill it", share=0.3),
             MethodAudit("dp_kmeans", r, (),
                         "a row at the public bound changes cluster (DP-KMeans protects rows)",
                         share=0.3, params=(("epsilon", 1.0),)))

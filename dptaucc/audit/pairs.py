@@ -18,6 +18,7 @@ pair                      what changes between D and D'
 ``high_dimensional``      sparse rows in many columns (sensitivities that scale with d)
 ``replaced_row``          (row-level relation) row u replaced: B counts in every column
                           of one block in D, of the other block in D'
+``row_at_bound``          (row-level relation) all-zero D, row u at the bound B in D'
 ========================  ==========================================================
 
 :func:`replaced_row` is a :class:`RowPair`: neighbours under "replace one row", the relation
@@ -35,7 +36,7 @@ import scipy.sparse as sp
 __all__ = [
     "NeighbouringPair", "moving_row", "empty_cluster", "new_column_maximum", "all_zero_row",
     "all_zero_column", "all_zero_matrix", "high_dimensional", "PAIRS", "make_pair", "RowPair",
-    "replaced_row",
+    "replaced_row", "row_at_bound",
 ]
 
 
@@ -97,6 +98,16 @@ def replaced_row(n_per_cluster: int = 6, n_cols: int = 8, value: int = 2,
     Dp = sp.csr_matrix(np.vstack([X, b]))
     return RowPair("replaced_row", D, Dp, 2 * n_per_cluster, 2,
                    "row u moves from one block to the other at the public bound (row-level)")
+
+
+def row_at_bound(n_rows: int = 12, n_cols: int = 8, bound: int = 5) -> RowPair:
+    """(row-level relation) D is the all-zero matrix; in D' row u is ``bound`` in every
+    column. Every row of D is one point, so one cluster of D is empty; in D' row u may fill it."""
+    D = np.zeros((n_rows, n_cols), dtype=np.int64)
+    Dp = D.copy()
+    Dp[n_rows - 1] = bound
+    return RowPair("row_at_bound", sp.csr_matrix(D), sp.csr_matrix(Dp), n_rows - 1, 2,
+                   "all-zero D; row u at the public bound in every column in D' (row-level)")
 
 
 def _pair(name: str, dense: np.ndarray, cell: tuple[int, int], description: str,
