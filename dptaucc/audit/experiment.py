@@ -200,7 +200,8 @@ def run_job(job: AuditJob, *, seed: int = 0, alpha: float = 0.05, n_jobs: int | 
             events = applicable(spec.events, build(0))
             res = audit_release(build, spec.pair.D, spec.pair.D_prime, events, n_fits=n,
                                 alpha=a, claim=claimed if private else math.inf, delta=delta,
-                                seed=seed, bug=bug, n_jobs=workers, looks=looks)
+                                seed=seed, bug=bug, n_jobs=workers, looks=looks,
+                                derive=spec.derive)
             rec.update(epsilon=math.nan if job.epsilon is None else job.epsilon, delta=delta,
                        epsilon_spent=spent, end_to_end_dp=e2e, step="", pair=spec.pair.name,
                        epsilon_claimed=claimed)

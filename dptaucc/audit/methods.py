@@ -73,6 +73,7 @@ class MethodAudit:
     why: str
     share: float = 1.0
     params: tuple[tuple[str, object], ...] = ()
+    derive: bool = True  # also the events derived from the releases
 
 
 @dataclass(frozen=True)
@@ -213,7 +214,11 @@ def _dp_taucc_more() -> tuple[MethodAudit, ...]:
                         share=0.3, params=(("n_iterations", 1), ("h", 0.1))),
             MethodAudit("dp_taucc", mv, _taucc_events(mv),
                         "one count decides a balanced row's cluster",
-                        share=0.3, params=(("n_iterations", 1), ("h", 0.5))))
+                        share=0.3, params=(("n_iterations", 1), ("h", 0.5))),
+            MethodAudit("dp_taucc", all_zero_row(), (ev.table_cell_above(all_zero_row(), 0.5),),
+                        "the released cell of the changed count, I = 1, h = 0.02: that table "
+                        "carries 0.49·ε; one fixed event, many cheap fits (the power scenario)",
+                        share=10.0, params=(("n_iterations", 1), ("h", 0.02)), derive=False))
 
 
 def _exact_coclusterer(name: str) -> Callable[[], MethodAudit]:
