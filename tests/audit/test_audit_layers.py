@@ -87,3 +87,27 @@ def test_the_gate_counts_corrected_violations_only():
             {"mode": "corrected", "verdict": "no evidence"},
             {"mode": "corrected", "verdict": "violation"}]
     assert violations(recs) == [recs[3]]
+
+
+def test_derived_events_are_chosen_on_one_half_and_find_a_shifted_coordinate():
+    from dptaucc.audit import derived
+
+    rng = np.random.default_rng(0)
+    A = rng.integers(0, 3, size=(400, 3)).astype(float)
+    B = A.copy()
+    B[:, 1] += 5  # coordinate 1 never overlaps
+    ids = np.zeros(400, dtype=np.int64)
+    events = derived.select(A[::2], B[::2], ids[::2], ids[::2], n_events=1)
+    assert events[0].j == 1 and events[0].kind in ("le", "proj")
+    eps, best, k_a, k_b = derived.bound(events, A[1::2], B[1::2], ids[1::2], ids[1::2], 0.05)
+    assert eps > 3.0 and best is not None
+
+
+def test_an_audit_whose_events_never_fire_gives_no_evidence():
+    from dptaucc.audit import derived
+
+    A = np.zeros((50, 2))
+    ids = np.zeros(50, dtype=np.int64)
+    never = derived.DerivedEvent("le", 0, -1.0, label="x[0] <= -1")
+    eps, best, _, _ = derived.bound([never], A, A, ids, ids, 0.05)
+    assert np.isnan(eps) and best is None
