@@ -27,10 +27,10 @@ def table(tmp_path_factory):
 def test_records(table):
     df = pd.read_parquet(table)
     assert list(df.columns) == RECORD_COLUMNS
-    assert len(df) == 7 and set(df["size"]) == {"quick"}  # DP-τCC: three scenarios per mode
+    assert len(df) == 9 and set(df["size"]) == {"quick"}  # DP-τCC: four scenarios per mode
     assert set(df["scope"]) == {"end-to-end"} and set(df["bug"]) == {""}
     taucc = df[df["method"] == "dp_taucc"]
-    assert taucc["alpha"].tolist() == pytest.approx([0.05 / 3] * len(taucc))
+    assert taucc["alpha"].tolist() == pytest.approx([0.05 / 4] * len(taucc))
     assert (df[df["method"] == "fast_taucc"]["alpha"] == 0.05).all()
     paper = taucc[taucc["mode"] == "paper"].iloc[0]
     assert math.isinf(paper["epsilon_spent"]) and not paper["end_to_end_dp"]
