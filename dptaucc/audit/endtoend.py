@@ -38,7 +38,10 @@ def _numeric(value) -> np.ndarray | None:
         return None
     if sp.issparse(value):
         value = value.toarray()
-    arr = np.asarray(value)
+    try:
+        arr = np.asarray(value)
+    except ValueError:  # ragged (a tree, a list of tuples): not an array release
+        return None
     return arr if arr.dtype.kind in "biuf" else None
 
 

@@ -94,7 +94,7 @@ def test_plan_and_budget_of_both_sizes():
     full, quick = load_config("full"), load_config("quick")
     jobs = plan(full)
     # six private methods x modes x ε end to end, plus call sites (not DPHD's); non-private once
-    assert len(jobs) == 6 * 2 * 2 + 5 + 2
+    assert len(jobs) == 6 * 2 + 5 + 2
     assert {j.method for j in jobs} == set(ALGORITHMS)
     assert all(j.mode is None and j.epsilon is None for j in jobs
                if j.method in ("fast_taucc", "fccm"))
