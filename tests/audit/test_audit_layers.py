@@ -111,3 +111,20 @@ def test_an_audit_whose_events_never_fire_gives_no_evidence():
     never = derived.DerivedEvent("le", 0, -1.0, label="x[0] <= -1")
     eps, best, _, _ = derived.bound([never], A, A, ids, ids, 0.05)
     assert np.isnan(eps) and best is None
+
+
+def test_power_section_and_figure_from_a_stored_table(tmp_path):
+    import pandas as pd
+
+    from dptaucc.audit.power import POWER_COLUMNS, draw_power_figure, power_section
+
+    rows = [["(correct code)", "dp_taucc", "", False, 0.7, 0.7, 1.0, "call-site", "#3", 9.0, 4],
+            ["dp_taucc.x", "dp_taucc", "sensitivity off by 2", True, 1.4, 1.4, 1.0,
+             "call-site", "#3", 5.0, 2],
+            ["dp_taucc.y", "dp_taucc", "attribute from raw data", False, float("nan"),
+             float("nan"), float("nan"), "", "", 5.0, 2]]
+    path = tmp_path / "audit_power.parquet"
+    pd.DataFrame(rows, columns=POWER_COLUMNS).to_parquet(path)
+    text = "\n".join(power_section(path))
+    assert "**1 of 2** catalogue bugs" in text and "**0 of 1** methods" in text
+    assert all(p.stat().st_size for p in draw_power_figure(path, tmp_path / "figures"))
