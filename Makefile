@@ -13,7 +13,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 SCALE ?= quick
 
 .DEFAULT_GOAL := help
-.PHONY: help setup octave data test test-fast test-slurm slurm-install slurm-start slurm-stop slurm-status lint bench reproduce reproduce-quick collect figures report audit audit-quick audit-primitives audit-estimate clean
+.PHONY: help setup octave data test test-fast test-slurm slurm-install slurm-start slurm-stop slurm-status lint bench reproduce reproduce-quick collect figures report audit audit-quick audit-ci audit-power audit-primitives audit-estimate clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
@@ -87,11 +87,17 @@ figures: ## redraw every figure from the stored tables (SCALE=quick|paper; no re
 report: ## regenerate REPORT.md from the stored tables (SCALE=quick|paper)
 	$(PY) -m dptaucc.bench.outputs report --scale $(SCALE)
 
-audit: ## empirical privacy audit of every method (ε lower bounds, ~30 min on 2 cores) -> results/audit.parquet
+audit: ## privacy audit of every method, end to end and per call site (~20 min on 2 cores; exit 3 on a violation) -> results/audit.parquet
 	$(PY) -m dptaucc.audit --size full --jobs $(JOBS)
 
-audit-quick: ## the audit at a reduced fit count (a few minutes) -> results/quick/audit.parquet
+audit-quick: ## the audit at the quick size, corrected mode (a few minutes per method) -> results/quick/audit.parquet
 	$(PY) -m dptaucc.audit --size quick --jobs $(JOBS)
+
+audit-ci: ## CI gate: quick audit of DP-τCC and DP-KMeans (corrected); fails on a violation (exit 3)
+	$(PY) -m dptaucc.audit --size quick --methods dp_taucc,dp_kmeans --jobs $(JOBS) --no-progress
+
+audit-power: ## the audit's power: quick audit of the correct code and of every catalogue bug -> results/quick/audit_power.parquet
+	$(PY) -m dptaucc.audit --power --jobs $(JOBS) --no-progress
 
 audit-primitives: ## mechanism-level audit of every privacy primitive, seeded and secure (about a minute) -> results/audit_primitives.parquet
 	$(PY) -m dptaucc.audit.primitives --both --output results/audit_primitives.parquet

@@ -1,8 +1,15 @@
-"""``python -m dptaucc.audit``: audit every method of the suite (``make audit``, ``audit-quick``).
+"""``python -m dptaucc.audit``: audit the methods of the suite; exit code 3 on a violation.
 
 Writes ``<results>/audit.parquet`` (``--size quick``: ``<results>/quick/audit.parquet``, never the
 full-size file), then the figure and the report section (:mod:`dptaucc.audit.report`).
-``--dry-run`` times three pairs of fits of every audit and prints the estimated wall time.
+
+Exit codes: 0 no violation; 3 some corrected-mode method's ε_lower exceeds the ε it claims (the
+fit's ε end to end, the charged ε at a call site); 2 an audit error (an event that raised, a
+bad argument). Paper-mode methods are expected to violate: reported, never a failure.
+
+``--bug NAME`` plants a catalogue bug (:mod:`dptaucc.audit.bugs`) in every worker;
+``--power`` audits the correct code and every catalogue bug of the selected methods (quick
+size) and writes the power table ``audit_power.parquet``. ``--dry-run`` estimates wall time.
 """
 
 from __future__ import annotations
@@ -14,11 +21,22 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from .experiment import default_output, estimate, load_config, plan, run_all
+from .events import AuditEventError
+from .experiment import default_output, estimate, load_config, plan, run_all, violations
+
+VIOLATION = 3
+AUDIT_ERROR = 2
 
 
 def _workers(jobs: int | None) -> int:
     return (os.cpu_count() or 1) if jobs in (None, -1) else int(jobs)
+
+
+def _print_violations(found: list[dict]) -> None:
+    for r in found:
+        where = r["step"] or r["pair"]
+        print(f"VIOLATION {r['method']}/{r['mode']} {r['scope']} {where}: ε_lower = "
+              f"{r['epsilon_lower']:.3f} > claimed {r['epsilon_claimed']:.3g} ({r['event']})")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -26,42 +44,75 @@ def main(argv: Sequence[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", choices=("full", "quick"), default="full")
     ap.add_argument("--methods", help="comma-separated algorithm names (default: the config's)")
-    ap.add_argument("--jobs", type=int, default=None, help="joblib workers (default: all cores)")
+    ap.add_argument("--jobs", type=int, default=None, help="worker processes (default: all cores)")
     ap.add_argument("--results-dir", default=os.environ.get("DPTAUCC_RESULTS_DIR", "results"))
     ap.add_argument("--output", help="parquet path (default: from conf/audit/audit.yaml)")
+    ap.add_argument("--bug", help="plant this catalogue bug (dptaucc.audit.bugs) in every worker")
+    ap.add_argument("--power", action="store_true",
+                    help="quick audit of the correct code and of every catalogue bug of the "
+                         "selected methods: the power table audit_power.parquet")
     ap.add_argument("--dry-run", action="store_true",
                     help="time a few fits of every audit and print the estimated wall time")
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
 
-    cfg = load_config(args.size)
+    cfg = load_config("quick" if args.power else args.size)
     methods = [m for m in args.methods.split(",") if m] if args.methods else None
-    jobs = plan(cfg, methods)
     workers = _workers(args.jobs)
-    if args.dry_run:
-        rows = estimate(jobs, workers)
-        for r in rows:
-            print(f"{r['audit']:34s} {r['fits_per_side']:5d} fits/side  "
-                  f"{r['ms_per_fit']:8.1f} ms/fit  ~{r['estimated_s']:6.0f} s")
-        total = sum(r["estimated_s"] for r in rows)
-        print(f"estimated total: {total / 60:.1f} min on {workers} worker(s) "
-              f"({len(jobs)} audits, {args.size} size; fit times measured now, in this process)")
-        return 0
+    if args.bug:
+        from .bugs import CATALOGUE
 
-    out = Path(args.output) if args.output else default_output(cfg, args.results_dir)
-    full = default_output(load_config("full"), args.results_dir)
-    if args.size == "quick" and out.resolve() == full.resolve():
-        ap.error(f"a quick run never overwrites the full-size table {full}")
-    t0 = time.perf_counter()
-    run_all(cfg, jobs, out, n_jobs=workers, progress=not args.no_progress)
+        if args.bug not in CATALOGUE:
+            ap.error(f"unknown bug {args.bug!r}; known: {', '.join(sorted(CATALOGUE))}")
+        methods = methods or [CATALOGUE[args.bug].method]
+    try:
+        if args.power:
+            from .power import measure_power, power_output
+
+            out = Path(args.output) if args.output else power_output(args.results_dir)
+            df = measure_power(cfg, methods, n_jobs=workers, out=out,
+                               progress=not args.no_progress)
+            from .power import draw_power_figure
+
+            print(df.to_string(index=False))
+            print(out)
+            for path in draw_power_figure(out, out.parent / "figures"):
+                print(path)
+            return 0
+        jobs = plan(cfg, methods)
+        if args.dry_run:
+            rows = estimate(jobs, workers)
+            for r in rows:
+                print(f"{r['audit']:34s} {r['fits_per_side']:5d} fits/side  "
+                      f"{r['ms_per_fit']:8.1f} ms/fit  ~{r['estimated_s']:6.0f} s")
+            total = sum(r["estimated_s"] for r in rows)
+            print(f"estimated total: {total / 60:.1f} min on {workers} worker(s) "
+                  f"({len(jobs)} audits, {args.size} size; fit times measured now)")
+            return 0
+        out = Path(args.output) if args.output else default_output(cfg, args.results_dir)
+        full = default_output(load_config("full"), args.results_dir)
+        if args.size == "quick" and out.resolve() == full.resolve():
+            ap.error(f"a quick run never overwrites the full-size table {full}")
+        t0 = time.perf_counter()
+        records = run_all(cfg, jobs, out, n_jobs=workers, progress=not args.no_progress,
+                          bug=args.bug, stop_at_violation=args.bug is not None)
+    except AuditEventError as error:
+        print(f"audit error: {error}", file=sys.stderr)
+        return AUDIT_ERROR
     print(f"{out} ({len(jobs)} audits, {(time.perf_counter() - t0) / 60:.1f} min)")
+    if args.bug is None:
+        from .report import audit_section, draw_figure
 
-    from .report import audit_section, draw_figure
-
-    print("\n".join(audit_section(out.parent, table=out)))
-    for path in draw_figure(out, out.parent / "figures"):
-        print(path)
-    return 0
+        print("\n".join(audit_section(out.parent, table=out)))
+        for path in draw_figure(out, out.parent / "figures"):
+            print(path)
+    paper = [r for r in records if r["mode"] == "paper" and r["verdict"] == "violation"]
+    if paper:
+        print(f"paper mode (expected, not a failure): {len(paper)} violation(s) in "
+              f"{sorted({r['method'] for r in paper})}")
+    found = violations(records)
+    _print_violations(found)
+    return VIOLATION if found else 0
 
 
 if __name__ == "__main__":

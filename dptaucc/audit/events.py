@@ -2,12 +2,15 @@
 
 Any function of the fitted model will do (a dict ``{name: function}`` is accepted by
 :func:`dptaucc.audit.audit`); the builders here cover the usual leaks of clustering code. They
-are written to survive changes of the estimators:
+are checked, not trusted:
 
-* an attribute the model does not have (``AttributeError``, e.g. a raw-data attribute a later
-  version no longer keeps) makes the event False — not an error;
-* any other exception while evaluating an event makes it False and is counted in the audit's
-  ``errors_*`` (so a broken event shows up instead of silently never firing).
+* an event that raises while it is evaluated — an attribute the model does not have (a typo
+  such as ``m.labels_`` on a model that has ``row_labels_``), a wrong shape, anything — stops
+  the audit with :class:`AuditEventError`, which names the event and the attribute; it is never
+  counted as "did not happen";
+* an event that never fires (or always fires) on both sides is *uninformative*: the audit
+  reports it, and an audit whose events are all uninformative gives no evidence
+  (``epsilon_lower`` NaN), never a pass.
 
 Events may read public facts (D, D', the changed cell, the parameters and the ledger), never
 the random state: the seed determines all the noise.
@@ -28,11 +31,25 @@ from .pairs import NeighbouringPair
 from .reachability import laplace_reachable
 
 __all__ = [
-    "Event", "as_events", "evaluate_events", "values_equal", "same_partition",
+    "AuditEventError", "Event", "as_events", "evaluate_events", "values_equal", "same_partition",
     "attribute_equals", "labels_match_evaluation", "same_label", "contingency_equals_exact",
     "table_cell_reachable", "table_cell_above", "fewer_clusters_than", "slice_is_zero",
     "ledger_laplace_scale", "released_cell",
 ]
+
+
+class AuditEventError(RuntimeError):
+    """An event raised while evaluated on a fitted model: the audit stops (CLI exit code 2)."""
+
+    def __init__(self, event: str, error: BaseException, attribute: str | None = None):
+        if attribute is None and isinstance(error, AttributeError):
+            attribute = getattr(error, "name", None)
+        self.event, self.attribute, self.error = event, attribute, error
+        what = f" (attribute {attribute!r})" if attribute else ""
+        super().__init__(f"event {event!r} raised {type(error).__name__}{what}: {error}")
+
+    def __reduce__(self):  # crosses process boundaries (audit workers)
+        return type(self), (self.event, self.error, self.attribute)
 
 
 @dataclass(frozen=True)
@@ -42,6 +59,7 @@ class Event:
     name: str
     fn: Callable[[Any], Any]
     description: str = ""
+    needs: tuple[str, ...] = ()  # attributes/methods it reads (see :func:`applicable`)
 
     def __call__(self, model) -> bool:
         return bool(self.fn(model))
@@ -60,18 +78,25 @@ def as_events(events: Mapping[str, Callable] | Sequence[Event]) -> list[Event]:
     return out
 
 
-def evaluate_events(events: Sequence[Event], model) -> tuple[np.ndarray, np.ndarray]:
-    """(fired, errored) boolean arrays; AttributeError means "absent": False, no error."""
+def applicable(events: Sequence[Event], model) -> list[Event]:
+    """The events whose ``needs`` the (unfitted) model declares in ``release_kinds()`` or
+    has as methods: an event on an attribute one mode does not release is not built for
+    that mode. A declared attribute that a fit then lacks is still an error."""
+    kinds = model.release_kinds() if hasattr(model, "release_kinds") else {}
+    return [e for e in events
+            if all(n in kinds or callable(getattr(type(model), n, None)) for n in e.needs)]
+
+
+def evaluate_events(events: Sequence[Event], model) -> np.ndarray:
+    """Boolean array: which events fired. An event that raises is an
+    :class:`AuditEventError` naming it (and the attribute, for a missing one)."""
     fired = np.zeros(len(events), dtype=bool)
-    errored = np.zeros(len(events), dtype=bool)
     for i, e in enumerate(events):
         try:
             fired[i] = e(model)
-        except AttributeError:
-            pass
-        except Exception:
-            errored[i] = True
-    return fired, errored
+        except Exception as error:
+            raise AuditEventError(e.name, error) from error
+    return fired
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -123,11 +148,12 @@ def released_cell(model, pair: NeighbouringPair, attr: str = "contingency_"
 
 
 def ledger_laplace_scale(model) -> float:
-    """Scale Δ/ε of the last ``"laplace"`` entry of ``privacy_ledger_`` (the released table)."""
+    """Scale Δ/ε of the last Laplace entry (float or discrete) of ``privacy_ledger_`` (the
+    released table)."""
     for entry in reversed(model.privacy_ledger_.entries):
-        if entry.mechanism == "laplace":
+        if entry.mechanism in ("laplace", "laplace-float", "discrete-laplace"):
             return entry.sensitivity / entry.epsilon
-    raise AttributeError("the ledger records no Laplace release")
+    raise ValueError("the ledger records no Laplace release")
 
 
 # ------------------------------------------------------------------------------ builders
@@ -137,7 +163,7 @@ def attribute_equals(attr: str, expected: Callable[[Any], Any], name: str | None
     a loss or labels recomputed from D). True under D for a raw-data attribute, false under D'
     whenever the one-count change moves it."""
     return Event(name or f"{attr} equals its recomputation on D",
-                 lambda m: values_equal(getattr(m, attr), expected(m), rtol))
+                 lambda m: values_equal(getattr(m, attr), expected(m), rtol), needs=(attr,))
 
 
 def labels_match_evaluation(D, attr: str = "row_labels_",
@@ -145,7 +171,8 @@ def labels_match_evaluation(D, attr: str = "row_labels_",
     """The released labels define the same partition as the model's own evaluation-only
     assignment of D's rows (a raw-data recomputation)."""
     return Event(f"{attr} partition equals {method}(D)",
-                 lambda m: same_partition(getattr(m, attr), getattr(m, method)(D)))
+                 lambda m: same_partition(getattr(m, attr), getattr(m, method)(D)),
+                 needs=(attr, method))
 
 
 def same_label(u: int, w: int, attr: str = "row_labels_") -> Event:
@@ -153,7 +180,7 @@ def same_label(u: int, w: int, attr: str = "row_labels_") -> Event:
     def fn(m):
         labels = np.asarray(getattr(m, attr))
         return labels[u] == labels[w]
-    return Event(f"{attr}[{u}] == {attr}[{w}]", fn)
+    return Event(f"{attr}[{u}] == {attr}[{w}]", fn, needs=(attr,))
 
 
 def contingency_equals_exact(D, attr: str = "contingency_") -> Event:
@@ -161,7 +188,7 @@ def contingency_equals_exact(D, attr: str = "contingency_") -> Event:
     def fn(m):
         T = np.asarray(getattr(m, attr), dtype=float)
         return values_equal(T, _exact_table(m, D, T.shape))
-    return Event(f"{attr} equals the exact table of D", fn)
+    return Event(f"{attr} equals the exact table of D", fn, needs=(attr, "column_labels_"))
 
 
 def table_cell_reachable(pair: NeighbouringPair, attr: str = "contingency_",
@@ -180,7 +207,8 @@ def table_cell_reachable(pair: NeighbouringPair, attr: str = "contingency_",
         s = ledger_laplace_scale(m) if scale is None else scale
         return laplace_reachable(y, x_d, s, clip_min) and not laplace_reachable(y, x_dp, s,
                                                                                clip_min)
-    return Event(f"{attr} cell of (u, v) float-reachable from D only", fn)
+    return Event(f"{attr} cell of (u, v) float-reachable from D only", fn,
+                 needs=(attr, "column_labels_"))
 
 
 def table_cell_above(pair: NeighbouringPair, margin: float = 0.5,
@@ -189,15 +217,16 @@ def table_cell_above(pair: NeighbouringPair, margin: float = 0.5,
     def fn(m):
         y, x_d, _ = released_cell(m, pair, attr)
         return y > x_d + margin
-    return Event(f"{attr} cell of (u, v) > exact(D) + {margin:g}", fn)
+    return Event(f"{attr} cell of (u, v) > exact(D) + {margin:g}", fn,
+                 needs=(attr, "column_labels_"))
 
 
 def fewer_clusters_than(k: int, attr: str = "n_row_clusters_") -> Event:
     """The model reports fewer than k clusters (an empty cluster was dropped)."""
-    return Event(f"{attr} < {k}", lambda m: int(getattr(m, attr)) < k)
+    return Event(f"{attr} < {k}", lambda m: int(getattr(m, attr)) < k, needs=(attr,))
 
 
 def slice_is_zero(attr: str, index, label: str | None = None) -> Event:
     """``attr[index]`` is exactly zero (e.g. a per-row factor of a row with no counts)."""
     return Event(f"{attr}[{label or index}] all zero",
-                 lambda m: bool(np.all(np.asarray(getattr(m, attr))[index] == 0)))
+                 lambda m: bool(np.all(np.asarray(getattr(m, attr))[index] == 0)), needs=(attr,))

@@ -1,14 +1,20 @@
-"""The audit experiment: every method of the suite, both modes, several ε (``make audit``).
+"""The audit experiment: every method of the suite, both layers, a gate (``make audit``).
 
 Reads ``conf/audit/audit.yaml`` (the grid, the fit budgets, a ``quick`` size), builds each
 estimator from its ``conf/algorithm/<name>.yaml`` (target and parameters; "classes" means the
-pair's planted number of clusters), audits it with the pair and events of
-:mod:`dptaucc.audit.methods`, and writes one record per (method, mode, ε) to a parquet table
-(rewritten after every audit, so an interrupted run keeps what it finished). Needs the
-``[bench]`` extra (pandas, pyarrow).
+pair's planted number of clusters) and runs, per method:
 
-Budget: fits per side per audit (``n_fits``, per-method overrides) and a time limit per audit;
-``--dry-run`` times a few fits of every audit and prints the estimated wall time instead.
+* ``scope = "end-to-end"``: every scenario of :func:`~dptaucc.audit.methods.method_audits`
+  per mode and ε (:mod:`dptaucc.audit.endtoend`), claim = the fit's ε;
+* ``scope = "call-site"`` (corrected mode): every call of a fit under the method's
+  :func:`~dptaucc.audit.methods.call_site_setup` (:mod:`dptaucc.audit.callsite`), claim = the
+  ε its ledger charged.
+
+One record per (scope, scenario or call) in a parquet table, rewritten after every audit. The
+level α of a method's audit is split evenly over its records (Bonferroni), so all its bounds
+hold at once with probability 1 − α. :func:`violations` is the gate: corrected-mode records
+whose ε_lower exceeds their claim. A catalogue bug (``bug``) is planted in every worker.
+Needs the ``[bench]`` extra (pandas, pyarrow).
 """
 
 from __future__ import annotations
@@ -24,17 +30,21 @@ from typing import Any
 
 import yaml
 
-from .methods import MethodAudit, method_audit, method_audits
-from .runner import audit
+from .callsite import audit_call_site, call_sites
+from .endtoend import audit_release
+from .events import applicable
+from .methods import MethodAudit, call_site_setup, method_audit, method_audits
 from .stats import cp_lower, cp_upper
+from .workers import bug_context
 
 __all__ = ["AuditJob", "load_config", "plan", "run_job", "run_all", "estimate", "measurable_max",
-           "RECORD_COLUMNS"]
+           "violations", "RECORD_COLUMNS"]
 
 RECORD_COLUMNS = [
     "method", "mode", "epsilon", "delta", "epsilon_spent", "end_to_end_dp", "epsilon_lower",
-    "event", "epsilon_lower_max", "n_fits", "n_requested", "stopped_by_time", "time_s",
-    "fit_time_s", "pair", "events", "alpha", "seed", "size", "git_sha", "versions", "started_at",
+    "scope", "step", "epsilon_claimed", "verdict", "event", "epsilon_lower_max", "n_fits",
+    "time_s", "pair", "events", "alpha", "bug", "seed", "size", "git_sha", "versions",
+    "started_at",
 ]
 
 
@@ -73,30 +83,37 @@ def _construct(target: str, kwargs: dict, random_state: int):
 class AuditJob:
     method: str
     mode: str | None  # None: a non-private method (one audit, no ε)
-    epsilon: float | None
+    epsilon: float | None  # end to end: the fit's ε; call sites: None (the setup's ε)
     n_fits: int
-    time_limit: float | None
+    time_limit: float | None = None
+    scope: str = "end-to-end"
 
     @property
     def label(self) -> str:
         if self.mode is None:
             return f"{self.method} (not DP)"
+        if self.scope == "call-site":
+            return f"{self.method}/{self.mode} call sites"
         return f"{self.method}/{self.mode} ε={self.epsilon:g}"
 
-    def factory(self):
-        """``random_state -> estimator`` with the config's parameters for this job's pair."""
+    def factory(self, overrides: tuple[tuple[str, object], ...] = ()):
+        """``random_state -> estimator`` with the config's parameters for this job's pair,
+        then ``overrides`` (a scenario's settings)."""
         alg = algorithm_config(self.method)
         n_clusters = method_audit(self.method).pair.n_clusters
         kwargs = {k: (n_clusters if v in ("classes", "col_classes") else v)
                   for k, v in (alg.get("params") or {}).items()}
         if alg.get("private", True):
-            kwargs["epsilon"] = float(self.epsilon)
+            if self.epsilon is not None:
+                kwargs["epsilon"] = float(self.epsilon)
             kwargs["mode"] = self.mode
+        kwargs.update(dict(overrides))
         return functools.partial(_construct, alg["target"], kwargs)
 
 
 def plan(cfg: dict, methods: list[str] | None = None) -> list[AuditJob]:
-    """The audits of a config: private methods × modes × ε, non-private methods once."""
+    """The audits of a config: private methods × modes × ε end to end, plus their call sites
+    (modes ``call_site_modes``); non-private methods once."""
     jobs = []
     per_method = cfg.get("n_fits_per_method") or {}
     for name in methods or cfg["methods"]:
@@ -106,85 +123,141 @@ def plan(cfg: dict, methods: list[str] | None = None) -> list[AuditJob]:
         if alg.get("private", True):
             jobs += [AuditJob(name, mode, float(eps), n, limit)
                      for mode in cfg["modes"] for eps in cfg["epsilons"]]
+            if call_site_setup(name):
+                jobs += [AuditJob(name, mode, None, int(cfg["call_site_fits"]), limit,
+                                  "call-site") for mode in cfg.get("call_site_modes", [])]
         else:
             jobs.append(AuditJob(name, None, None, n, limit))
     return jobs
 
 
-def _probe(job: AuditJob, n: int = 3) -> tuple[float, bool, float]:
-    """(ε spent, end-to-end DP, δ claimed) from ``n`` fits on D: ε spent is
-    the largest ledger sum, or inf when the ledger names a non-private step (or the model has
-    no ledger)."""
-    build, D = job.factory(), method_audit(job.method).pair.D
-    spent, e2e, delta = 0.0, True, 0.0
-    for i in range(n):
-        model = build(10_000 + i)  # outside the context: see runner._fit_and_observe
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            model.fit(D)
-        ledger = getattr(model, "privacy_ledger_", None)
-        if ledger is None or ledger.non_private_steps or job.mode is None:
-            e2e = False
-        if ledger is not None:
-            spent = max(spent, float(getattr(model, "epsilon_spent_", ledger.epsilon_spent)))
-            delta = max(delta, float(ledger.budget_delta))
+def _probe(build, D, private: bool, bug: str | None, n: int = 2) -> tuple[float, bool, float]:
+    """(ε spent, end-to-end DP, δ claimed) from ``n`` fits on D: ε spent is the largest
+    ledger sum, or inf when the ledger names a non-private step (or the model has none)."""
+    spent, e2e, delta = 0.0, private, 0.0
+    with bug_context(bug):
+        for i in range(n):
+            model = build(10_000 + i)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    model.fit(D)
+                except Exception:
+                    continue
+            ledger = getattr(model, "privacy_ledger_", None)
+            if ledger is None or ledger.non_private_steps:
+                e2e = False
+            if ledger is not None:
+                spent = max(spent, float(getattr(model, "epsilon_spent_", ledger.epsilon_spent)))
+                delta = max(delta, float(ledger.budget_delta))
     return (spent if e2e else math.inf), e2e, delta
 
 
-def _scenario_budget(job: AuditJob, spec: MethodAudit) -> tuple[int, float | None]:
-    n = max(1, math.ceil(job.n_fits * spec.share))
-    return n, None if job.time_limit is None else job.time_limit * spec.share
+def _verdict(lower: float, claimed: float) -> str:
+    if math.isnan(lower):
+        return "no evidence"
+    if math.isnan(claimed):
+        return "not DP"
+    return "violation" if lower > claimed * (1 + 1e-9) else "ok"
+
+
+def _base(job: AuditJob, seed: int, bug: str | None) -> dict:
+    from dptaucc.bench import provenance
+
+    return {"method": job.method, "mode": job.mode or "–", "scope": job.scope, "bug": bug or "",
+            "seed": seed, "git_sha": provenance.git_sha(), "versions": provenance.versions(),
+            "started_at": provenance.utc_now()}
+
+
+def _n_units(job: AuditJob, bug: str | None) -> list:
+    if job.scope == "end-to-end":
+        return list(method_audits(job.method))
+    units = []
+    for setup in call_site_setup(job.method):
+        calls = call_sites(job.factory(setup.params), setup.pair.D, bug)
+        units += [(setup, c) for c in calls[setup.first:setup.first + setup.max_calls]]
+    return units
 
 
 def run_job(job: AuditJob, *, seed: int = 0, alpha: float = 0.05, n_jobs: int | None = 1,
-            progress: bool = True) -> list[dict]:
-    """Audit one (method, mode, ε): one record per scenario of :func:`method_audits`, each at
-    ``alpha / (number of scenarios)``, so that the largest ε_lower over the job's scenarios is
-    still a simultaneous (1 − α) bound."""
-    from dptaucc.bench import provenance
-
-    specs = method_audits(job.method)
-    a = alpha / len(specs)
-    spent, e2e, delta = _probe(job)
+            progress: bool = True, bug: str | None = None, looks: int = 2,
+            stop_at_violation: bool = False) -> list[dict]:
+    """Audit one job: one record per end-to-end scenario, or per audited call, each at
+    ``alpha / (number of records)``, so the job's bounds hold simultaneously at 1 − α."""
+    units = _n_units(job, bug)
+    a = alpha / max(1, len(units))
+    workers = max(1, int(n_jobs or 1))
+    private = job.mode is not None
     records = []
-    for spec in specs:
-        n, limit = _scenario_budget(job, spec)
-        started = provenance.utc_now()
-        res = audit(job.factory(), spec.pair.D, spec.pair.D_prime, list(spec.events),
-                    n_fits=n, time_limit=limit, seed=seed, alpha=a, delta=delta,
-                    n_jobs=n_jobs, progress=progress, description=f"{job.label} {spec.pair.name}")
-        records.append({
-            "method": job.method, "mode": job.mode or "–",
-            "epsilon": math.nan if job.epsilon is None else job.epsilon,
-            "delta": delta, "epsilon_spent": spent, "end_to_end_dp": e2e,
-            "epsilon_lower": res.epsilon_lower, "event": res.event or "",
-            "epsilon_lower_max": measurable_max(res.n_fits, len(res.events), a),
-            "n_fits": res.n_fits, "n_requested": res.n_requested,
-            "stopped_by_time": res.stopped_by_time, "time_s": res.elapsed_s,
-            "fit_time_s": res.fit_time_s, "pair": spec.pair.name,
-            "events": yaml.safe_dump(res.table(), sort_keys=False, allow_unicode=True),
-            "alpha": a, "seed": seed, "git_sha": provenance.git_sha(),
-            "versions": provenance.versions(), "started_at": started,
-        })
+    for unit in units:
+        rec = _base(job, seed, bug)
+        if job.scope == "end-to-end":
+            spec: MethodAudit = unit
+            build = job.factory(spec.params)
+            spent, e2e, delta = _probe(build, spec.pair.D, private, bug)
+            claimed = math.nan if not private else float(job.epsilon)
+            n = max(4, math.ceil(job.n_fits * spec.share))
+            events = applicable(spec.events, build(0))
+            res = audit_release(build, spec.pair.D, spec.pair.D_prime, events, n_fits=n,
+                                alpha=a, claim=claimed if private else math.inf, delta=delta,
+                                seed=seed, bug=bug, n_jobs=workers, looks=looks,
+                                derive=spec.derive)
+            rec.update(epsilon=math.nan if job.epsilon is None else job.epsilon, delta=delta,
+                       epsilon_spent=spent, end_to_end_dp=e2e, step="", pair=spec.pair.name,
+                       epsilon_claimed=claimed)
+        else:
+            setup, call = unit
+            build = job.factory(setup.params)
+            spent, e2e, delta = _probe(build, setup.pair.D, private, bug, n=1)
+            res = audit_call_site(build, setup.pair.D, setup.pair.D_prime, call.index,
+                                  n_fits=job.n_fits, alpha=a, seed=seed, bug=bug,
+                                  n_jobs=workers, looks=looks)
+            rec.update(epsilon=float(dict(setup.params)["epsilon"]), delta=res.delta,
+                       epsilon_spent=spent, end_to_end_dp=e2e,
+                       step=f"#{call.index} {res.step} ({res.mechanism})",
+                       pair=setup.pair.name, epsilon_claimed=res.epsilon_claimed)
+            claimed = res.epsilon_claimed
+        rec.update(epsilon_lower=res.epsilon_lower, verdict=_verdict(res.epsilon_lower, claimed),
+                   event=res.event, n_fits=res.n_fits, time_s=res.elapsed_s,
+                   epsilon_lower_max=measurable_max(max(1, res.n_fits // 2), 8, a / looks),
+                   events=yaml.safe_dump(res.counts, sort_keys=False, allow_unicode=True),
+                   alpha=a)
+        records.append(rec)
+        if progress:
+            print(f"    {job.label} {rec['pair']} {rec['step']}: ε_lower = "
+                  f"{rec['epsilon_lower']:.3f} / claimed {claimed:.3g} ({rec['verdict']}, "
+                  f"{rec['n_fits']} fits, {rec['time_s']:.1f} s)", flush=True)
+        if stop_at_violation and rec["verdict"] == "violation" and job.mode == "corrected":
+            break
     return records
 
 
-def estimate(jobs: list[AuditJob], n_jobs: int, pairs: int = 3) -> list[dict]:
-    """Run ``pairs`` pairs of fits (events included) of every scenario in this process and
-    estimate each audit's wall time at its budget on ``n_jobs`` workers."""
+def estimate(jobs: list[AuditJob], n_jobs: int, pairs: int = 20) -> list[dict]:
+    """Time ``pairs`` pairs of fits of every end-to-end scenario in this process and estimate
+    each job's wall time at its budget on ``n_jobs`` workers (call sites: by the same fit
+    time, a replayed fit stopping early)."""
     rows = []
     for job in jobs:
         est, per_fit = 0.0, []
         for spec in method_audits(job.method):
-            for n in (1, pairs):  # the first run warms up (imports, caches) and is not timed
-                res = audit(job.factory(), spec.pair.D, spec.pair.D_prime, list(spec.events),
-                            n_fits=n, n_jobs=1, progress=False)
-            n_fits, limit = _scenario_budget(job, spec)
-            est += min(2 * n_fits * res.fit_time_s / max(1, n_jobs), limit or math.inf)
-            per_fit.append(res.fit_time_s)
+            build = job.factory(spec.params)
+            for n in (4, pairs):  # the first run warms up (imports, caches) and is not timed
+                res = audit_release(build, spec.pair.D, spec.pair.D_prime, (), n_fits=n,
+                                    alpha=0.05, looks=1)
+            fit_s = res.elapsed_s / (2 * pairs)
+            n_fits = job.n_fits if job.scope == "call-site" else math.ceil(job.n_fits * spec.share)
+            est += 2 * n_fits * fit_s / max(1, n_jobs)
+            per_fit.append(fit_s)
+        if job.scope == "call-site":
+            est *= sum(s.max_calls for s in call_site_setup(job.method)) / len(per_fit)
         rows.append({"audit": job.label, "fits_per_side": job.n_fits,
                      "ms_per_fit": 1000 * per_fit[0], "estimated_s": est})
     return rows
+
+
+def violations(records) -> list[dict]:
+    """The gate: corrected-mode records whose ε_lower exceeds their claim."""
+    return [r for r in records if r["mode"] == "corrected" and r["verdict"] == "violation"]
 
 
 def measurable_max(n_fits: int, n_events: int, alpha: float) -> float:
@@ -206,20 +279,28 @@ def _write(records: list[dict], out: Path, size: str) -> None:
     tmp.replace(out)
 
 
-def run_all(cfg: dict, jobs: list[AuditJob], out: Path, *, n_jobs: int | None,
-            progress: bool = True) -> list[dict]:
-    """Run every job and (re)write ``out`` after each one."""
+def run_all(cfg: dict, jobs: list[AuditJob], out: Path | None, *, n_jobs: int | None,
+            progress: bool = True, bug: str | None = None,
+            stop_at_violation: bool = False) -> list[dict]:
+    """Run every job and (re)write ``out`` (if given) after each one."""
     records: list[dict[str, Any]] = []
     for k, job in enumerate(jobs, 1):
         recs = run_job(job, seed=int(cfg.get("seed", 0)), alpha=float(cfg.get("alpha", 0.05)),
-                       n_jobs=n_jobs, progress=progress)
+                       n_jobs=n_jobs, progress=progress, bug=bug,
+                       looks=int(cfg.get("looks", 2)), stop_at_violation=stop_at_violation)
         records += recs
-        _write(records, out, cfg["size"])
-        best = max(recs, key=lambda r: r["epsilon_lower"])
-        claim = "not DP" if job.epsilon is None else f"claimed {job.epsilon:g}"
-        print(f"[{k}/{len(jobs)}] {job.label}: ε_lower = {best['epsilon_lower']:.2f} ({claim}; "
-              f"{sum(r['time_s'] for r in recs):.0f} s) {best['pair']}: {best['event']}",
-              flush=True)
+        if out is not None:
+            _write(records, out, cfg["size"])
+        ratio = [r["epsilon_lower"] / r["epsilon_claimed"] for r in recs
+                 if r["epsilon_claimed"] > 0 and not math.isnan(r["epsilon_lower"])]
+        best = max(recs, key=lambda r: -1 if math.isnan(r["epsilon_lower"])
+                   else r["epsilon_lower"] / (r["epsilon_claimed"]
+                                              if r["epsilon_claimed"] > 0 else 1.0))
+        print(f"[{k}/{len(jobs)}] {job.label}: max ε_lower/claimed = "
+              f"{max(ratio, default=math.nan):.2f} ({sum(r['time_s'] for r in recs):.0f} s) "
+              f"{best['pair']} {best['step']} {best['event']}", flush=True)
+        if stop_at_violation and violations(recs):
+            break
     return records
 
 

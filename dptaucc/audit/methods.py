@@ -1,29 +1,40 @@
-"""The pair and events aimed at each estimator of the suite (what ``make audit`` runs).
+"""The scenarios aimed at each estimator of the suite (what ``make audit`` runs).
 
-One :class:`MethodAudit` per algorithm config name (``conf/algorithm/<name>.yaml``): a
-neighbouring pair chosen for the method's weak point and events on what the fitted model
-releases. Every event is defensive (:mod:`dptaucc.audit.events`): when a release is removed or
-becomes an integer from a discrete mechanism, its event simply stops firing, so the same
-catalogue audits the estimators before and after a privacy fix.
+Two layers per private method (docs/audit.md):
 
-=================  =====================  ==================================================
-method             pair                   events (besides "fit raised")
-=================  =====================  ==================================================
-dp_taucc           all_zero_row           float reachability of the released cell of (u, v);
-                                          that cell above its exact value; final labels equal
-                                          the raw-data assignment of D (paper mode, Q7)
-fast_taucc, fccm   moving_row             released table equals the exact table of D; labels
-dp_kmeans          new_column_maximum     ``bounds_`` = D's column maxima (paper); ``inertia_``
-                                          = the SSE of D's rows; labels = nearest centre on D
-dphd               new_column_maximum     ``max_value_`` = max(D) (paper); ``loss_`` = the loss
-                                          of D's rows at the released centres; labels
-dpnmf              all_zero_row           the zero row's document factor is zero; labels
-dpm                all_zero_row (201)     float reachability of the noisy leaf counts; labels
-colored_noise      moving_row (400 rows)  labels = nearest released centre on D
-=================  =====================  ==================================================
+* **end-to-end scenarios** (:class:`MethodAudit`): a neighbouring pair, parameter overrides that
+  concentrate the budget where a leak would show, hand-written events (raw-data
+  recomputations) — and the events :mod:`dptaucc.audit.endtoend` derives by itself from every
+  declared release;
+* **a call-site setup** (:class:`CallSiteSetup`): a pair and parameters under which every
+  mechanism call of a fit is audited against the ε its ledger charged
+  (:mod:`dptaucc.audit.callsite`).
 
-Every private method is also fitted on the all-zero matrix against one count (a tenth of its
-fit budget): a fit that refuses a valid input is itself an observable outcome.
+Why each scenario is a worst case:
+
+=================  =========================================================================
+dp_taucc           ``all_zero_matrix``, I = 1, h = 0.1: D's tables are pure noise, so any cell
+                   released without noise, or any exact value, is seen at once; the last table
+                   carries nearly half the budget. ``moving_row``, I = 1, h = 0.5: one count
+                   decides the cluster of a balanced row (labels read from the data flip).
+                   ``all_zero_row``, I = 1, h = 0.1: the one count lands in one released cell.
+                   Call sites: ``all_zero_row``/``all_zero_column`` at ε = 4·I, h = 0.5, every
+                   call charged 1; the zero row (column) makes its choice hinge on one count.
+dp_kmeans          ``row_at_bound``: every row of D is the origin, so one cluster is empty
+                   (an empty-cluster leak, exact counts are exact values on D, not always on
+                   D', where a row at the bound may fill it); ``new_column_maximum``: the
+                   data maximum moves (bounds read from the data); ``replaced_row``
+                   (DP-KMeans protects whole rows): a row at the bound changes cluster.
+                   Call sites: ``replaced_row`` at ε = 32, the second iteration (its
+                   history, the first iteration's release, places the centres): the counts
+                   of two clusters move.
+dpnmf, dpm,        ``all_zero_row`` (DPM: 201 rows) and ``new_column_maximum``; call sites on
+colored_noise,     ``all_zero_row`` (DPHD: none, its calls come from an Octave process).
+dphd
+=================  =========================================================================
+
+Every private method is also fitted on the all-zero matrix against one count: a fit that refuses
+a valid input is itself an observable outcome.
 """
 
 from __future__ import annotations
@@ -37,27 +48,43 @@ import scipy.sparse as sp
 from . import events as ev
 from .pairs import (
     NeighbouringPair,
+    all_zero_column,
     all_zero_matrix,
     all_zero_row,
     moving_row,
     new_column_maximum,
+    replaced_row,
+    row_at_bound,
 )
 from .reachability import laplace_reachable
 
-__all__ = ["MethodAudit", "CATALOGUE", "method_audit", "method_audits",
-           "dpm_leaf_counts_reachable"]
+__all__ = ["MethodAudit", "CallSiteSetup", "CATALOGUE", "CALL_SITES", "method_audit",
+           "method_audits", "call_site_setup", "dpm_leaf_counts_reachable"]
 
 
 @dataclass(frozen=True)
 class MethodAudit:
-    """One scenario of a method's audit: a pair, events on the fitted model, and the share of
-    the method's fit budget it gets."""
+    """One end-to-end scenario of a method's audit: a pair, hand-written events on the fitted
+    model, parameter overrides, and the share of the method's fit budget it gets."""
 
     method: str
     pair: NeighbouringPair
     events: tuple[ev.Event, ...]
     why: str
     share: float = 1.0
+    params: tuple[tuple[str, object], ...] = ()
+    derive: bool = True  # also the events derived from the releases
+
+
+@dataclass(frozen=True)
+class CallSiteSetup:
+    """Pair and parameters of a method's call-site audit (``epsilon`` included); the calls
+    audited are ``first .. first + max_calls - 1`` of a fit."""
+
+    pair: NeighbouringPair
+    params: tuple[tuple[str, object], ...]
+    max_calls: int = 8
+    first: int = 0
 
 
 def _dense(X) -> np.ndarray:
@@ -157,7 +184,8 @@ def dpm_leaf_counts_reachable(pair: NeighbouringPair) -> ev.Event:
             if laplace_reachable(y, x_d, s) and not laplace_reachable(y, x_dp, s):
                 return True
         return False
-    return ev.Event("leaf_counts_ float-reachable from D only", fn)
+    return ev.Event("leaf_counts_ float-reachable from D only", fn,
+                    needs=("leaf_counts_", "split_tree_", "embedding_"))
 
 
 # ------------------------------------------------------------------- the catalogue
@@ -167,11 +195,30 @@ def _labels(pair: NeighbouringPair) -> tuple[ev.Event, ...]:
     return (ev.labels_match_evaluation(pair.D), ev.same_label(pair.u, w))
 
 
+def _taucc_events(p: NeighbouringPair) -> tuple[ev.Event, ...]:
+    return (ev.table_cell_reachable(p), ev.contingency_equals_exact(p.D), *_labels(p))
+
+
 def _dp_taucc() -> MethodAudit:
     p = all_zero_row()
-    return MethodAudit("dp_taucc", p, (
-        ev.table_cell_reachable(p), ev.table_cell_above(p, 0.5), *_labels(p)),
-        "a row with no counts: float Laplace cells, paper mode's raw final assignment (Q7)")
+    return MethodAudit("dp_taucc", p, (ev.table_cell_above(p, 0.5), *_taucc_events(p)),
+                       "a row with no counts: float Laplace cells, paper mode's raw final "
+                       "assignment (Q7); I = 1, h = 0.1: the last table carries the budget",
+                       share=0.4, params=(("n_iterations", 1), ("h", 0.1)))
+
+
+def _dp_taucc_more() -> tuple[MethodAudit, ...]:
+    z, mv = all_zero_matrix(), moving_row()
+    return (MethodAudit("dp_taucc", z, _taucc_events(z),
+                        "D has no counts: its tables are pure noise, exact values show",
+                        share=0.3, params=(("n_iterations", 1), ("h", 0.1))),
+            MethodAudit("dp_taucc", mv, _taucc_events(mv),
+                        "one count decides a balanced row's cluster",
+                        share=0.3, params=(("n_iterations", 1), ("h", 0.5))),
+            MethodAudit("dp_taucc", all_zero_row(), (ev.table_cell_above(all_zero_row(), 0.5),),
+                        "the released cell of the changed count, I = 1, h = 0.02: that table "
+                        "carries 0.49·ε; one fixed event, many cheap fits (the power scenario)",
+                        share=10.0, params=(("n_iterations", 1), ("h", 0.02)), derive=False))
 
 
 def _exact_coclusterer(name: str) -> Callable[[], MethodAudit]:
@@ -185,18 +232,31 @@ def _exact_coclusterer(name: str) -> Callable[[], MethodAudit]:
 def _dp_kmeans() -> MethodAudit:
     p = new_column_maximum()
     return MethodAudit("dp_kmeans", p, (
-        ev.Event("bounds_ upper = column maxima of D", _upper_bounds_are_column_maxima(p.D)),
+        ev.Event("bounds_ upper = column maxima of D", _upper_bounds_are_column_maxima(p.D),
+                 needs=("bounds_",)),
         ev.attribute_equals("inertia_", _kmeans_inertia(p.D), rtol=1e-7,
                             name="inertia_ = SSE of D"),
         *_labels(p)),
-        "a new column maximum: data-derived bounds; raw SSE and labels")
+        "a new column maximum: data-derived bounds; raw SSE and labels", share=0.4)
+
+
+def _dp_kmeans_more() -> tuple[MethodAudit, ...]:
+    z = row_at_bound()
+    r = replaced_row()
+    return (MethodAudit("dp_kmeans", z, (),
+                        "every row of D is the origin: one cluster of D is empty, its exact "
+                        "statistics are (0, 0); in D' a row at the bound may fill it", share=0.3),
+            MethodAudit("dp_kmeans", r, (),
+                        "a row at the public bound changes cluster (DP-KMeans protects rows)",
+                        share=0.3, params=(("epsilon", 1.0),)))
 
 
 def _dphd() -> MethodAudit:
     p = new_column_maximum()
     top = float(_dense(p.D).max())
     return MethodAudit("dphd", p, (
-        ev.Event("max_value_ = max(D)", lambda m: float(m.max_value_) == top),
+        ev.Event("max_value_ = max(D)", lambda m: float(m.max_value_) == top,
+                 needs=("max_value_",)),
         ev.attribute_equals("loss_", _dphd_loss(p.D), rtol=1e-7, name="loss_ = loss of D"),
         *_labels(p)),
         "a new maximum: the data-derived range (paper); raw losses and labels")
@@ -240,6 +300,29 @@ CATALOGUE: dict[str, Callable[[], MethodAudit]] = {
     "fccm": _exact_coclusterer("fccm"),
 }
 NOT_PRIVATE = ("fast_taucc", "fccm")
+_MORE: dict[str, Callable[[], tuple[MethodAudit, ...]]] = {
+    "dp_taucc": _dp_taucc_more, "dp_kmeans": _dp_kmeans_more}
+
+
+def _call_sites() -> dict[str, Callable[[], tuple[CallSiteSetup, ...]]]:
+    """Call-site setups per method. DPHD has none: its mechanism calls come from an Octave
+    process through ``MechanismServer``, and stopping a fit there after call k is not
+    attempted (its calls are audited end to end only)."""
+    taucc = (("epsilon", 8.0), ("n_iterations", 2), ("h", 0.5))
+    return {
+        "dp_taucc": lambda: (CallSiteSetup(all_zero_row(), taucc),
+                             CallSiteSetup(all_zero_column(), taucc, max_calls=5)),
+        "dp_kmeans": lambda: (CallSiteSetup(replaced_row(), (("epsilon", 32.0),), max_calls=2,
+                                            first=2),),
+        "dpnmf": lambda: (CallSiteSetup(all_zero_row(), (("epsilon", 4.0),), max_calls=4),),
+        "dpm": lambda: (CallSiteSetup(all_zero_row(n_per_cluster=100), (("epsilon", 4.0),),
+                                      max_calls=6),),
+        "colored_noise": lambda: (CallSiteSetup(moving_row(n_per_cluster=200),
+                                                (("epsilon", 4.0),), max_calls=4),),
+    }
+
+
+CALL_SITES = _call_sites()
 
 
 def method_audit(method: str) -> MethodAudit:
@@ -250,6 +333,16 @@ def method_audit(method: str) -> MethodAudit:
 
 
 def method_audits(method: str) -> tuple[MethodAudit, ...]:
-    """Every scenario of a method: the main one, then (private methods) the all-zero matrix."""
+    """Every end-to-end scenario of a method: the main one, the method's other worst cases,
+    then (private methods) the all-zero matrix."""
     main = method_audit(method)
-    return (main,) if method in NOT_PRIVATE else (main, _zero_matrix(method))
+    if method in NOT_PRIVATE:
+        return (main,)
+    more = _MORE[method]() if method in _MORE else ()
+    zero = () if any(m.pair.name == "all_zero_matrix" for m in more) else (_zero_matrix(method),)
+    return (main, *more, *zero)
+
+
+def call_site_setup(method: str) -> tuple[CallSiteSetup, ...]:
+    """The call-site setups of a method (none for non-private methods)."""
+    return CALL_SITES[method]() if method in CALL_SITES else ()

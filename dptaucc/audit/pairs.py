@@ -13,9 +13,16 @@ pair                      what changes between D and D'
 ``new_column_maximum``    the cell holding its column's (and the matrix's) maximum grows:
                           bounds read from the data move
 ``all_zero_row``          a row with no counts in D gets one count
+``all_zero_column``       a column with no counts in D gets one count
 ``all_zero_matrix``       D has no counts at all (inputs some code refuses)
 ``high_dimensional``      sparse rows in many columns (sensitivities that scale with d)
+``replaced_row``          (row-level relation) row u replaced: B counts in every column
+                          of one block in D, of the other block in D'
+``row_at_bound``          (row-level relation) all-zero D, row u at the bound B in D'
 ========================  ==========================================================
+
+:func:`replaced_row` is a :class:`RowPair`: neighbours under "replace one row", the relation
+of methods that say they protect whole rows (DP-KMeans), which covers the cell relation.
 """
 
 from __future__ import annotations
@@ -28,7 +35,8 @@ import scipy.sparse as sp
 
 __all__ = [
     "NeighbouringPair", "moving_row", "empty_cluster", "new_column_maximum", "all_zero_row",
-    "all_zero_matrix", "high_dimensional", "PAIRS", "make_pair",
+    "all_zero_column", "all_zero_matrix", "high_dimensional", "PAIRS", "make_pair", "RowPair",
+    "replaced_row", "row_at_bound",
 ]
 
 
@@ -55,6 +63,51 @@ class NeighbouringPair:
     @property
     def v(self) -> int:
         return self.cell[1]
+
+
+@dataclass(frozen=True)
+class RowPair:
+    """D and D' = D with row u replaced (row-level neighbours)."""
+
+    name: str
+    D: sp.csr_matrix
+    D_prime: sp.csr_matrix
+    u: int
+    n_clusters: int
+    description: str
+
+    @property
+    def cell(self) -> tuple[int, int]:
+        return self.u, 0
+
+    @property
+    def v(self) -> int:
+        return 0
+
+
+def replaced_row(n_per_cluster: int = 6, n_cols: int = 8, value: int = 2,
+                 bound: int = 5) -> RowPair:
+    """Two blocks plus row u: ``bound`` counts in every column of the first block's half in
+    D, of the second block's half in D'. With released centres near the blocks, row u changes
+    cluster and moves every sum of both clusters it touches by the public bound."""
+    X = _blocks(n_per_cluster, n_cols, value)
+    half = n_cols // 2
+    a, b = np.zeros((1, n_cols), dtype=np.int64), np.zeros((1, n_cols), dtype=np.int64)
+    a[0, :half], b[0, half:] = bound, bound
+    D = sp.csr_matrix(np.vstack([X, a]))
+    Dp = sp.csr_matrix(np.vstack([X, b]))
+    return RowPair("replaced_row", D, Dp, 2 * n_per_cluster, 2,
+                   "row u moves from one block to the other at the public bound (row-level)")
+
+
+def row_at_bound(n_rows: int = 12, n_cols: int = 8, bound: int = 5) -> RowPair:
+    """(row-level relation) D is the all-zero matrix; in D' row u is ``bound`` in every
+    column. Every row of D is one point, so one cluster of D is empty; in D' row u may fill it."""
+    D = np.zeros((n_rows, n_cols), dtype=np.int64)
+    Dp = D.copy()
+    Dp[n_rows - 1] = bound
+    return RowPair("row_at_bound", sp.csr_matrix(D), sp.csr_matrix(Dp), n_rows - 1, 2,
+                   "all-zero D; row u at the public bound in every column in D' (row-level)")
 
 
 def _pair(name: str, dense: np.ndarray, cell: tuple[int, int], description: str,
@@ -115,6 +168,14 @@ def all_zero_row(n_per_cluster: int = 6, n_cols: int = 8, value: int = 2) -> Nei
                  "a row with no counts in D gets one count in D'")
 
 
+def all_zero_column(n_per_cluster: int = 6, n_cols: int = 8, value: int = 2) -> NeighbouringPair:
+    """Two blocks plus a last column with no counts in D and one count (row 0) in D'."""
+    X = _blocks(n_per_cluster, n_cols, value)
+    X = np.hstack([X, np.zeros((X.shape[0], 1), dtype=np.int64)])
+    return _pair("all_zero_column", X, (0, n_cols),
+                 "a column with no counts in D gets one count in D'")
+
+
 def all_zero_matrix(n_rows: int = 8, n_cols: int = 6) -> NeighbouringPair:
     """D has no counts at all; D' has one."""
     return _pair("all_zero_matrix", np.zeros((n_rows, n_cols), dtype=np.int64), (0, 0),
@@ -137,7 +198,7 @@ def high_dimensional(n_per_cluster: int = 6, n_cols: int = 200, rate: float = 0.
 
 #: builders by name, each with its default sizes
 PAIRS = {f.__name__: f for f in (moving_row, empty_cluster, new_column_maximum, all_zero_row,
-                                 all_zero_matrix, high_dimensional)}
+                                 all_zero_column, all_zero_matrix, high_dimensional)}
 
 
 def make_pair(name: str, **kwargs) -> NeighbouringPair:

@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from dptaucc.bench.aggregate import COLORS, label  # noqa: E402
-from dptaucc.bench.figures import _save  # noqa: E402
+from dptaucc.bench.savefig import save_figure  # noqa: E402
 
 __all__ = ["load_audit", "best_rows", "audit_section", "draw_figure", "verdicts", "EXPECTED_ABOVE",
            "main"]
@@ -42,17 +42,32 @@ TOL = 1e-9
 
 
 def load_audit(path: str | os.PathLike = "results") -> pd.DataFrame | None:
-    """The audit table: ``path`` itself if it is a file, else ``path/audit.parquet``."""
+    """The audit table: ``path`` itself if it is a file, else ``path/audit.parquet``. Tables
+    from before the call-site layer read as end-to-end records claiming their ε."""
     p = Path(path)
     p = p if p.suffix == ".parquet" else p / "audit.parquet"
-    return pd.read_parquet(p) if p.exists() else None
+    if not p.exists():
+        return None
+    df = pd.read_parquet(p)
+    if "scope" not in df.columns:
+        df["scope"], df["step"] = "end-to-end", ""
+    if "epsilon_claimed" not in df.columns:
+        df["epsilon_claimed"] = df["epsilon"]
+    return df
+
+
+def _ratio(df: pd.DataFrame) -> pd.Series:
+    """ε_lower / claim (NaN bounds: no evidence, ranked last; no claim: the bound itself)."""
+    claim = df["epsilon_claimed"].where(df["epsilon_claimed"] > 0, 1.0).fillna(1.0)
+    return (df["epsilon_lower"] / claim).fillna(-1.0)
 
 
 def best_rows(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per (method, mode, ε): the scenario with the largest ε_lower (each scenario ran
-    at α divided by the number of scenarios, so this maximum is a simultaneous bound)."""
-    idx = df.groupby(["method", "mode", "epsilon"], dropna=False)["epsilon_lower"].idxmax()
-    return df.loc[idx.values].reset_index(drop=True)
+    """One row per (method, mode, scope, ε): the record with the largest ε_lower/claim (every
+    record of a method ran at α divided by its number of records: simultaneous bounds)."""
+    df = df.assign(_ratio=_ratio(df))
+    idx = df.groupby(["method", "mode", "scope", "epsilon"], dropna=False)["_ratio"].idxmax()
+    return df.loc[idx.values].drop(columns="_ratio").reset_index(drop=True)
 
 
 def _ordered(df: pd.DataFrame) -> list[tuple[str, str]]:
@@ -73,16 +88,18 @@ def verdicts(df: pd.DataFrame) -> dict[str, list[str]]:
     ``paper_expected_missing`` (an expected paper-mode catch the audit did not make)."""
     df = best_rows(df)
     private = df[df["epsilon"].notna()]
-    above = private[private["epsilon_lower"] > private["epsilon"] + TOL]
+    above = private[private["epsilon_lower"] > private["epsilon_claimed"] * (1 + TOL)]
     bugs = []
     rank = {a: i for i, a in enumerate(ORDER)}
     corrected = above[above["mode"] == "corrected"]
     for alg in sorted(set(corrected["method"]), key=lambda a: (rank.get(a, 99), a)):
         d = corrected[corrected["method"] == alg]
-        top = d.loc[d["epsilon_lower"].idxmax()]
-        eps = ", ".join(f"{e:g}" for e in sorted(d["epsilon"]))
-        bugs.append(f"{label(alg)} at ε = {eps} (up to {top['epsilon_lower']:.2f}: "
-                    f"{top['pair']}, {top['event']})")
+        top = d.loc[_ratio(d).idxmax()]
+        eps = ", ".join(f"{e:g}" for e in sorted(set(d["epsilon"])))
+        where = top["step"] or top["pair"]
+        bugs.append(f"{label(alg)} at ε = {eps} (up to {top['epsilon_lower']:.2f} for a "
+                    f"claim of {top['epsilon_claimed']:.3g}: {top['scope']} {where}, "
+                    f"{top['event']})")
     out = {
         "corrected_above": bugs,
         "paper_above": [label(a) for a in sorted(set(above[above["mode"] == "paper"]["method"]),
@@ -99,17 +116,20 @@ def _method_tables(df: pd.DataFrame) -> list[str]:
     lines: list[str] = []
     df = best_rows(df)
     for alg, mode in _ordered(df):
-        d = df[(df["method"] == alg) & (df["mode"] == mode)].sort_values("epsilon")
+        d = df[(df["method"] == alg) & (df["mode"] == mode)].sort_values(["scope", "epsilon"])
         title = f"{label(alg)} ({mode})" if mode != "–" else f"{label(alg)} (not DP)"
         lines += [f"**{title}**", "",
-                  "| ε claimed | ε spent (ledger) | ε_lower | pair: event | fits/side | max "
-                  "measurable |", "|---|---|---|---|---|---|"]
+                  "| scope | fit ε | claim | ε spent (ledger) | ε_lower | pair, step: event | "
+                  "fits/side | max measurable |", "|---|---|---|---|---|---|---|---|"]
         for r in d.itertuples():
-            flag = " **above the claim**" if (not math.isnan(r.epsilon)
-                                              and r.epsilon_lower > r.epsilon + TOL) else ""
-            lines.append(f"| {_eps(r.epsilon)} | {_eps(r.epsilon_spent)} | "
-                         f"{r.epsilon_lower:.2f}{flag} | "
-                         f"{f'{r.pair}: {r.event}' if r.event else '–'} | {r.n_fits} | "
+            above = not math.isnan(r.epsilon_claimed) and r.epsilon_lower > r.epsilon_claimed * (
+                1 + TOL)
+            lower = "no evidence" if math.isnan(r.epsilon_lower) else f"{r.epsilon_lower:.2f}"
+            where = f"{r.pair} {r.step}".strip()
+            lines.append(f"| {r.scope} | {_eps(r.epsilon)} | {_eps(r.epsilon_claimed)} | "
+                         f"{_eps(r.epsilon_spent)} | "
+                         f"{lower}{' **above the claim**' if above else ''} | "
+                         f"{f'{where}: {r.event}' if r.event else where} | {r.n_fits} | "
                          f"{r.epsilon_lower_max:.2f} |")
         lines.append("")
     return lines
@@ -126,21 +146,21 @@ def audit_section(results_dir: str | os.PathLike = "results",
     shas = ", ".join(sorted({str(s)[:12] for s in df["git_sha"].dropna()}))
     lines = [
         "## Empirical privacy audit: ε lower bounds", "",
-        f"`python -m dptaucc.audit` (`make audit`), code {shas}: each method is fitted up to "
-        f"{n_fits} times on a small count matrix D chosen for its weak point and as often on "
-        "its neighbour D' (one count more in one cell), with independent randomness (private "
-        "methods also on the all-zero matrix against one count, with a tenth of the fits); "
-        "events on the fitted model (a "
-        "released cell reachable from D's value only under numpy's float Laplace sampler, a "
-        "released attribute equal to its recomputation from D's raw rows, labels, a fit that "
-        "raises…) are counted on each side and turned into a simultaneous 95 % lower bound "
-        "ε_lower (one-sided Clopper–Pearson, Bonferroni over events, complements and "
-        "directions; see docs/audit.md). ε_lower is only a lower bound: above the claim it "
-        "proves a privacy bug; at or below it proves nothing, and it cannot exceed the "
-        "\"max measurable\" value of its fit count (an event seen in every fit on one side and "
-        "none on the other: the true ε may then be infinite). An event reads `E [D/D']` when "
-        "it is more frequent on D than on D' (`[D'/D]` the reverse), `not (E)` is its "
-        "complement. ε spent is the ledger's sum, ∞ when the fit has a non-private step. "
+        f"`python -m dptaucc.audit` (`make audit`), code {shas}. Two layers (docs/audit.md). "
+        "*End to end*: each method is fitted up to "
+        f"{n_fits} times on small count matrices D chosen for its weak points (with settings "
+        "that concentrate the budget) and as often on a neighbour D' (one count more in one "
+        "cell); events derived from every declared release (thresholds and values chosen on "
+        "half of the fits, counted on the other half) and raw-data recomputations are turned "
+        "into a simultaneous 95 % lower bound ε_lower on the fit's privacy loss (claim: the "
+        "fit's ε). *Call sites* (corrected mode): each mechanism call of a fit, with the "
+        "outputs of the calls before it forced to a recorded history, is sampled on D and D' "
+        "and bounded the same way (claim: the ε its ledger entry charged). ε_lower is only a "
+        "lower bound: above the claim it proves a privacy bug; at or below it proves nothing; "
+        "\"no evidence\" means no event ever told D from D'. \"max measurable\" is the "
+        "largest bound the fit count allows. An event reads `E [D/D']` when it is more "
+        "frequent on D (`[D'/D]` the reverse), `not (E)` is its complement. ε spent is the "
+        "ledger's sum, ∞ when the fit has a non-private step. "
         "Figure: `figures/audit_epsilon_lower.png`.", "",
         "**Expected.** Paper mode reproduces published code that is not private as claimed: "
         + "; ".join(f"{label(a)} ({why})" for a, why in EXPECTED_ABOVE.items())
@@ -158,7 +178,18 @@ def audit_section(results_dir: str | os.PathLike = "results",
                   + "; ".join(v["corrected_above"]) + ".", ""]
     else:
         lines += ["**Corrected mode:** no method above its claim.", ""]
-    return lines + _method_tables(df)
+    lines += _method_tables(df)
+    root = Path(table).parent if table is not None else Path(results_dir)
+    for power in (root / "audit_power.parquet", root / "quick" / "audit_power.parquet"):
+        if power.exists():
+            from .power import power_section
+
+            lines += [*power_section(power), "",
+                      f"Figure: `{power.parent.name}/figures/audit_power.png` (ε_lower/ε per "
+                      "method: green the correct code, red a detected bug, grey a missed one).",
+                      ""]
+            break
+    return lines
 
 
 def draw_figure(table: str | os.PathLike, out_dir: str | os.PathLike,
@@ -168,7 +199,7 @@ def draw_figure(table: str | os.PathLike, out_dir: str | os.PathLike,
     df = load_audit(table)
     if df is None:
         return []
-    d = best_rows(df)
+    d = best_rows(df[df["scope"] == "end-to-end"])
     d = d[d["epsilon"].notna()]
     fig, ax = plt.subplots(figsize=(7.6, 4.4), layout="constrained")
     eps = sorted(d["epsilon"].unique())
@@ -195,7 +226,7 @@ def draw_figure(table: str | os.PathLike, out_dir: str | os.PathLike,
     ax.set_title("Empirical privacy audit: above the diagonal = leaks more than claimed",
                  fontsize=9)
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
-    return _save(fig, Path(out_dir), FIGURE, formats)
+    return save_figure(fig, Path(out_dir), FIGURE, formats)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

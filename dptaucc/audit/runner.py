@@ -8,6 +8,10 @@ See :func:`audit`. What it proves and what it does not:
   below the claim proves nothing about privacy: the audit sees only the pair and the events it
   was given, and ``n_fits`` caps what it can see (with n fits per side the largest possible
   bound is about ``log(n / log(4m/α))`` for m events, e.g. ≈ 4.9 for n = 1000, m = 10).
+* Events are checked: one that raises stops the audit (:class:`~dptaucc.audit.events.
+  AuditEventError`); one that fires in none (or all) of the fits on both sides is
+  uninformative, and when every event is, ``epsilon_lower`` is NaN and ``verdict`` says
+  "no evidence" — never 0 as if the audit had passed.
 * Events must be fixed before the run and must be functions of the fitted model (and of public
   facts such as D, D' and the parameters). An event must not read the seed or the random
   state: the seed determines all the noise, and an event that replays it measures nothing
@@ -75,9 +79,9 @@ def _make_builder(estimator) -> Callable[[int], Any]:
                     f"or a callable random_state -> estimator, got {type(estimator).__name__}")
 
 
-def _fit_and_observe(build, X, rs: int, events: Sequence[Event]) -> tuple[np.ndarray,
-                                                                             np.ndarray]:
-    """Outcome vector [fit raised, e_1..e_m] and the events that errored, for one fit."""
+def _fit_and_observe(build, X, rs: int, events: Sequence[Event]) -> np.ndarray:
+    """Outcome vector [fit raised, e_1..e_m] of one fit (an event that raises stops the
+    audit with :class:`~dptaucc.audit.events.AuditEventError`)."""
     m = len(events)
     # built outside the warnings context: a first import may install its own filters
     # (diffprivlib does), which must not be undone when the context exits
@@ -89,9 +93,9 @@ def _fit_and_observe(build, X, rs: int, events: Sequence[Event]) -> tuple[np.nda
         except Exception:
             out = np.zeros(m + 1, dtype=bool)
             out[0] = True
-            return out, np.zeros(m, dtype=bool)
-        fired, errored = evaluate_events(events, model)
-    return np.concatenate([[False], fired]), errored
+            return out
+        fired = evaluate_events(events, model)
+    return np.concatenate([[False], fired])
 
 
 def _run_pair(build, D, D_prime, events, seed: int, i: int):
@@ -110,8 +114,6 @@ class AuditResult:
     events: list[str]  # event names; events[0] is "fit raised"
     counts_d: np.ndarray  # fits on D in which each event occurred
     counts_dp: np.ndarray  # fits on D'
-    errors_d: np.ndarray  # fits on D in which evaluating the event raised (counted as False)
-    errors_dp: np.ndarray
     n_fits: int  # fits per side actually used
     n_requested: int
     alpha: float
@@ -121,6 +123,18 @@ class AuditResult:
     fit_time_s: float  # mean time of one fit and its events (both sides pooled)
     stopped_by_time: bool
     cell: tuple[int, int] | None = None
+
+    @property
+    def uninformative(self) -> list[str]:
+        """Events that fired in none, or in all, of the fits on both sides."""
+        total = self.counts_d + self.counts_dp
+        return [e for e, t in zip(self.events, total, strict=True)
+                if t == 0 or t == 2 * self.n_fits]
+
+    @property
+    def verdict(self) -> str:
+        """"no evidence" (every event uninformative: ``epsilon_lower`` is NaN), else "bound"."""
+        return "no evidence" if math.isnan(self.epsilon_lower) else "bound"
 
     @property
     def event(self) -> str | None:
@@ -136,19 +150,24 @@ class AuditResult:
         best: dict[str, float] = {}
         for c in self.candidates():
             best[c.event] = max(best.get(c.event, -math.inf), c.epsilon_lower)
+        dull = set(self.uninformative)
         return [{"event": e, "count_D": int(self.counts_d[i]), "count_D'": int(self.counts_dp[i]),
-                 "errors": int(self.errors_d[i] + self.errors_dp[i]),
+                 "informative": e not in dull,
                  "epsilon_lower": max(0.0, best.get(e, 0.0))} for i, e in enumerate(self.events)]
 
     def __str__(self) -> str:
-        head = (f"ε_lower = {self.epsilon_lower:.3f} ({1 - self.alpha:.0%} simultaneous, "
+        if self.verdict == "no evidence":
+            head = (f"no evidence: every event is uninformative ({self.n_fits} fits per side, "
+                    f"{self.elapsed_s:.1f} s)")
+        else:
+            head = (f"ε_lower = {self.epsilon_lower:.3f} ({1 - self.alpha:.0%} simultaneous, "
                 f"{self.n_fits} fits per side, {self.elapsed_s:.1f} s)"
-                + (f" from {self.event}" if self.best else ""))
+                    + (f" from {self.event}" if self.best else ""))
         rows = []
         for r in self.table():
-            on_d, on_dp, err = r["count_D"], r["count_D'"], r["errors"]
+            on_d, on_dp = r["count_D"], r["count_D'"]
             rows.append(f"  {r['event']}: D {on_d}/{self.n_fits}, D' {on_dp}/{self.n_fits}"
-                        + (f", {err} event errors" if err else ""))
+                        + ("" if r["informative"] else " (uninformative)"))
         return "\n".join([head, *rows])
 
 
@@ -176,9 +195,10 @@ def audit(
         cloned and given a fresh seed per fit), or a callable ``random_state -> estimator``.
     D, D_prime : neighbouring count matrices (dense or sparse), ``D' = D + e_u e_vᵀ``.
     events : ``{name: function(model) -> bool}`` or a list of :class:`Event`, fixed before the
-        run. An event that raises (e.g. on an absent attribute) counts as False and is counted
-        in ``errors_*``. The event "fit raised" is always added first: a fit that raises is an
-        observable outcome (all other events are then False), not a crash of the audit.
+        run. An event that raises (e.g. on an absent attribute) stops the audit with
+        :class:`~dptaucc.audit.events.AuditEventError`. The event "fit raised" is always added
+        first: a fit that raises is an observable outcome (all other events are then False),
+        not a crash of the audit.
     n_fits : fits per side (pairs of fits, interleaved D, D', D, D', ...).
     time_limit : seconds; when reached, the audit stops after the pair being collected and
         uses the pairs completed so far (the same number on both sides).
@@ -210,7 +230,6 @@ def audit(
 
     m = len(names)
     counts = np.zeros((2, m), dtype=np.int64)
-    errors = np.zeros((2, m), dtype=np.int64)
     done, fit_time, stopped = 0, 0.0, False
     t0 = time.perf_counter()
     tasks = (delayed(_run_pair)(build, D, D_prime, evs, seed, i) for i in range(int(n_fits)))
@@ -218,12 +237,10 @@ def audit(
                leave=False)
     gen = Parallel(n_jobs=n_jobs, return_as="generator", batch_size="auto")(tasks)
     try:
-        for i, (out_d, err_d), (out_p, err_p), dt in gen:
+        for i, out_d, out_p, dt in gen:
             assert i == done  # the ordered generator yields pairs in index order
             counts[0] += out_d
             counts[1] += out_p
-            errors[0, 1:] += err_d
-            errors[1, 1:] += err_p
             done += 1
             fit_time += dt
             bar.update()
@@ -236,9 +253,13 @@ def audit(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # joblib: "tasks executed but not used"
             gen.close()
-    eps, best = epsilon_lower_bound(names, counts[0], counts[1], done, done, alpha, delta)
+    total = counts[0] + counts[1]
+    if np.all((total == 0) | (total == 2 * done)):
+        eps, best = math.nan, None  # no event tells anything: no evidence, not a pass
+    else:
+        eps, best = epsilon_lower_bound(names, counts[0], counts[1], done, done, alpha, delta)
     return AuditResult(
         epsilon_lower=eps, best=best, events=names, counts_d=counts[0], counts_dp=counts[1],
-        errors_d=errors[0], errors_dp=errors[1], n_fits=done, n_requested=int(n_fits),
+        n_fits=done, n_requested=int(n_fits),
         alpha=alpha, delta=delta, seed=seed, elapsed_s=time.perf_counter() - t0,
         fit_time_s=fit_time / max(1, 2 * done), stopped_by_time=stopped, cell=cell)

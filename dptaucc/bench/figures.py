@@ -39,6 +39,7 @@ from dptaucc.bench.aggregate import (  # noqa: E402
     pooled,
 )
 from dptaucc.bench.collect import load_table  # noqa: E402
+from dptaucc.bench.savefig import save_figure as _save  # noqa: E402
 
 DATASET_ORDER = ("classic3", "cstr", "hitech", "k1b", "reviews", "sports", "tr11", "tr41")
 METRIC_NAMES = {"nmi_rows": "NMI (rows)", "ari_rows": "ARI (rows)", "nmi_cols": "NMI (columns)",
@@ -98,17 +99,6 @@ def scale_text(points: Sequence[int], bands: Sequence[int] = ()) -> str:
     if bands:
         parts.append(f"bands pool {span(bands)} run{'s' if max(bands) > 1 else ''} each")
     return "; ".join(parts) if parts else "no successful runs"
-
-
-def _save(fig, out_dir: Path, name: str, formats: Sequence[str] = ("pdf", "png")) -> list[Path]:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for ext in formats:
-        p = out_dir / f"{name}.{ext}"
-        fig.savefig(p, dpi=130 if ext == "png" else None, bbox_inches="tight")
-        paths.append(p)
-    plt.close(fig)
-    return paths
 
 
 def _grid(n: int, ncols: int = 4, size=(3.6, 2.9)):

@@ -44,6 +44,7 @@ import math
 
 import numpy as np
 
+from dptaucc.privacy.hook import watch
 from dptaucc.privacy.ledger import PrivacyLedger
 from dptaucc.privacy.mechanisms import _integer_values, as_sampler
 from dptaucc.privacy.samplers import MAX_NOISE_SCALE, Sampler
@@ -186,6 +187,8 @@ def bounded_discrete_laplace_mechanism(
         raise ValueError(f"bounded discrete Laplace scale {scales.max():.3g} exceeds the "
                          f"samplers' limit {MAX_NOISE_SCALE:g}: ε is too small for this grid")
     smallest = float(scales.min()) if scales.size else 0.0
+    seen = watch(ledger)
     ledger.charge(step, "bounded-discrete-laplace", int(n_changed) * float(epsilon), 0.0,
                   float(sensitivity) * unit, "sequential", note, smallest * unit)
-    return bounded_discrete_laplace(exact, upper, scales, sampler)
+    out = bounded_discrete_laplace(exact, upper, scales, sampler)
+    return out if seen is None else seen.released(step, "bounded-discrete-laplace", out)

@@ -18,6 +18,7 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
+from dptaucc.privacy.hook import watch
 from dptaucc.privacy.ledger import PrivacyLedger
 from dptaucc.privacy.samplers import Sampler, SeededSampler
 
@@ -81,8 +82,10 @@ def exponential_mechanism(
         raise ValueError("utilities must be a 2-D array with at least one choice per row")
     if not np.all(np.isfinite(utilities)):
         raise ValueError("utilities must be finite")
+    seen = watch(ledger)
     scale = _charge_scaled(ledger, step, "exponential", epsilon, sensitivity, "parallel", note)
-    return as_sampler(sampler).choose(utilities, scale)
+    out = as_sampler(sampler).choose(utilities, scale)
+    return out if seen is None else seen.released(step, "exponential", out)
 
 
 def linear_range_sensitivity(weights: np.ndarray) -> float:
@@ -154,9 +157,11 @@ def discrete_laplace_mechanism(
     ℤ^shape whatever the input, so no floating-point artefact can reveal the input.
     """
     exact = _integer_values(values)
+    seen = watch(ledger)
     scale = _charge_scaled(ledger, step, "discrete-laplace", epsilon, sensitivity, "sequential",
                            note)
-    return exact + as_sampler(sampler).discrete_laplace(exact.shape, scale)
+    out = exact + as_sampler(sampler).discrete_laplace(exact.shape, scale)
+    return out if seen is None else seen.released(step, "discrete-laplace", out)
 
 
 def float_laplace_mechanism(
@@ -175,11 +180,12 @@ def float_laplace_mechanism(
     the input. Corrected mode never calls this.
     """
     values = np.asarray(values, dtype=float)
+    seen = watch(ledger)
     scale = _charge_scaled(ledger, step, "laplace-float", epsilon, sensitivity, "sequential",
                            (note + "; " if note else "") + "textbook float Laplace (paper mode)")
-    if scale == 0.0:
-        return values.copy()
-    return values + as_sampler(sampler).rng.laplace(0.0, scale, size=values.shape)
+    out = values.copy() if scale == 0.0 else values + as_sampler(sampler).rng.laplace(
+        0.0, scale, size=values.shape)
+    return out if seen is None else seen.released(step, "laplace-float", out)
 
 
 def grid_granularity(scale: float, bits: int = GRID_BITS) -> float:
@@ -224,8 +230,8 @@ def gaussian_mechanism(
     sigma = float(sigma)
     if not (sigma >= 0 and math.isfinite(sigma)):
         raise ValueError(f"sigma must be finite and >= 0, got {sigma}")
+    seen = watch(ledger)
     ledger.charge(step, "gaussian", epsilon, delta, sensitivity, "sequential", note, sigma)
-    if sigma == 0.0:
-        return values.copy()
-    noisy = values + sigma * as_sampler(sampler).standard_normal(values.shape)
-    return snap_to_grid(noisy, sigma)
+    out = values.copy() if sigma == 0.0 else snap_to_grid(
+        values + sigma * as_sampler(sampler).standard_normal(values.shape), sigma)
+    return out if seen is None else seen.released(step, "gaussian", out)

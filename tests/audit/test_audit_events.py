@@ -85,7 +85,7 @@ def test_reachability_event_reads_the_scale_from_the_ledger():
         e = ev.table_cell_reachable(p)
         fired = e.fn(_coclusterer(table, rows, cols, scale=2.0))
         assert fired == (y != 0.0 and not laplace_reachable(y, 2.0, 2.0, 0.0))
-    with pytest.raises(AttributeError):  # no Laplace entry: absent, hence False in an audit
+    with pytest.raises(ValueError, match="no Laplace"):  # an audit stops on it
         e.fn(_coclusterer(table, rows, cols))
 
 

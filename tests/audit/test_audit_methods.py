@@ -13,9 +13,16 @@ from dptaucc.baselines.dpm import DPM
 
 from dptaucc import DPTauCC
 from dptaucc.audit import audit
+from dptaucc.audit import events as ev
 from dptaucc.audit.events import released_cell
 from dptaucc.audit.experiment import AuditJob, algorithm_config, load_config, plan
-from dptaucc.audit.methods import CATALOGUE, _dpm_leaf_sizes, method_audit, method_audits
+from dptaucc.audit.methods import (
+    CATALOGUE,
+    _dpm_leaf_sizes,
+    call_site_setup,
+    method_audit,
+    method_audits,
+)
 from dptaucc.audit.pairs import all_zero_row
 from dptaucc.privacy.checks import ScaledSampler
 
@@ -37,7 +44,8 @@ def test_catalogue_covers_every_algorithm_config():
         specs = method_audits(name)
         assert specs[0].pair.name == method_audit(name).pair.name
         private = algorithm_config(name).get("private", True)
-        assert [s.pair.name for s in specs[1:]] == (["all_zero_matrix"] if private else [])
+        assert ("all_zero_matrix" in [s.pair.name for s in specs[1:]]) is private
+        assert bool(call_site_setup(name)) is (private and name != "dphd")
 
 
 def _jobs():
@@ -55,9 +63,9 @@ def _jobs():
 def test_events_run_without_errors_on_the_suite(name, mode):
     job = AuditJob(name, mode, None if mode is None else 1.0, 3, None)
     spec = method_audit(name)
-    res = audit(job.factory(), spec.pair.D, spec.pair.D_prime, list(spec.events),
-                n_fits=3, progress=False)
-    assert res.errors_d.sum() == res.errors_dp.sum() == 0, res.table()
+    events = ev.applicable(spec.events, job.factory()(0))
+    res = audit(job.factory(), spec.pair.D, spec.pair.D_prime, events, n_fits=3,
+                progress=False)  # an event that raised would have stopped the audit
     assert res.n_fits == 3
 
 
@@ -90,13 +98,15 @@ def test_dpm_tree_replay_matches_noiseless_leaf_counts():
 def test_plan_and_budget_of_both_sizes():
     full, quick = load_config("full"), load_config("quick")
     jobs = plan(full)
-    assert len(jobs) == 6 * 2 * 3 + 2  # six private methods x modes x ε, two non-private once
+    # six private methods x modes x ε end to end, plus call sites (not DPHD's); non-private once
+    assert len(jobs) == 6 * 2 + 5 + 2
     assert {j.method for j in jobs} == set(ALGORITHMS)
     assert all(j.mode is None and j.epsilon is None for j in jobs
                if j.method in ("fast_taucc", "fccm"))
     q = plan(quick)
-    assert len(q) == len(jobs)
-    assert all(a.n_fits < b.n_fits for a, b in zip(q, jobs, strict=True))
+    assert len(q) == 6 + 5 + 2 and {j.mode for j in q} == {"corrected", None}
+    full_fits = {(j.method, j.scope): j.n_fits for j in jobs}
+    assert all(j.n_fits < full_fits[j.method, j.scope] for j in q)
     assert quick["output"] != full["output"]
     with pytest.raises(ValueError):
         load_config("huge")

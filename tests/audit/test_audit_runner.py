@@ -12,6 +12,7 @@ from toys import DataBlind, LaplaceCount, RaisesOnZero, RandomizedResponse
 from dptaucc import DPTauCC
 from dptaucc.audit import FIT_RAISED, audit, fit_seed
 from dptaucc.audit import events as ev
+from dptaucc.audit.events import AuditEventError
 from dptaucc.audit.pairs import moving_row
 
 D, D1 = np.array([[3]]), np.array([[4]])
@@ -50,6 +51,7 @@ def test_data_blind_mechanism_gives_zero():
                                      "value > 0.9": lambda m: m.value_ > 0.9},
                 n_fits=1000, progress=False)
     assert res.epsilon_lower == 0.0 and res.event is None and res.best is None
+    assert res.verdict == "bound" and res.uninformative == [FIT_RAISED]
 
 
 def test_a_fit_that_raises_is_an_outcome_not_a_crash():
@@ -97,15 +99,21 @@ def test_time_limit_keeps_a_prefix_of_the_pairs():
     assert np.array_equal(cut.counts_dp, same.counts_dp)
 
 
-def test_event_errors_are_counted_and_absent_attributes_are_false():
+def test_an_event_that_raises_stops_the_audit_and_names_event_and_attribute():
     def broken(m):
         raise ZeroDivisionError("bug in the event")
-    res = audit(DataBlind(), D, D1, {"broken": broken, "absent": lambda m: m.no_such_attr_},
-                n_fits=50, progress=False)
-    table = {r["event"]: r for r in res.table()}
-    assert table["broken"]["errors"] == 100 and table["broken"]["count_D"] == 0
-    assert table["absent"]["errors"] == 0 and table["absent"]["count_D"] == 0
-    assert "event errors" in str(res)
+    with pytest.raises(AuditEventError, match="'broken' raised ZeroDivisionError"):
+        audit(DataBlind(), D, D1, {"broken": broken}, n_fits=5, progress=False)
+    with pytest.raises(AuditEventError, match="'typo'.*attribute 'labels_'") as info:
+        audit(DataBlind(), D, D1, {"typo": lambda m: m.labels_ == 0}, n_fits=5, progress=False)
+    assert info.value.event == "typo" and info.value.attribute == "labels_"
+
+
+def test_events_that_never_fire_give_no_evidence_not_a_pass():
+    res = audit(DataBlind(), D, D1, {"never": lambda m: m.value_ > 2.0}, n_fits=50,
+                progress=False)
+    assert np.isnan(res.epsilon_lower) and res.verdict == "no evidence"
+    assert set(res.uninformative) == {FIT_RAISED, "never"} and "no evidence" in str(res)
 
 
 def test_factory_callable_is_accepted():

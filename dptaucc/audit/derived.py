@@ -1,0 +1,154 @@
+"""Events derived from the outputs themselves: thresholds and values chosen on one part of the
+fits, counted on the other.
+
+The outputs of many fits on D and on D' (one array per fit, same shape, flattened to rows of
+``A`` and ``B``) give candidate events, each a function of one fit's output:
+
+* ``x[j] <= t`` and ``x[j] == t`` for every coordinate j and every value t seen (up to
+  :data:`MAX_THRESHOLDS` quantiles per coordinate) — a released cell, a label;
+* ``w·x <= t`` for the direction w = (mean_D' − mean_D)/pooled spread — the outputs that move
+  together (a whole moved row, a table);
+* ``shape == s`` when the outputs' shapes differ between fits.
+
+:func:`select` scores every candidate on the *selection* fits and keeps the best few;
+:func:`bound` counts those on the *held-out* fits and returns the simultaneous lower bound of
+:mod:`dptaucc.audit.stats`. The choice never sees the held-out fits, so the bound keeps its
+level (as in one-run and canary auditing, where thresholds are fixed on a separate part).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import beta
+
+from .stats import Candidate, epsilon_lower_bound
+
+__all__ = ["DerivedEvent", "as_matrix", "select", "bound", "MAX_THRESHOLDS"]
+
+MAX_THRESHOLDS = 32
+
+
+@dataclass(frozen=True)
+class DerivedEvent:
+    """``kind`` "le" (x[j] <= t), "eq" (x[j] == t), "proj" (w·x <= t) or "shape"."""
+
+    kind: str
+    j: int
+    t: float
+    w: np.ndarray | None = None
+    label: str = ""
+
+    def fires(self, X: np.ndarray, shapes: np.ndarray) -> np.ndarray:
+        if self.kind == "shape":
+            return shapes == self.j
+        with np.errstate(invalid="ignore"):
+            if self.kind == "le":
+                return X[:, self.j] <= self.t
+            if self.kind == "eq":
+                return X[:, self.j] == self.t
+            return np.nan_to_num(X, nan=np.inf) @ self.w <= self.t
+
+
+def as_matrix(outputs: list, modal_shape: tuple | None = None
+              ) -> tuple[np.ndarray, np.ndarray, tuple]:
+    """(rows, shape ids, modal shape): outputs of the modal shape flattened to float rows,
+    others NaN (no coordinate event fires on them); shape ids index the distinct shapes in
+    order of first appearance in ``outputs`` (the modal one is given, or the most common)."""
+    shapes = [np.shape(o) for o in outputs]
+    if modal_shape is None:
+        distinct, counts = np.unique(np.array([str(s) for s in shapes]), return_counts=True)
+        modal_str = distinct[np.argmax(counts)]
+        modal_shape = next(s for s in shapes if str(s) == modal_str)
+    p = int(np.prod(modal_shape)) if modal_shape else 1
+    X = np.full((len(outputs), p), np.nan)
+    ids = np.array([hash(s) & 0x7FFFFFFF for s in shapes], dtype=np.int64)
+    for i, o in enumerate(outputs):
+        if shapes[i] == modal_shape:
+            X[i] = np.asarray(o, dtype=float).ravel()
+    return X, ids, modal_shape
+
+
+def _scores(k_a, k_b, n_a: int, n_b: int, alpha: float) -> np.ndarray:
+    """The best of the 4 CP candidates (event/complement × direction) per event."""
+    k_a, k_b = np.asarray(k_a, float), np.asarray(k_b, float)
+    best = np.full(k_a.shape, -np.inf)
+    for kn, nn, kd, nd in ((k_a, n_a, k_b, n_b), (k_b, n_b, k_a, n_a),
+                           (n_a - k_a, n_a, n_b - k_b, n_b), (n_b - k_b, n_b, n_a - k_a, n_a)):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lo = np.where(kn > 0, beta.ppf(alpha, np.maximum(kn, 1e-9), nn - kn + 1), 0.0)
+            up = np.where(kd < nd, beta.ppf(1 - alpha, kd + 1, np.maximum(nd - kd, 1e-9)), 1.0)
+            best = np.maximum(best, np.where(lo > 0, np.log(lo) - np.log(up), -np.inf))
+    return best
+
+
+def _thresholds(values: np.ndarray) -> np.ndarray:
+    v = np.unique(values[np.isfinite(values)])
+    if v.size > MAX_THRESHOLDS:
+        v = np.unique(np.quantile(values[np.isfinite(values)],
+                                  np.linspace(0, 1, MAX_THRESHOLDS)))
+    return v
+
+
+def select(A: np.ndarray, B: np.ndarray, shapes_a: np.ndarray, shapes_b: np.ndarray,
+           name: str = "x", n_events: int = 3, alpha: float = 0.05) -> list[DerivedEvent]:
+    """The ``n_events`` candidates with the largest lower bound on the selection fits
+    (A on D, B on D')."""
+    n_a, n_b = A.shape[0], B.shape[0]
+    cands: list[DerivedEvent] = []
+    ka: list[float] = []
+    kb: list[float] = []
+    for s in np.unique(np.concatenate([shapes_a, shapes_b])):
+        if np.unique(np.concatenate([shapes_a, shapes_b])).size > 1:
+            cands.append(DerivedEvent("shape", int(s), math.nan, label=f"shape of {name} #{s}"))
+            ka.append(float(np.sum(shapes_a == s)))
+            kb.append(float(np.sum(shapes_b == s)))
+    for j in range(A.shape[1]):
+        a, b = A[:, j], B[:, j]
+        ts = _thresholds(np.concatenate([a, b]))
+        if ts.size < 2 and np.all(np.isfinite(a)) and np.all(np.isfinite(b)):
+            continue  # a constant coordinate: no event on it can tell D from D'
+        sa, sb = np.sort(a[np.isfinite(a)]), np.sort(b[np.isfinite(b)])
+        le_a, le_b = np.searchsorted(sa, ts, "right"), np.searchsorted(sb, ts, "right")
+        eq_a = le_a - np.searchsorted(sa, ts, "left")
+        eq_b = le_b - np.searchsorted(sb, ts, "left")
+        for i, t in enumerate(ts):
+            cands.append(DerivedEvent("le", j, float(t), label=f"{name}[{j}] <= {t:g}"))
+            ka.append(le_a[i])
+            kb.append(le_b[i])
+            cands.append(DerivedEvent("eq", j, float(t), label=f"{name}[{j}] == {t:g}"))
+            ka.append(eq_a[i])
+            kb.append(eq_b[i])
+    ok_a, ok_b = np.isfinite(A).all(axis=1), np.isfinite(B).all(axis=1)
+    if A.shape[1] > 1 and ok_a.sum() > 1 and ok_b.sum() > 1:
+        spread = np.sqrt(0.5 * (A[ok_a].var(axis=0) + B[ok_b].var(axis=0))) + 1e-12
+        w = (B[ok_b].mean(axis=0) - A[ok_a].mean(axis=0)) / spread**2
+        if np.any(w != 0):
+            pa, pb = A[ok_a] @ w, B[ok_b] @ w
+            for t in _thresholds(np.concatenate([pa, pb])):
+                cands.append(DerivedEvent("proj", -1, float(t), w,
+                                          label=f"projection of {name} <= {t:.4g}"))
+                ka.append(float(np.sum(pa <= t)))
+                kb.append(float(np.sum(pb <= t)))
+    if not cands:
+        return []
+    score = _scores(ka, kb, n_a, n_b, alpha)
+    order = np.argsort(-score, kind="stable")
+    return [cands[i] for i in order[:n_events] if np.isfinite(score[i])] or [cands[order[0]]]
+
+
+def bound(events: list[DerivedEvent], A: np.ndarray, B: np.ndarray, shapes_a: np.ndarray,
+          shapes_b: np.ndarray, alpha: float, delta: float = 0.0
+          ) -> tuple[float, Candidate | None, np.ndarray, np.ndarray]:
+    """(ε lower bound, its candidate, counts on D, counts on D') of ``events`` on held-out
+    fits; NaN when every event fired in none or all of the fits on both sides."""
+    k_a = np.array([e.fires(A, shapes_a).sum() for e in events], dtype=np.int64)
+    k_b = np.array([e.fires(B, shapes_b).sum() for e in events], dtype=np.int64)
+    n_a, n_b = A.shape[0], B.shape[0]
+    informative = ((k_a + k_b) > 0) & ((k_a + k_b) < n_a + n_b)
+    if not informative.any():
+        return math.nan, None, k_a, k_b
+    eps, best = epsilon_lower_bound([e.label for e in events], k_a, k_b, n_a, n_b, alpha, delta)
+    return eps, best, k_a, k_b

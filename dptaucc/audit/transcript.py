@@ -1,0 +1,113 @@
+"""The transcript of a fit: every mechanism call, what the ledger charged it, what it released.
+
+:func:`record` runs a fit with the mechanism hook (:mod:`dptaucc.privacy.hook`) set and returns
+its :class:`Call` list. :func:`replay` runs a fit whose calls ``0..k-1`` release the outputs
+recorded on another fit (the *history*), samples call ``k`` fresh and stops the fit right after
+it: given its history, call ``k`` is a mechanism whose privacy loss is at most the (ε, δ) its
+ledger entries charged, which :mod:`dptaucc.audit.callsite` tests call by call.
+
+The ε of a call is read from the entries the call appended to the ledger, never from its
+arguments: a bug may pass 2ε to the mechanism while the ledger records ε.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dptaucc.privacy.hook import MECHANISM_HOOK
+
+__all__ = ["Call", "HistoryDiverged", "record", "replay"]
+
+
+@dataclass(frozen=True)
+class Call:
+    """One mechanism call of a fit."""
+
+    index: int
+    step: str
+    mechanism: str
+    epsilon: float  # sum of the ε its ledger entries charged
+    delta: float
+    output: Any
+
+
+class HistoryDiverged(RuntimeError):
+    """A replayed fit made a call that the recorded history does not have at that place."""
+
+
+class _Stop(BaseException):
+    """Raised by the replay hook after the audited call (not an Exception: estimators that
+    catch Exception must not swallow it)."""
+
+
+def _charged(entries) -> tuple[float, float]:
+    eps = math.fsum(e.epsilon for e in entries if e.composition != "non-private")
+    delta = math.fsum(e.delta for e in entries if e.composition != "non-private")
+    return eps, delta
+
+
+class _Recorder:
+    def __init__(self):
+        self.calls: list[Call] = []
+
+    def released(self, step, mechanism, entries, output):
+        eps, delta = _charged(entries)
+        self.calls.append(Call(len(self.calls), str(step), mechanism, eps, delta,
+                               np.array(output, copy=True)))
+        return output
+
+
+class _Replayer:
+    def __init__(self, history: list[Call], k: int):
+        self.history, self.k, self.n = history, k, 0
+        self.call: Call | None = None
+
+    def released(self, step, mechanism, entries, output):
+        i, self.n = self.n, self.n + 1
+        if i < self.k:
+            want = self.history[i]
+            if want.step != str(step) or np.shape(want.output) != np.shape(output):
+                raise HistoryDiverged(f"call {i}: step {step!r} {np.shape(output)} where the "
+                                      f"history has {want.step!r} {np.shape(want.output)}")
+            return np.array(want.output, copy=True)
+        eps, delta = _charged(entries)
+        self.call = Call(i, str(step), mechanism, eps, delta, np.array(output, copy=True))
+        raise _Stop
+
+
+def _fit(model, X) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(X)
+
+
+def record(model, X) -> list[Call]:
+    """Fit ``model`` on X and return the transcript of its mechanism calls."""
+    rec = _Recorder()
+    token = MECHANISM_HOOK.set(rec)
+    try:
+        _fit(model, X)
+    finally:
+        MECHANISM_HOOK.reset(token)
+    return rec.calls
+
+
+def replay(model, X, history: list[Call], k: int) -> Call:
+    """Fit ``model`` on X with calls ``0..k-1`` forced to ``history`` and return call ``k``
+    (sampled fresh); the fit stops right after it."""
+    rep = _Replayer(history, k)
+    token = MECHANISM_HOOK.set(rep)
+    try:
+        _fit(model, X)
+    except _Stop:
+        pass
+    finally:
+        MECHANISM_HOOK.reset(token)
+    if rep.call is None:
+        raise HistoryDiverged(f"the fit ended after {rep.n} calls, before call {k}")
+    return rep.call
