@@ -184,12 +184,34 @@ def audit_section(results_dir: str | os.PathLike = "results",
         if power.exists():
             from .power import power_section
 
+            where = "figures" if power.parent == root else f"{power.parent.name}/figures"
             lines += [*power_section(power), "",
-                      f"Figure: `{power.parent.name}/figures/audit_power.png` (ε_lower/ε per "
-                      "method: green the correct code, red a detected bug, grey a missed one).",
-                      ""]
+                      f"![audit power]({where}/audit_power.png)", "",
+                      "ε_lower/ε per method: green the correct code, red a detected bug, grey a "
+                      "missed one.", ""]
             break
+    lines += primitives_section(root / "audit_primitives.parquet")
     return lines
+
+
+def primitives_section(table: str | os.PathLike) -> list[str]:
+    """REPORT lines for the mechanism-level audit (``make audit-primitives``), if stored."""
+    path = Path(table)
+    if not path.exists():
+        return []
+    df = pd.read_parquet(path)
+    lines = ["### Mechanism-level audit", "",
+             "Each privacy primitive on its worst-case neighbouring pair, batched "
+             "(`python -m dptaucc.audit.primitives --both`): ε_lower against the ε the ledger "
+             "charged for one call. A correct primitive sits just below 1; above 1 is a bug.", "",
+             "| primitive | path | ε | δ | ε_lower | ε_lower/ε | outputs per side | seconds |",
+             "|---|---|---|---|---|---|---|---|"]
+    for _, r in df.iterrows():
+        ratio = r["epsilon_lower"] / r["epsilon"] if r["epsilon"] > 0 else float("nan")
+        lines.append(f"| {r['primitive']} | {r['path']} | {r['epsilon']:g} | {r['delta']:g} | "
+                     f"{r['epsilon_lower']:.3f} | {ratio:.2f} | {int(r['n']):,} | "
+                     f"{r['seconds']:.1f} |")
+    return [*lines, ""]
 
 
 def draw_figure(table: str | os.PathLike, out_dir: str | os.PathLike,
@@ -237,6 +259,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("\n".join(audit_section(root)))
     for p in draw_figure(root / "audit.parquet", root / "figures"):
         print(p)
+    if (root / "audit_power.parquet").exists():
+        from .power import draw_power_figure
+
+        for p in draw_power_figure(root / "audit_power.parquet", root / "figures"):
+            print(p)
     return 0
 
 

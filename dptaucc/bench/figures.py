@@ -435,7 +435,7 @@ def _modes(df: pd.DataFrame) -> list[str]:
 
 def real_data_figures(real: pd.DataFrame) -> Iterator[tuple[str, Figure]]:
     """Fig. 2 / supp. Fig. 1 (both modes) and the extra-methods comparison, your methods added."""
-    from dptaucc.bench.report import calibration as _calibration
+    from dptaucc.bench.calibration import calibration as _calibration
 
     cal = _calibration()
     mine, mine_bands = discovered(real)

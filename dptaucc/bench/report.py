@@ -33,7 +33,7 @@ from dptaucc.bench.aggregate import (
     ok,
     pooled,
 )
-from dptaucc.bench.configs import config_dir
+from dptaucc.bench.calibration import calibration
 from dptaucc.bench.figures import (
     PAPER_EXPERIMENTS,
     PAPER_PROTOCOL,
@@ -45,15 +45,6 @@ from dptaucc.bench.figures import (
 from dptaucc.bench.run_log import describe, read_run_log
 
 EXPERIMENTS = PAPER_EXPERIMENTS
-
-
-def calibration() -> pd.DataFrame:
-    """The paper's Fig. 2 values (read by eye) kept in the repo, with ε as float (NaN = '-')."""
-    df = pd.read_csv(config_dir() / "calibration" / "fig2_paper_values.tsv", sep="\t",
-                     comment="#", dtype=str)
-    df["eps"] = pd.to_numeric(df["eps"].replace("-", None))
-    df["nmi"] = pd.to_numeric(df["nmi"])
-    return df
 
 
 def _fmt(m: float, s: float, n: int) -> str:

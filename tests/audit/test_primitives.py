@@ -95,3 +95,13 @@ def test_cli_exits_3_on_a_violation_and_0_otherwise(monkeypatch, capsys):
     monkeypatch.setitem(PRIMITIVES, "discrete-laplace", (doubled_epsilon, False))
     assert primitives.main(["-n", "200000"]) == 3
     assert "VIOLATION" in capsys.readouterr().out
+
+
+def test_report_section_from_the_stored_table(tmp_path):
+    from dptaucc.audit.primitives import main as cli
+    from dptaucc.audit.report import primitives_section
+
+    assert primitives_section(tmp_path / "audit_primitives.parquet") == []
+    assert cli(["-n", "2000", "--output", str(tmp_path / "audit_primitives.parquet")]) == 0
+    text = "\n".join(primitives_section(tmp_path / "audit_primitives.parquet"))
+    assert "### Mechanism-level audit" in text and "| discrete-laplace | seeded | 1 |" in text
