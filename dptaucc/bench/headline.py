@@ -24,7 +24,7 @@ from dptaucc.bench.aggregate import (
     ok,
     pooled,
 )
-from dptaucc.bench.run_log import read_run_log
+from dptaucc.bench.run_log import read_run_log, where
 
 #: the reproduction rule: a method reproduces a figure when the mean absolute difference of its
 #: points from the paper's published values is at most max(FLOOR, SE_FACTOR × its standard error)
@@ -183,11 +183,8 @@ def run_line(frames: dict[str, pd.DataFrame], results_dir: str | os.PathLike) ->
     log = read_run_log(results_dir)
     if log is None:
         return f"Run: no `reproduce.json` (tables collected without the driver); machine: {cpu}."
-    workers = int(log["workers"])
-    how = ("local worker" if log["executor"] == "local" else f"{log['executor']} worker") + (
-        "s" if workers != 1 else "")
     return (f"Run: {log.get('scale', '?')} scale, wall time {log['total_seconds'] / 60:.1f} min "
-            f"on {workers} {how}, code `{str(log['git_sha'])[:12]}`, started "
+            f"on {where(log)}, code `{str(log['git_sha'])[:12]}`, started "
             f"{log['started_utc']}; machine: {cpu}.")
 
 

@@ -51,7 +51,7 @@ def read_run_log(results_dir: str | os.PathLike) -> dict | None:
         return None
 
 
-def _where(log: dict) -> str:
+def where(log: dict) -> str:
     """``2 local workers`` or ``slurm (partition debug, 1 CPU(s), 8 GB per task)``."""
     res = log.get("resources") or {"workers": log.get("workers")}  # older logs: workers only
     if log["executor"] == "local":
@@ -70,7 +70,7 @@ def describe(log: dict) -> str:
     resumed = "" if run == jobs else f" ({jobs - run} were already stored: a resumed run)"
     return (f"Last `reproduce` run ({', '.join(log['experiments'])}): code `{log['git_sha'][:12]}"
             f"{'-dirty' if log['git_sha'].endswith('-dirty') else ''}`, "
-            f"{run} of {jobs} jobs run{resumed} on {_where(log)}, "
+            f"{run} of {jobs} jobs run{resumed} on {where(log)}, "
             f"started {log['started_utc']}; wall time {log['total_seconds'] / 60:.1f} min "
             f"({log['sweep_seconds'] / 60:.1f} min of jobs, the rest collect, figures and "
             f"report).")
