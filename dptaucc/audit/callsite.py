@@ -55,7 +55,10 @@ def _record_task(build, X, seed):
 
 
 def _replay_task(build, X, history, k, seed):
-    call = replay(build(seed), X, history, k)
+    try:
+        call = replay(build(seed), X, history, k)
+    except HistoryDiverged:
+        return None
     return call.output, call.epsilon, call.delta, call.step
 
 
@@ -70,7 +73,11 @@ def call_sites(build: Callable, X, bug: str | None = None, seed: int = 0) -> lis
 
 
 def _side(build, X, history, k, seeds, bug, n_jobs):
+    """Replays of call k on X under ``history``; None if any replay diverged (then the
+    history is not used at all: dropping only some fits would bias the comparison)."""
     res = in_chunks(_replay_task, (build, X, history, k), seeds, bug=bug, n_jobs=n_jobs)
+    if any(r is None for r in res):
+        return None
     eps = max(r[1] for r in res)
     delta = max(r[2] for r in res)
     return [r[0] for r in res], eps, delta, res[0][3]
@@ -97,18 +104,27 @@ def audit_call_site(build: Callable, D, D_prime, k: int, *, n_fits: int, alpha: 
     histories = [h for h in histories if len(h) > k]
     if not histories:
         raise HistoryDiverged(f"no fit on D reaches call {k}")
-    best, best_sep = histories[0], -math.inf
-    if len(histories) > 1:
-        for r, h in enumerate(histories):
-            pa = _side(build, D, h, k, [fit_seed(seed, base + 1000 + 2 * i + 20_000 * r)
-                                        for i in range(n_pilot)], bug, n_jobs)
-            pb = _side(build, D_prime, h, k, [fit_seed(seed, base + 1001 + 2 * i + 20_000 * r)
-                                              for i in range(n_pilot)], bug, n_jobs)
+    best, best_sep = None, -math.inf
+    for r, h in enumerate(histories):
+        pa = _side(build, D, h, k, [fit_seed(seed, base + 1000 + 2 * i + 20_000 * r)
+                                    for i in range(n_pilot)], bug, n_jobs)
+        pb = _side(build, D_prime, h, k, [fit_seed(seed, base + 1001 + 2 * i + 20_000 * r)
+                                          for i in range(n_pilot)], bug, n_jobs)
+        if pa is None or pb is None:
+            continue  # this history cannot be replayed on D or on D'
+        if best is None:
+            best = h
+        if len(histories) > 1:
             A, sa, shape = derived.as_matrix(pa[0])
             B, sb, _ = derived.as_matrix(pb[0], shape)
             sep = _separation(A, B, sa, sb)
             if sep > best_sep:
                 best, best_sep = h, sep
+    if best is None:
+        call = histories[0][k]
+        return CallSiteResult(k, call.step, call.mechanism, call.epsilon, call.delta, math.nan,
+                              "no recorded history replays on both D and D'", 0,
+                              time.perf_counter() - t0)
     step, mech = best[k].step, best[k].mechanism
     outs_a: list = []
     outs_b: list = []
@@ -120,6 +136,10 @@ def audit_call_site(build: Callable, D, D_prime, k: int, *, n_fits: int, alpha: 
         ra = _side(build, D, best, k, [fit_seed(seed, 2 * i) for i in new], bug, n_jobs)
         rb = _side(build, D_prime, best, k, [fit_seed(seed, 2 * i + 1) for i in new], bug,
                    n_jobs)
+        if ra is None or rb is None:  # diverged on some seed: no evidence from this site
+            return CallSiteResult(k, step, mech, eps_claim, delta, math.nan,
+                                  "the history diverged on some fits", len(outs_a),
+                                  time.perf_counter() - t0)
         outs_a += ra[0]
         outs_b += rb[0]
         eps_claim = max(eps_claim, ra[1], rb[1])

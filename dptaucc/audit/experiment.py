@@ -291,6 +291,10 @@ def run_all(cfg: dict, jobs: list[AuditJob], out: Path | None, *, n_jobs: int | 
         records += recs
         if out is not None:
             _write(records, out, cfg["size"])
+        if not recs:
+            print(f"[{k}/{len(jobs)}] {job.label}: nothing to audit (no call made by a fit on "
+                  "its pair): no evidence", flush=True)
+            continue
         ratio = [r["epsilon_lower"] / r["epsilon_claimed"] for r in recs
                  if r["epsilon_claimed"] > 0 and not math.isnan(r["epsilon_lower"])]
         best = max(recs, key=lambda r: -1 if math.isnan(r["epsilon_lower"])

@@ -106,6 +106,16 @@ def replay(model, X, history: list[Call], k: int) -> Call:
         _fit(model, X)
     except _Stop:
         pass
+    except HistoryDiverged:
+        raise
+    except Exception as exc:
+        if rep.n == 0:
+            raise
+        # the forced outputs are not valid for this input (e.g. a choice index among fewer
+        # candidates than on D): the history cannot be replayed here
+        raise HistoryDiverged(f"the fit raised {type(exc).__name__} ({exc}) after {rep.n} "
+                              "forced calls: the recorded history is not valid on this input"
+                              ) from exc
     finally:
         MECHANISM_HOOK.reset(token)
     if rep.call is None:
