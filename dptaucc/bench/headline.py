@@ -158,22 +158,38 @@ def audit_verdict(results_dir: str | os.PathLike) -> str:
         df = pd.read_parquet(path)
     except (OSError, ValueError) as exc:
         return f"Privacy audit: the audit table could not be read ({exc})."
-    if "verdict" in df.columns:
-        counts = Counter(str(v) for v in df["verdict"].dropna())
-        return ("Privacy audit: " + ", ".join(f"{v}: {n} rows" for v, n in counts.most_common())
-                + " (details in the audit section at the end).")
     try:
         from dptaucc.audit.report import verdicts
 
         v = verdicts(df)
     except (KeyError, ValueError, TypeError, AttributeError) as exc:
+        if "verdict" in df.columns:
+            counts = Counter(str(x) for x in df["verdict"].dropna())
+            return ("Privacy audit: " + ", ".join(f"{k}: {n} rows" for k, n in
+                                                   counts.most_common())
+                    + " (details in the audit section at the end).")
         return (f"Privacy audit: table present ({len(df)} rows) but its columns were not "
                 f"understood ({type(exc).__name__}: {exc}); see the audit section.")
     corrected = ("no corrected-mode method above its claim" if not v["corrected_above"] else
                  "corrected mode ABOVE its claim (privacy bug): " + "; ".join(
                      v["corrected_above"]))
     return (f"Privacy audit ({len(df)} rows): {corrected}; paper mode above its claim: "
-            f"{', '.join(v['paper_above']) or 'none'} (details in the audit section).")
+            f"{', '.join(v['paper_above']) or 'none'} (expected: its quirks are not DP)."
+            + _power_line(Path(results_dir) / "audit_power.parquet")
+            + " Details in the audit section at the end.")
+
+
+def _power_line(path: Path) -> str:
+    """How many catalogue bugs the audit detects, from the stored power table (if any)."""
+    if not path.exists():
+        return ""
+    df = pd.read_parquet(path)
+    bugs, correct = df[df["bug"] != "(correct code)"], df[df["bug"] == "(correct code)"]
+    per = ", ".join(f"{label(m)} {int(g['detected'].sum())}/{len(g)}"
+                    for m, g in bugs.groupby("method", sort=False))
+    return (f" Its power on the catalogue of known bugs: {int(bugs['detected'].sum())} of "
+            f"{len(bugs)} detected ({per}); false alarms on the correct code: "
+            f"{int(correct['detected'].sum())} of {len(correct)}.")
 
 
 def run_line(frames: dict[str, pd.DataFrame], results_dir: str | os.PathLike) -> str:
