@@ -55,7 +55,7 @@ class _Recorder:
     def __init__(self):
         self.calls: list[Call] = []
 
-    def released(self, step, mechanism, entries, output):
+    def released(self, step, mechanism, entries, output, redraw=None):
         eps, delta = _charged(entries)
         self.calls.append(Call(len(self.calls), str(step), mechanism, eps, delta,
                                np.array(output, copy=True)))
@@ -67,7 +67,7 @@ class _Replayer:
         self.history, self.k, self.n = history, k, 0
         self.call: Call | None = None
 
-    def released(self, step, mechanism, entries, output):
+    def released(self, step, mechanism, entries, output, redraw=None):
         i, self.n = self.n, self.n + 1
         if i < self.k:
             want = self.history[i]

@@ -190,5 +190,8 @@ def bounded_discrete_laplace_mechanism(
     seen = watch(ledger)
     ledger.charge(step, "bounded-discrete-laplace", int(n_changed) * float(epsilon), 0.0,
                   float(sensitivity) * unit, "sequential", note, smallest * unit)
-    out = bounded_discrete_laplace(exact, upper, scales, sampler)
-    return out if seen is None else seen.released(step, "bounded-discrete-laplace", out)
+
+    def draw():
+        return bounded_discrete_laplace(exact, upper, scales, sampler)
+    out = draw()
+    return out if seen is None else seen.released(step, "bounded-discrete-laplace", out, draw)

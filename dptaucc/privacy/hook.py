@@ -2,21 +2,29 @@
 
 Off by default: each mechanism reads one context variable (:data:`MECHANISM_HOOK`, None) and
 goes on. While the audit (:mod:`dptaucc.audit.transcript`) sets it, each mechanism call
-reports its step, the ledger entries the call appended and its released output, and releases
-what the hook returns: its own output when recording, a value recorded on another fit when
-replaying a history; the hook may also stop the fit. Estimators never set it.
+reports its step, the ledger entries the call appended, its released output and ``redraw``,
+and releases what the hook returns: its own output when recording, a value recorded on another
+fit when replaying a history; the hook may also stop the fit. Estimators never set it.
+
+``redraw(n)`` draws ``n`` fresh, independent outputs of the *same* call (same exact input, same
+calibration, same sampler and code path), stacked on a new first axis: the audit samples one
+call site many times from one fit instead of refitting. It is built only while a hook is set.
 """
 
 from __future__ import annotations
 
 from contextvars import ContextVar
+from collections.abc import Callable
 from typing import Any, Protocol
+
+import numpy as np
 
 __all__ = ["MECHANISM_HOOK", "MechanismHook", "watch"]
 
 
 class MechanismHook(Protocol):
-    def released(self, step: str, mechanism: str, entries: list, output: Any) -> Any:
+    def released(self, step: str, mechanism: str, entries: list, output: Any,
+                 redraw: Callable[[int], Any] | None = None) -> Any:
         """Called once per mechanism call with the entries it charged; returns the release."""
 
 
@@ -30,13 +38,23 @@ class _Watch:
     def __init__(self, hook: MechanismHook, ledger):
         self.hook, self.ledger, self.start = hook, ledger, len(ledger.entries)
 
-    def released(self, step: str, mechanism: str, output):
+    def released(self, step: str, mechanism: str, output, draw: Callable[[], Any] | None = None):
+        """Hand the call to the hook; ``draw()`` (no argument) draws one fresh output of this
+        call, from which the hook's ``redraw(n)`` is built."""
+        redraw = None if draw is None else _batch(draw)
         return self.hook.released(step, mechanism, list(self.ledger.entries[self.start:]),
-                                  output)
+                                  output, redraw)
+
+
+def _batch(draw: Callable[[], Any]) -> Callable[[int], np.ndarray]:
+    def redraw(n: int) -> np.ndarray:
+        return np.stack([np.asarray(draw()) for _ in range(int(n))])
+    return redraw
 
 
 def watch(ledger) -> _Watch | None:
     """None when no hook is set (the usual case); else a watch of the entries ``ledger``
-    gets from now on, whose ``released(step, mechanism, output)`` hands the call to the hook."""
+    gets from now on, whose ``released(step, mechanism, output, draw)`` hands the call to the
+    hook."""
     hook = MECHANISM_HOOK.get()
     return None if hook is None else _Watch(hook, ledger)

@@ -84,8 +84,12 @@ def exponential_mechanism(
         raise ValueError("utilities must be finite")
     seen = watch(ledger)
     scale = _charge_scaled(ledger, step, "exponential", epsilon, sensitivity, "parallel", note)
-    out = as_sampler(sampler).choose(utilities, scale)
-    return out if seen is None else seen.released(step, "exponential", out)
+    sampler = as_sampler(sampler)
+
+    def draw():
+        return sampler.choose(utilities, scale)
+    out = draw()
+    return out if seen is None else seen.released(step, "exponential", out, draw)
 
 
 def linear_range_sensitivity(weights: np.ndarray) -> float:
@@ -160,8 +164,12 @@ def discrete_laplace_mechanism(
     seen = watch(ledger)
     scale = _charge_scaled(ledger, step, "discrete-laplace", epsilon, sensitivity, "sequential",
                            note)
-    out = exact + as_sampler(sampler).discrete_laplace(exact.shape, scale)
-    return out if seen is None else seen.released(step, "discrete-laplace", out)
+    sampler = as_sampler(sampler)
+
+    def draw():
+        return exact + sampler.discrete_laplace(exact.shape, scale)
+    out = draw()
+    return out if seen is None else seen.released(step, "discrete-laplace", out, draw)
 
 
 def float_laplace_mechanism(
@@ -183,9 +191,13 @@ def float_laplace_mechanism(
     seen = watch(ledger)
     scale = _charge_scaled(ledger, step, "laplace-float", epsilon, sensitivity, "sequential",
                            (note + "; " if note else "") + "textbook float Laplace (paper mode)")
-    out = values.copy() if scale == 0.0 else values + as_sampler(sampler).rng.laplace(
-        0.0, scale, size=values.shape)
-    return out if seen is None else seen.released(step, "laplace-float", out)
+    sampler = as_sampler(sampler)
+
+    def draw():
+        return values.copy() if scale == 0.0 else values + sampler.rng.laplace(
+            0.0, scale, size=values.shape)
+    out = draw()
+    return out if seen is None else seen.released(step, "laplace-float", out, draw)
 
 
 def grid_granularity(scale: float, bits: int = GRID_BITS) -> float:
@@ -232,6 +244,10 @@ def gaussian_mechanism(
         raise ValueError(f"sigma must be finite and >= 0, got {sigma}")
     seen = watch(ledger)
     ledger.charge(step, "gaussian", epsilon, delta, sensitivity, "sequential", note, sigma)
-    out = values.copy() if sigma == 0.0 else snap_to_grid(
-        values + sigma * as_sampler(sampler).standard_normal(values.shape), sigma)
-    return out if seen is None else seen.released(step, "gaussian", out)
+    sampler = as_sampler(sampler)
+
+    def draw():
+        return values.copy() if sigma == 0.0 else snap_to_grid(
+            values + sigma * sampler.standard_normal(values.shape), sigma)
+    out = draw()
+    return out if seen is None else seen.released(step, "gaussian", out, draw)
