@@ -13,8 +13,8 @@ call site many times from one fit instead of refitting. It is built only while a
 
 from __future__ import annotations
 
-from contextvars import ContextVar
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any, Protocol
 
 import numpy as np
