@@ -292,15 +292,17 @@ def corrected_statistics(X_grid: sp.csr_matrix | np.ndarray, labels: np.ndarray,
     d = X_grid.shape[1]
     counts = np.bincount(labels, minlength=k)
     noisy = discrete_laplace_mechanism(
-        counts, 2.0 * eps_count, 2, sampler, ledger, f"{step}: cluster counts",
+        counts, epsilon=2.0 * eps_count, sensitivity=2, sampler=sampler, ledger=ledger,
+        step=f"{step}: cluster counts",
         note="all k clusters; a moved row changes two counts by 1 (L1 sensitivity 2, "
              "2·ε_count); folded about ½ afterwards")
     sizes = np.where(noisy < 1, 1 - noisy, noisy)
     sums = np.rint(_cluster_sums(X_grid, labels, k) / grid).astype(np.int64)
     upper = bound_steps * sizes[:, None]
     noisy_sums = bounded_discrete_laplace_mechanism(
-        np.minimum(sums, upper), np.broadcast_to(upper, sums.shape), eps_coord, bound_steps,
-        sampler, ledger, f"{step}: cluster sums", n_changed=2 * d, unit=grid,
+        np.minimum(sums, upper), upper=np.broadcast_to(upper, sums.shape), epsilon=eps_coord,
+        sensitivity=bound_steps,
+        sampler=sampler, ledger=ledger, step=f"{step}: cluster sums", n_changed=2 * d, unit=grid,
         note=f"all k×{d} sums on a grid of {grid:g}; per value ε_coord, sensitivity B; two "
              f"clusters × {d} coordinates change at most")
     return sizes, noisy_sums

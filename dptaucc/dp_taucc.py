@@ -92,7 +92,8 @@ SENSITIVITY_FLOOR = 1e-9
 
 def _assign_corrected(profiles, weights, epsilon, sampler, ledger, step) -> np.ndarray:
     """Alg. 3: exponential mechanism on u = P Wᵀ, Δ from W (eq. 4.9-4.10)."""
-    return linear_exponential_mechanism(profiles, weights, epsilon, sampler, ledger, step,
+    return linear_exponential_mechanism(profiles, weights=weights, epsilon=epsilon,
+                                        sampler=sampler, ledger=ledger, step=step,
                                         sensitivity_floor=SENSITIVITY_FLOOR)
 
 
@@ -104,10 +105,12 @@ def _assign_paper(profiles, weights, raw_weights, epsilon, sampler, ledger, step
     utilities = np.asarray(profiles @ weights.T, dtype=float)
     delta = linear_range_sensitivity(raw_weights)
     if math.isfinite(delta) and delta > 0:
-        return exponential_mechanism(utilities, epsilon, delta, sampler, ledger, step)
+        return exponential_mechanism(utilities, epsilon=epsilon, sensitivity=delta,
+                                     sampler=sampler, ledger=ledger, step=step)
     why = ("NaN sensitivity (paper Q4): uniform assignment" if math.isnan(delta)
            else "zero sensitivity: utilities equal across choices, uniform assignment")
-    return exponential_mechanism(np.zeros_like(utilities), epsilon, 1.0, sampler, ledger, step,
+    return exponential_mechanism(np.zeros_like(utilities), epsilon=epsilon, sensitivity=1.0,
+                                 sampler=sampler, ledger=ledger, step=step,
                                  note=why)
 
 
@@ -119,9 +122,11 @@ def _noisy_table(exact: np.ndarray, epsilon: float, sampler: Sampler, ledger: Pr
     authors' float Laplace.
     """
     if paper:
-        noisy = float_laplace_mechanism(exact, epsilon, 1.0, sampler, ledger, step, note)
+        noisy = float_laplace_mechanism(exact, epsilon=epsilon, sensitivity=1.0, sampler=sampler,
+                                        ledger=ledger, step=step, note=note)
         return np.maximum(noisy, 0.0)
-    noisy = discrete_laplace_mechanism(np.rint(exact), epsilon, 1, sampler, ledger, step, note)
+    noisy = discrete_laplace_mechanism(np.rint(exact), epsilon=epsilon, sensitivity=1,
+                                       sampler=sampler, ledger=ledger, step=step, note=note)
     return np.maximum(noisy, 0)
 
 

@@ -49,13 +49,15 @@ class MechanismServer:
         epsilon, sensitivity = _number(request["epsilon"]), _number(request["sensitivity"])
         values = request["values"]
         if op == "discrete-laplace":
-            output = discrete_laplace_mechanism(values, epsilon, sensitivity, self.sampler,
-                                                self.ledger, step, note)
+            output = discrete_laplace_mechanism(values, epsilon=epsilon, sensitivity=sensitivity,
+                                                sampler=self.sampler,
+                                                ledger=self.ledger, step=step, note=note)
             answer = output
         elif op == "exponential":
             utilities = np.asarray(values, dtype=float).reshape(1, -1)
-            output = exponential_mechanism(utilities, epsilon, sensitivity, self.sampler,
-                                           self.ledger, step, note)
+            output = exponential_mechanism(utilities, epsilon=epsilon, sensitivity=sensitivity,
+                                           sampler=self.sampler,
+                                           ledger=self.ledger, step=step, note=note)
             answer = np.asarray(output, dtype=np.int64).reshape(1, 1) + 1  # Octave counts from 1
         elif op == "charge":  # budget set aside for steps not run: charged, nothing drawn
             self.ledger.charge(step, "discrete-laplace", epsilon, 0.0, sensitivity,

@@ -67,8 +67,9 @@ def release_leaf_sums(sums: np.ndarray, epsilon: float, delta: float, l2_bound: 
     if not (delta > 0 or math.isinf(epsilon)):
         raise ValueError("the Gaussian mechanism needs delta > 0 for a finite epsilon")
     sigma = analytic_sigma(epsilon, delta, l2_bound)
-    return gaussian_mechanism(sums, sigma, epsilon, delta, l2_bound, sampler, ledger,
-                              "leaf_sums", note)
+    return gaussian_mechanism(sums, sigma=sigma, epsilon=epsilon, delta=delta,
+                              sensitivity=l2_bound, sampler=sampler, ledger=ledger,
+                              step="leaf_sums", note=note)
 
 
 def dpm_release(Y: np.ndarray, lo: float, hi: float, l2_bound: float, eps_row: float,

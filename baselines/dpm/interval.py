@@ -101,8 +101,9 @@ def smith_quantile(values: np.ndarray, q: float, lower: float, upper: float, eps
     util = -np.abs(np.arange(M + 1) - q * M)[keep]
     weight = 0.0 if math.isinf(epsilon) else sensitivity / epsilon
     scores = util / 2.0 + weight * np.log(counts[keep])
-    i = keep[int(exponential_mechanism(scores[None, :], epsilon, sensitivity, sampler, ledger,
-                                       step, note)[0])]
+    i = keep[int(exponential_mechanism(scores[None, :], epsilon=epsilon, sensitivity=sensitivity,
+                                       sampler=sampler, ledger=ledger,
+                                       step=step, note=note)[0])]
     offset = int(as_sampler(sampler).rng.integers(counts[i]))
     return float((bounds[i] + offset) * g)
 

@@ -117,11 +117,14 @@ def release_counts(true_counts: np.ndarray, epsilon: float, delta_shift: float,
     charges δ_shift (0, δ) for the shifted count of Def. 8 (see :func:`shifted_count`).
     """
     if paper:
-        noisy = float_laplace_mechanism(true_counts, epsilon, COUNT_SENSITIVITY, sampler, ledger,
-                                        step, note)
+        noisy = float_laplace_mechanism(true_counts, epsilon=epsilon,
+                                        sensitivity=COUNT_SENSITIVITY, sampler=sampler,
+                                        ledger=ledger,
+                                        step=step, note=note)
     else:
-        noisy = discrete_laplace_mechanism(np.asarray(true_counts, dtype=np.int64), epsilon,
-                                           COUNT_SENSITIVITY, sampler, ledger, step, note)
+        noisy = discrete_laplace_mechanism(np.asarray(true_counts, dtype=np.int64), epsilon=epsilon,
+                                           sensitivity=COUNT_SENSITIVITY, sampler=sampler,
+                                           ledger=ledger, step=step, note=note)
     ledger.charge(f"{step}/shift", "shifted count (tail bound)", 0.0, delta_shift, math.nan,
                   "sequential",
                   "delta of the shifted count n_tilde (Def. 8) falling above the true size; in "
@@ -151,8 +154,9 @@ def choose_splits(utilities: np.ndarray, n_tildes: np.ndarray, epsilon: float,
     """
     du = np.array([score_sensitivity(float(nt), params) for nt in n_tildes])
     return exponential_mechanism(
-        utilities / du[:, None], epsilon, SCALED_SCORE_RANGE, sampler, ledger, step,
-        "non-monotone exponential mechanism exp(eps*u/(2*du)); utilities divided by each "
+        utilities / du[:, None], epsilon=epsilon, sensitivity=SCALED_SCORE_RANGE, sampler=sampler,
+        ledger=ledger, step=step,
+        note="non-monotone exponential mechanism exp(eps*u/(2*du)); utilities divided by each "
         "node's du = (w_c*slope + w_e)/n_tilde; nodes of a level are disjoint")
 
 

@@ -71,8 +71,9 @@ def release_statistics(V: sp.csr_matrix, H: np.ndarray, epsilon: float, delta: f
     sigma = analytic_gaussian_sigma(sens, epsilon, delta)
     A, B = statistics(V, H)
     noisy = gaussian_mechanism(
-        np.vstack([A, B]), sigma, epsilon, delta, sens, sampler, ledger, step,
-        "joint (HHᵀ/N, VHᵀ/N); one document replaced: unit-norm documents and H columns; "
+        np.vstack([A, B]), sigma=sigma, epsilon=epsilon, delta=delta, sensitivity=sens,
+        sampler=sampler, ledger=ledger, step=step,
+        note="joint (HHᵀ/N, VHᵀ/N); one document replaced: unit-norm documents and H columns; "
         "analytic Gaussian σ; basic composition over epochs")
     A_bar = noisy[:k]
     return 0.5 * (A_bar + A_bar.T), noisy[k:]

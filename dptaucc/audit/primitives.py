@@ -70,32 +70,37 @@ SECURE_N = {"discrete-laplace": 100_000, "bounded-discrete-laplace": 100_000,
 
 def _discrete_laplace(side, n, eps, delta, sampler, ledger):
     x = np.full(n, side, dtype=np.int64)
-    return discrete_laplace_mechanism(x, eps, 1, sampler, ledger, "audit")
+    return discrete_laplace_mechanism(x, epsilon=eps, sensitivity=1, sampler=sampler,
+                                      ledger=ledger, step="audit")
 
 
 def _bounded_discrete_laplace(side, n, eps, delta, sampler, ledger):
     x = np.full(n, side, dtype=np.int64)
-    return bounded_discrete_laplace_mechanism(x, BOUNDED_UPPER, eps, 1, sampler, ledger,
-                                              "audit")
+    return bounded_discrete_laplace_mechanism(x, upper=BOUNDED_UPPER, epsilon=eps, sensitivity=1,
+                                              sampler=sampler, ledger=ledger,
+                                              step="audit")
 
 
 def _exponential(side, n, eps, delta, sampler, ledger):
     utilities = np.zeros((n, N_CHOICES))
     utilities[:, 1:] += side  # range of the change: exactly Δ = 1
-    return exponential_mechanism(utilities, eps, 1.0, sampler, ledger, "audit")
+    return exponential_mechanism(utilities, epsilon=eps, sensitivity=1.0, sampler=sampler,
+                                 ledger=ledger, step="audit")
 
 
 def _linear_exponential(side, n, eps, delta, sampler, ledger):
     weights = np.ones((N_CHOICES, 1))
     weights[0, 0] = 0.0  # Δ = max_d range of W's column = 1
     profiles = np.full((n, 1), float(side))
-    return linear_exponential_mechanism(profiles, weights, eps, sampler, ledger, "audit")
+    return linear_exponential_mechanism(profiles, weights=weights, epsilon=eps, sampler=sampler,
+                                        ledger=ledger, step="audit")
 
 
 def _gaussian(side, n, eps, delta, sampler, ledger):
     sigma = analytic_gaussian_sigma(1.0, eps, delta)
-    return gaussian_mechanism(np.full(n, float(side)), sigma, eps, delta, 1.0, sampler, ledger,
-                              "audit")
+    return gaussian_mechanism(np.full(n, float(side)), sigma=sigma, epsilon=eps, delta=delta,
+                              sensitivity=1.0, sampler=sampler, ledger=ledger,
+                              step="audit")
 
 
 #: name → (run(side, n, ε, δ, sampler, ledger) → outputs, uses δ)

@@ -152,13 +152,13 @@ def bounded_discrete_laplace(values, upper, scale, sampler: Sampler | np.random.
 
 def bounded_discrete_laplace_mechanism(
     values,
+    *,
     upper,
     epsilon: float,
     sensitivity: int,
     sampler: Sampler | np.random.Generator,
     ledger: PrivacyLedger,
     step: str,
-    *,
     n_changed: int = 1,
     unit: float = 1.0,
     note: str = "",

@@ -63,6 +63,7 @@ def _charge_scaled(ledger: PrivacyLedger, step: str, mechanism: str, epsilon: fl
 
 def exponential_mechanism(
     utilities: np.ndarray,
+    *,
     epsilon: float,
     sensitivity: float,
     sampler: Sampler | np.random.Generator,
@@ -103,12 +104,12 @@ def linear_range_sensitivity(weights: np.ndarray) -> float:
 
 def linear_exponential_mechanism(
     profiles: np.ndarray | sp.spmatrix,
+    *,
     weights: np.ndarray,
     epsilon: float,
     sampler: Sampler | np.random.Generator,
     ledger: PrivacyLedger,
     step: str,
-    *,
     sensitivity_floor: float = 0.0,
     note: str = "",
 ) -> np.ndarray:
@@ -129,10 +130,12 @@ def linear_exponential_mechanism(
         raise ValueError("weights contain NaN")
     if delta > 0:
         delta = max(delta, float(sensitivity_floor))
-        return exponential_mechanism(utilities, epsilon, delta, sampler, ledger, step, note)
+        return exponential_mechanism(utilities, epsilon=epsilon, sensitivity=delta,
+                                     sampler=sampler, ledger=ledger, step=step, note=note)
     note = (note + "; " if note else "") + "Δ = 0: utilities equal across choices, uniform choice"
-    return exponential_mechanism(np.zeros_like(utilities), epsilon, 1.0, sampler, ledger, step,
-                                 note)
+    return exponential_mechanism(np.zeros_like(utilities), epsilon=epsilon, sensitivity=1.0,
+                                 sampler=sampler, ledger=ledger, step=step,
+                                 note=note)
 
 
 def _integer_values(values) -> np.ndarray:
@@ -147,6 +150,7 @@ def _integer_values(values) -> np.ndarray:
 
 def discrete_laplace_mechanism(
     values: np.ndarray,
+    *,
     epsilon: float,
     sensitivity: int,
     sampler: Sampler | np.random.Generator,
@@ -174,6 +178,7 @@ def discrete_laplace_mechanism(
 
 def float_laplace_mechanism(
     values: np.ndarray,
+    *,
     epsilon: float,
     sensitivity: float,
     sampler: Sampler | np.random.Generator,
@@ -222,6 +227,7 @@ def snap_to_grid(noisy: np.ndarray, scale: float, bits: int = GRID_BITS) -> np.n
 
 def gaussian_mechanism(
     values: np.ndarray,
+    *,
     sigma: float,
     epsilon: float,
     delta: float,

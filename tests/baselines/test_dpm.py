@@ -474,8 +474,8 @@ def test_every_count_split_interval_and_sum_is_drawn_at_its_charged_scale(monkey
         assert choices[0].scale == pytest.approx(1.65 * p / budget["eps_int"], rel=1e-12)
         assert [d.scale for d in choices[1:]] == pytest.approx(
             [2 / e for e in budget["eps_exp"][:levels - 1]], rel=1e-12)
-        (args, _, out), = spy.calls
-        values, drawn_sigma, _, _, sens = args[:5]
+        (args, kwargs, out), = spy.calls
+        values, drawn_sigma, sens = args[0], kwargs["sigma"], kwargs["sensitivity"]
         assert drawn_sigma == pytest.approx(sigma, rel=1e-9) and sens == 1.0
         np.testing.assert_array_equal(out, model.leaf_sums_)
         sum_noise.append((out - values).ravel())
@@ -503,7 +503,7 @@ def test_released_counts_are_integers_and_sums_lie_on_a_data_independent_grid(mo
     X = _topics()
     model, rec, spy = _fit_recorded(X, 5, monkeypatch, epsilon=3.0, max_depth=3, n_components=4)
     assert model.leaf_counts_.dtype == np.int64
-    sigma = spy.calls[0][0][1]
+    sigma = spy.calls[0][1]["sigma"]
     g = 2.0 ** (math.floor(math.log2(sigma)) - 24)  # 2^24 points per unit of σ, σ public
     np.testing.assert_array_equal(model.leaf_sums_ / g, np.round(model.leaf_sums_ / g))
     np.testing.assert_array_equal(model.cluster_centers_,

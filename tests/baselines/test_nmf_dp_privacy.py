@@ -64,8 +64,9 @@ class _Spy:
             self.statistics.append((V.copy(), H.copy()))
             return real_release(V, H, *args, **kwargs)
 
-        def mechanism(values, sigma, epsilon, delta, sensitivity, *args, **kwargs):
-            out = real_mech(values, sigma, epsilon, delta, sensitivity, *args, **kwargs)
+        def mechanism(values, *, sigma, epsilon, delta, sensitivity, **kwargs):
+            out = real_mech(values, sigma=sigma, epsilon=epsilon, delta=delta,
+                            sensitivity=sensitivity, **kwargs)
             self.mechanism.append(dict(values=np.array(values), sigma=sigma, epsilon=epsilon,
                                        delta=delta, sensitivity=sensitivity, out=np.array(out)))
             return out

@@ -40,9 +40,9 @@ def _fit(X, seed, monkeypatch=None, **kwargs):
     if monkeypatch is not None:
         original = dp_mod.linear_exponential_mechanism
 
-        def spy(profiles, weights, epsilon, *args, **kw):
+        def spy(profiles, *, weights, epsilon, **kw):
             calls.append((profiles.copy(), np.array(weights), epsilon))
-            return original(profiles, weights, epsilon, *args, **kw)
+            return original(profiles, weights=weights, epsilon=epsilon, **kw)
 
         monkeypatch.setattr(dp_mod, "linear_exponential_mechanism", spy)
     model = DPTauCC(random_state=rec, **kwargs).fit(X)

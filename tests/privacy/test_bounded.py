@@ -114,7 +114,9 @@ def test_mechanism_charges_the_composition_and_draws_each_ranges_scale():
     values = np.array([[0, 5, 12], [7, 40, 30]])
     ledger = PrivacyLedger()
     rec = RecordingSampler(sampler(3))
-    out = bounded_discrete_laplace_mechanism(values, upper, eps, sensitivity, rec, ledger, "s",
+    out = bounded_discrete_laplace_mechanism(values, upper=upper, epsilon=eps,
+                                             sensitivity=sensitivity, sampler=rec, ledger=ledger,
+                                             step="s",
                                              n_changed=4, unit=unit)
     want = sorted(expected_scale(eps, sensitivity, m) for m in (12, 30))
     assert [d.scale for d in rec.draws] == pytest.approx(want, rel=1e-8)
@@ -137,27 +139,33 @@ def test_mechanism_charges_the_composition_and_draws_each_ranges_scale():
 def test_mechanism_refuses_bad_input():
     ledger = PrivacyLedger()
     with pytest.raises(TypeError, match="integer"):
-        bounded_discrete_laplace_mechanism(np.array([0.5]), 3, 1.0, 1, sampler(0), ledger, "s")
+        bounded_discrete_laplace_mechanism(np.array([0.5]), upper=3, epsilon=1.0, sensitivity=1,
+                                           sampler=sampler(0), ledger=ledger, step="s")
     for bad in (0, 1.5, True):
         with pytest.raises(ValueError, match="sensitivity"):
-            bounded_discrete_laplace_mechanism(np.array([1]), 3, 1.0, bad, sampler(0), ledger,
-                                               "s")
+            bounded_discrete_laplace_mechanism(np.array([1]), upper=3, epsilon=1.0,
+                                               sensitivity=bad, sampler=sampler(0), ledger=ledger,
+                                               step="s")
     with pytest.raises(ValueError, match="n_changed"):
-        bounded_discrete_laplace_mechanism(np.array([1]), 3, 1.0, 1, sampler(0), ledger, "s",
+        bounded_discrete_laplace_mechanism(np.array([1]), upper=3, epsilon=1.0, sensitivity=1,
+                                           sampler=sampler(0), ledger=ledger, step="s",
                                            n_changed=0)
     with pytest.raises(ValueError, match="too small"):
-        bounded_discrete_laplace_mechanism(np.array([1]), 2**50, 1e-9, 2**40, sampler(0),
-                                           ledger, "s")
+        bounded_discrete_laplace_mechanism(np.array([1]), upper=2**50, epsilon=1e-9,
+                                           sensitivity=2**40, sampler=sampler(0),
+                                           ledger=ledger, step="s")
     assert len(ledger) == 0  # nothing charged by a refused call
 
 
 def test_infinite_epsilon_and_single_point_ranges_release_the_clipped_value():
     rec = RecordingSampler(sampler(0))
-    out = bounded_discrete_laplace_mechanism(np.array([4, -2, 9]), np.array([6, 6, 6]),
-                                             math.inf, 1, rec, PrivacyLedger(), "s")
+    out = bounded_discrete_laplace_mechanism(np.array([4, -2, 9]), upper=np.array([6, 6, 6]),
+                                             epsilon=math.inf, sensitivity=1, sampler=rec,
+                                             ledger=PrivacyLedger(), step="s")
     np.testing.assert_array_equal(out, [4, 0, 6])
-    out = bounded_discrete_laplace_mechanism(np.array([3, 0]), np.array([0, 0]), 1.0, 1, rec,
-                                             PrivacyLedger(), "s")
+    out = bounded_discrete_laplace_mechanism(np.array([3, 0]), upper=np.array([0, 0]), epsilon=1.0,
+                                             sensitivity=1, sampler=rec,
+                                             ledger=PrivacyLedger(), step="s")
     np.testing.assert_array_equal(out, [0, 0])
     assert rec.draws == []
 
@@ -185,8 +193,9 @@ def _bottom_hits(runs, sensitivity, upper, seed, broken):
     hits = []
     for k, w in enumerate((0, sensitivity)):
         source = ScaledSampler(seed + k) if broken else sampler(seed + k)
-        out = bounded_discrete_laplace_mechanism(np.full(runs, w), upper, 1.0, sensitivity,
-                                                 source, PrivacyLedger(), "s")
+        out = bounded_discrete_laplace_mechanism(np.full(runs, w), upper=upper, epsilon=1.0,
+                                                 sensitivity=sensitivity,
+                                                 sampler=source, ledger=PrivacyLedger(), step="s")
         hits.append(int(np.sum(out == 0)))
     return hits
 

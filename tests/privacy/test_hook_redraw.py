@@ -32,7 +32,7 @@ def _call(fn):
 def test_discrete_laplace_redraw_has_the_calls_scale():
     rng = np.random.default_rng(0)
     _, out, redraw = _call(lambda led: discrete_laplace_mechanism(
-        np.array([5, 0]), 0.5, 2, rng, led, "s"))
+        np.array([5, 0]), epsilon=0.5, sensitivity=2, sampler=rng, ledger=led, step="s"))
     draws = redraw(20000)
     assert draws.shape == (20000, 2) and draws.dtype == np.int64
     # discrete Laplace with b = Δ/ε = 4: variance 2 t / (1 - t)^2 with t = exp(-1/b)
@@ -44,13 +44,14 @@ def test_discrete_laplace_redraw_has_the_calls_scale():
 def test_gaussian_and_bounded_and_exponential_redraws():
     rng = np.random.default_rng(1)
     _, _, redraw = _call(lambda led: gaussian_mechanism(
-        np.zeros(3), 2.0, 1.0, 1e-5, 1.0, rng, led, "g"))
+        np.zeros(3), sigma=2.0, epsilon=1.0, delta=1e-5, sensitivity=1.0, sampler=rng, ledger=led,
+        step="g"))
     assert abs(redraw(20000).std(axis=0) - 2.0).max() < 0.05
     _, _, redraw = _call(lambda led: bounded_discrete_laplace_mechanism(
-        np.array([3]), 3, 1.0, 1, rng, led, "b"))
+        np.array([3]), upper=3, epsilon=1.0, sensitivity=1, sampler=rng, ledger=led, step="b"))
     draws = redraw(5000)
     assert draws.min() >= 0 and draws.max() <= 3 and len(np.unique(draws)) == 4
     _, _, redraw = _call(lambda led: exponential_mechanism(
-        np.array([[0.0, 1.0]]), 1.0, 1.0, rng, led, "e"))
+        np.array([[0.0, 1.0]]), epsilon=1.0, sensitivity=1.0, sampler=rng, ledger=led, step="e"))
     share = redraw(40000)[:, 0].mean()
     assert share == pytest.approx(np.e / (1 + np.e), abs=0.01)

@@ -40,7 +40,8 @@ def test_discrete_laplace_charges_and_draws_its_scale(eps, sens):
     ledger = PrivacyLedger(budget_epsilon=eps, strict=True)
     rec = RecordingSampler(sampler(0))
     values = np.arange(60_000).reshape(300, 200)
-    out = discrete_laplace_mechanism(values, eps, sens, rec, ledger, "t")
+    out = discrete_laplace_mechanism(values, epsilon=eps, sensitivity=sens, sampler=rec,
+                                     ledger=ledger, step="t")
     assert out.dtype == np.int64
     (entry,) = ledger.entries
     assert (entry.epsilon, entry.sensitivity, entry.mechanism) == (eps, sens, "discrete-laplace")
@@ -53,14 +54,17 @@ def test_discrete_laplace_charges_and_draws_its_scale(eps, sens):
 
 def test_discrete_laplace_refuses_fractional_values():
     with pytest.raises(TypeError, match="integer"):
-        discrete_laplace_mechanism(np.array([0.5, 1.0]), 1.0, 1, sampler(0), PrivacyLedger(), "t")
+        discrete_laplace_mechanism(np.array([0.5, 1.0]), epsilon=1.0, sensitivity=1,
+                                   sampler=sampler(0), ledger=PrivacyLedger(), step="t")
 
 
 def _tail_counts(mechanism, eps, sens, runs, seed):
     """Hits of the event {out <= x} for x and for its neighbour x + sens."""
     x = np.zeros(runs, dtype=np.int64)
-    a = mechanism(x, eps, sens, sampler(seed), PrivacyLedger(), "t")
-    b = mechanism(x + sens, eps, sens, sampler(seed + 1), PrivacyLedger(), "t")
+    a = mechanism(x, epsilon=eps, sensitivity=sens, sampler=sampler(seed),
+                  ledger=PrivacyLedger(), step="t")
+    b = mechanism(x + sens, epsilon=eps, sensitivity=sens, sampler=sampler(seed + 1),
+                  ledger=PrivacyLedger(), step="t")
     return int(np.sum(a <= 0)), int(np.sum(b <= 0))
 
 
@@ -74,8 +78,9 @@ def test_discrete_laplace_neighbours_at_its_own_epsilon():
 
 
 def test_neighbour_test_has_power_against_half_the_noise():
-    def broken(values, eps, sens, rng, ledger, step):
-        return discrete_laplace_mechanism(values, 2 * eps, sens, rng, ledger, step)
+    def broken(values, *, epsilon, sensitivity, sampler, ledger, step):
+        return discrete_laplace_mechanism(values, epsilon=2 * epsilon, sensitivity=sensitivity,
+                                          sampler=sampler, ledger=ledger, step=step)
 
     runs = 40_000
     ha, hb = _tail_counts(broken, 1.0, 1, runs, 20)
@@ -88,7 +93,8 @@ def test_exponential_mechanism_samples_exp_eps_u_over_delta_and_charges():
     u = np.array([0.0, 0.4, 1.0, -0.7, 0.9]) * 3.0
     eps, delta, n = 1.3, 1.5, 40_000
     ledger = PrivacyLedger()
-    labels = exponential_mechanism(np.tile(u, (n, 1)), eps, delta, sampler(1), ledger, "s")
+    labels = exponential_mechanism(np.tile(u, (n, 1)), epsilon=eps, sensitivity=delta,
+                                   sampler=sampler(1), ledger=ledger, step="s")
     (entry,) = ledger.entries
     assert (entry.epsilon, entry.sensitivity, entry.composition) == (eps, delta, "parallel")
     assert entry.noise_scale == pytest.approx(delta / eps)
@@ -97,8 +103,9 @@ def test_exponential_mechanism_samples_exp_eps_u_over_delta_and_charges():
 
 
 def test_exponential_mechanism_infinite_epsilon_is_argmax():
-    labels = exponential_mechanism(np.array([[0.0, 2.0, 1.0]] * 5), math.inf, 1.0, sampler(0),
-                                   PrivacyLedger(), "s")
+    labels = exponential_mechanism(np.array([[0.0, 2.0, 1.0]] * 5), epsilon=math.inf,
+                                   sensitivity=1.0, sampler=sampler(0),
+                                   ledger=PrivacyLedger(), step="s")
     assert labels.tolist() == [1] * 5
 
 
@@ -121,7 +128,8 @@ def test_linear_mechanism_sensitivity_is_the_range_over_neighbours():
         profiles = rng.integers(0, 5, size=(4, 3)).astype(float)
         weights = rng.normal(size=(5, 3))
         ledger = PrivacyLedger()
-        linear_exponential_mechanism(profiles, weights, 1.0, sampler(0), ledger, "s")
+        linear_exponential_mechanism(profiles, weights=weights, epsilon=1.0, sampler=sampler(0),
+                                     ledger=ledger, step="s")
         assert ledger.entries[0].sensitivity == pytest.approx(
             _brute_force_range_sensitivity(profiles, weights), rel=1e-12)
 
@@ -136,8 +144,9 @@ def test_linear_mechanism_frequencies_follow_eq_4_9_and_4_10():
     sigma = np.array([sum(a_l[l] * beta[k, l] for l in range(L)) for k in range(K)])
     delta = max(beta[:, l].max() - beta[:, l].min() for l in range(L))
     eps, n = 0.8, 30_000
-    labels = linear_exponential_mechanism(np.tile(a_l, (n, 1)), beta, eps, sampler(9),
-                                          PrivacyLedger(), "s")
+    labels = linear_exponential_mechanism(np.tile(a_l, (n, 1)), weights=beta, epsilon=eps,
+                                          sampler=sampler(9),
+                                          ledger=PrivacyLedger(), step="s")
     p = np.exp(eps * (sigma - sigma.max()) / delta)
     assert choice_pvalue(labels, p / p.sum()) > 1e-3
 
@@ -150,11 +159,13 @@ def _choice_counts(eps, runs, seed, delta=None):
     out = []
     for k, prof in enumerate((p_a, p_b)):
         if delta is None:
-            labels = linear_exponential_mechanism(prof, weights, eps, sampler(seed + k),
-                                                  PrivacyLedger(), "s")
+            labels = linear_exponential_mechanism(prof, weights=weights, epsilon=eps,
+                                                  sampler=sampler(seed + k),
+                                                  ledger=PrivacyLedger(), step="s")
         else:
-            labels = exponential_mechanism(prof @ weights.T, eps, delta, sampler(seed + k),
-                                           PrivacyLedger(), "s")
+            labels = exponential_mechanism(prof @ weights.T, epsilon=eps, sensitivity=delta,
+                                           sampler=sampler(seed + k),
+                                           ledger=PrivacyLedger(), step="s")
         out.append(int(np.sum(labels == 1)))
     return out
 
@@ -178,8 +189,9 @@ def test_exponential_neighbour_test_has_power_against_half_the_sensitivity():
 
 def test_zero_weight_range_is_a_uniform_charged_choice():
     ledger = PrivacyLedger()
-    labels = linear_exponential_mechanism(np.ones((30_000, 2)), np.ones((3, 2)), 1.0,
-                                          sampler(5), ledger, "s")
+    labels = linear_exponential_mechanism(np.ones((30_000, 2)), weights=np.ones((3, 2)),
+                                          epsilon=1.0,
+                                          sampler=sampler(5), ledger=ledger, step="s")
     assert ledger.epsilon_spent == 1.0 and "uniform" in ledger.entries[0].note
     assert choice_pvalue(labels, np.full(3, 1 / 3)) > 1e-3
 
@@ -187,7 +199,8 @@ def test_zero_weight_range_is_a_uniform_charged_choice():
 # ------------------------------------------------------------------ float Laplace, Gaussian
 def test_float_laplace_is_labelled_paper_only_and_draws_its_scale():
     ledger = PrivacyLedger()
-    out = float_laplace_mechanism(np.zeros(100_000), 0.5, 2.0, sampler(6), ledger, "t")
+    out = float_laplace_mechanism(np.zeros(100_000), epsilon=0.5, sensitivity=2.0,
+                                  sampler=sampler(6), ledger=ledger, step="t")
     assert ledger.entries[0].mechanism == "laplace-float"
     assert np.mean(np.abs(out)) == pytest.approx(4.0, rel=0.02)  # E|Lap(b)| = b = 2/0.5
 
@@ -196,7 +209,8 @@ def test_gaussian_release_lies_on_a_data_independent_grid_with_std_sigma():
     ledger = PrivacyLedger()
     sigma = 0.37
     values = np.random.default_rng(0).random(50_000) * 1e-3
-    out = gaussian_mechanism(values, sigma, 1.0, 1e-6, 0.1, sampler(7), ledger, "g")
+    out = gaussian_mechanism(values, sigma=sigma, epsilon=1.0, delta=1e-6, sensitivity=0.1,
+                             sampler=sampler(7), ledger=ledger, step="g")
     g = grid_granularity(sigma)
     np.testing.assert_array_equal(out / g, np.round(out / g))
     assert np.std(out - values) == pytest.approx(sigma, rel=0.02)

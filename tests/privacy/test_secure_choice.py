@@ -27,7 +27,8 @@ def _noisy_max(measure, scale, size):
 @pytest.mark.parametrize("epsilon,delta", [(1.0, 1.0), (0.3, 2.5), (2.0, 0.7)])
 def test_opendp_certifies_for_the_same_scale_what_the_ledger_implies(epsilon, delta):
     ledger = PrivacyLedger()
-    exponential_mechanism(np.zeros((3, 4)), epsilon, delta, SecureSampler(), ledger, "s")
+    exponential_mechanism(np.zeros((3, 4)), epsilon=epsilon, sensitivity=delta,
+                          sampler=SecureSampler(), ledger=ledger, step="s")
     (entry,) = ledger.entries
     beta = entry.noise_scale
     assert beta == pytest.approx(delta / epsilon)
