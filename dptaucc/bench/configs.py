@@ -330,7 +330,10 @@ def job_identity(job: Mapping) -> dict:
     delta = job.get("delta")
     return {
         "experiment": job["bench"]["experiment"],
-        "algorithm": {k: alg.get(k) for k in ("name", "target", "params")},
+        # hashed under "target" (the key's name before configs used Hydra's `_target_`), so
+        # that run ids, and the stored results they name, stay the same
+        "algorithm": {"name": alg.get("name"), "target": alg.get("_target_"),
+                      "params": alg.get("params")},
         "mode": job["mode"] if private else None,
         "dataset": {k: v for k, v in job["dataset"].items()},
         "epsilon": eps,
