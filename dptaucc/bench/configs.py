@@ -344,7 +344,17 @@ def job_identity(job: Mapping) -> dict:
 
 
 def run_id(job: Mapping) -> str:
-    """16 hex digits of the SHA-256 of the job identity (canonical JSON)."""
+    """16 hex digits of the SHA-256 of the job identity (canonical JSON).
+
+    Paths are not part of a job, and numbers are compared by value:
+
+    >>> from dptaucc.bench.configs import Composer, to_plain
+    >>> with Composer() as composer:
+    ...     a = to_plain(composer.compose(["epsilon=2"]))
+    ...     b = to_plain(composer.compose(["epsilon=2.0", "paths.results_dir=elsewhere"]))
+    >>> run_id(a), run_id(a) == run_id(b)
+    ('996e272d512649dc', True)
+    """
     blob = json.dumps(job_identity(job), sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 

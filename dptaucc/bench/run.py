@@ -216,7 +216,16 @@ def run_job(job: Mapping, *, write: bool = True, skip_done: bool = True,
 
 
 def run(cfg: Any, *, write: bool = True, skip_done: bool = True) -> dict | None:
-    """Run the job described by a composed config; return its record (None if excluded)."""
+    """Run the job described by a composed config; return its record (None if excluded).
+
+    >>> from dptaucc.bench.configs import Composer
+    >>> with Composer() as composer:  # a small synthetic matrix: nothing to download
+    ...     cfg = composer.compose(["algorithm=dp_taucc", "dataset=biclusters",
+    ...                             "dataset.n_cols=30", "dataset.params.n_rows=60"])
+    >>> record = run(cfg, write=False, skip_done=False)
+    >>> record["status"], record["algorithm"], record["n_rows"], record["epsilon_spent"]
+    ('ok', 'dp_taucc', 60, 1.0)
+    """
     return run_job(to_plain(cfg), write=write, skip_done=skip_done)[1]
 
 

@@ -142,7 +142,16 @@ def _located(target: str, name: Any) -> functools.partial:
 
 def make_estimator(alg: Mapping, kwargs: Mapping, random_state: int | None = None):
     """The estimator of algorithm config ``alg`` built with ``kwargs`` (plain Python), plus
-    ``random_state`` when its class takes one; ConfigError for an unknown parameter."""
+    ``random_state`` when its class takes one; ConfigError for an unknown parameter.
+
+    >>> alg = {"name": "dp_taucc", "_target_": "dptaucc.DPTauCC"}
+    >>> make_estimator(alg, {"n_row_clusters": 3, "epsilon": 0.5}, random_state=7)
+    DPTauCC(epsilon=0.5, n_row_clusters=3, random_state=7)
+    >>> make_estimator(alg, {"n_clusters": 3})
+    Traceback (most recent call last):
+    ...
+    dptaucc.bench.validate.ConfigError: algorithm 'dp_taucc': DPTauCC.__init__() got an ...
+    """
     factory = estimator_factory(alg)
     kwargs = dict(kwargs)
     if random_state is not None and "random_state" in inspect.signature(factory.func).parameters:
@@ -262,7 +271,17 @@ def validate_job(job: Mapping, *, protocol: bool = True) -> None:
     """Raise :class:`ConfigError` if ``job`` (a plain resolved config) cannot run.
 
     ``protocol``: also refuse an ε outside the algorithm's protocol range (``max_epsilon``);
-    sweeps pass False and skip such jobs instead."""
+    sweeps pass False and skip such jobs instead.
+
+    >>> from dptaucc.bench.configs import Composer, to_plain
+    >>> with Composer() as composer:
+    ...     job = to_plain(composer.compose(["algorithm=dpnmf", "epsilon=2"]))
+    >>> validate_job(job)
+    Traceback (most recent call last):
+    ...
+    dptaucc.bench.validate.ConfigError: dpnmf runs only for epsilon < 1.0 in the experiment ...
+    >>> validate_job(job, protocol=False)  # a sweep skips the job instead
+    """
     alg = job.get("algorithm") or {}
     name = alg.get("name")
     if not isinstance(name, str) or not name:
