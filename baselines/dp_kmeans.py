@@ -547,21 +547,53 @@ class DPKMeans(ClusterMixin, PrivateEstimator):
         return _sq_distances(S, _row_sq_norms(S), self.cluster_centers_ - zero[None, :])
 
     def predict(self, X) -> np.ndarray:
-        """NOT PRIVATE (reads X): index of the nearest released centre for each row of X."""
+        """NOT PRIVATE (reads X): index of the nearest released centre for each row of X.
+
+        >>> import numpy as np
+        >>> from dptaucc.baselines.dp_kmeans import DPKMeans
+        >>> X = np.kron(np.eye(2, dtype=int), np.full((10, 3), 4))
+        >>> labels = DPKMeans(n_clusters=2, epsilon=1.0, random_state=0).fit(X).predict(X)
+        >>> labels.shape, set(labels.tolist()) <= {0, 1}
+        ((20,), True)
+        """
         return np.argmin(self._distances(X), axis=1)
 
     def evaluation_row_labels(self, X) -> np.ndarray:
         """EVALUATION ONLY, not private: the paper's protocol, each row of X to its nearest
-        released centre (same as :meth:`predict`)."""
+        released centre (same as :meth:`predict`).
+
+        >>> import numpy as np
+        >>> from dptaucc.baselines.dp_kmeans import DPKMeans
+        >>> X = np.kron(np.eye(2, dtype=int), np.full((10, 3), 4))
+        >>> model = DPKMeans(n_clusters=2, epsilon=1.0, random_state=0).fit(X)
+        >>> bool(np.array_equal(model.evaluation_row_labels(X), model.predict(X)))
+        True
+        """
         return self.predict(X)
 
     def score(self, X, y=None) -> float:
         """NOT PRIVATE (reads X): minus the sum of squared distances of the rows of X (clipped
-        to ``bounds_``) to their nearest released centre, as scikit-learn's ``KMeans.score``."""
+        to ``bounds_``) to their nearest released centre, as scikit-learn's ``KMeans.score``.
+
+        >>> import numpy as np
+        >>> from dptaucc.baselines.dp_kmeans import DPKMeans
+        >>> X = np.kron(np.eye(2, dtype=int), np.full((10, 3), 4))
+        >>> DPKMeans(n_clusters=2, epsilon=1.0, random_state=0).fit(X).score(X) <= 0
+        True
+        """
         return -float(self._distances(X).min(axis=1).sum())
 
     def fit_predict(self, X, y=None) -> np.ndarray:
         """Fit, then label the training rows: paper mode returns ``labels_``; corrected mode
-        :meth:`predict` (X) — NOT PRIVATE, it reads X after the mechanisms."""
+        :meth:`predict` (X) — NOT PRIVATE, it reads X after the mechanisms.
+
+        >>> import numpy as np
+        >>> from dptaucc.baselines.dp_kmeans import DPKMeans
+        >>> X = np.kron(np.eye(2, dtype=int), np.full((10, 3), 4))
+        >>> labels = DPKMeans(n_clusters=2, epsilon=1.0, random_state=0).fit_predict(X)
+        >>> model = DPKMeans(n_clusters=2, epsilon=1.0, random_state=0).fit(X)
+        >>> bool(np.array_equal(labels, model.predict(X)))  # corrected mode: predict after the fit
+        True
+        """
         self.fit(X, y)
         return self.labels_ if self.mode == "paper" else self.predict(X)

@@ -22,6 +22,13 @@ class Dataset:
     0..k-1 (None only for a user's unlabelled data); ``col_labels``: int64 column groups or
     None (real data has none); ``meta``: at least n_rows, n_cols, nnz, density (percent, as the
     paper's Table 1), n_classes, class_sizes, seed.
+
+    Examples
+    --------
+    >>> from dptaucc.datasets import as_dataset
+    >>> ds = as_dataset([[2, 0], [0, 3], [1, 1]], row_labels=[0, 1, 0], name="toy")
+    >>> ds.shape, ds.X.format, ds.meta["class_sizes"], ds.col_labels is None
+    ((3, 2), 'csr', [2, 1], True)
     """
 
     X: sp.csr_matrix
@@ -40,6 +47,14 @@ def permutation(seed: int, n_rows: int, n_cols: int) -> tuple[np.ndarray, np.nda
 
     The authors' scripts shuffle the real data's rows and columns once per run with an unseeded
     generator; here the generator is seeded, so every algorithm of a seed sees the same matrix.
+
+    Examples
+    --------
+    >>> rows, cols = permutation(0, 4, 3)
+    >>> sorted(rows.tolist()), sorted(cols.tolist())
+    ([0, 1, 2, 3], [0, 1, 2])
+    >>> bool((permutation(0, 4, 3)[0] == rows).all())  # the seed alone decides
+    True
     """
     seed = _check_seed(seed)
     rng = np.random.default_rng(np.random.SeedSequence([seed, PERMUTATION_STREAM]))

@@ -50,7 +50,11 @@ class UnverifiedDownloadWarning(UserWarning):
 
 
 def cache_dir(path: str | os.PathLike | None = None) -> Path:
-    """The data cache: ``path``, else ``$DPTAUCC_DATA_DIR``, else the user cache folder."""
+    """The data cache: ``path``, else ``$DPTAUCC_DATA_DIR``, else the user cache folder.
+
+    >>> cache_dir("~/dptaucc-data").name
+    'dptaucc-data'
+    """
     if path is None:
         path = os.environ.get(DATA_DIR_ENV) or None
     if path is None:

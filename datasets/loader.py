@@ -63,6 +63,15 @@ def load(name: str, seed: int | None = None, *, cache_dir: str | os.PathLike | N
     SHA-256 verified; the parsed matrix is cached as ``.npz`` so later loads skip parsing.
     With ``seed``, rows and columns are permuted by that seed only (labels follow).
     ``allow_unverified`` opts into downloading files with no known checksum (sports).
+
+    Examples
+    --------
+    The files come from the network or a mirror, so this example is not run by the tests:
+
+    >>> from dptaucc.datasets import load
+    >>> ds = load("cstr", seed=0)  # doctest: +SKIP
+    >>> ds.shape, ds.meta["n_classes"], ds.X.dtype  # doctest: +SKIP
+    ((475, 1000), 4, dtype('int64'))
     """
     entry = get_entry(name)
     if seed is not None:

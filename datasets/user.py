@@ -222,7 +222,16 @@ def _import_target(target: str):
 def load_callable(target: str, params: Mapping[str, Any] | None = None, *,
                   name: str | None = None, seed: int | None = None) -> Dataset:
     """Call ``target(**params)`` (``'mypkg.load_my_data'``), which must return a ``Dataset``;
-    its matrix and labels are checked like a file's, then permuted by ``seed``."""
+    its matrix and labels are checked like a file's, then permuted by ``seed``.
+
+    Examples
+    --------
+    >>> from dptaucc.datasets import load_callable
+    >>> ds = load_callable("dptaucc.datasets.synthetic.make_paper_biclusters",
+    ...                    {"n_cols": 20, "n_rows": 30}, name="blocks", seed=0)
+    >>> ds.name, ds.shape, ds.meta["n_classes"], ds.col_labels is not None
+    ('blocks', (30, 20), 3, True)
+    """
     if seed is not None:
         seed = _check_seed(seed)
     fn = _import_target(target)

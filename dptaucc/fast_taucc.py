@@ -182,6 +182,13 @@ class FastTauCC(CoClustererMixin, SuiteEstimator):
         Fast-τCC is evaluated on its own fitted partition (the paper's reference line), so
         this returns a copy of ``row_labels_``; X must be the fitted matrix's shape. It exists
         so the experiment engine treats every method alike.
+
+        >>> import numpy as np
+        >>> from dptaucc import FastTauCC
+        >>> X = np.kron(np.eye(2, dtype=int), np.full((5, 4), 6))
+        >>> model = FastTauCC(2, 2, random_state=0).fit(X)
+        >>> bool(np.array_equal(model.evaluation_row_labels(X), model.row_labels_))
+        True
         """
         X = self._check_fitted_input(X, "row_labels_")
         if X.shape != (self.row_labels_.size, self.n_features_in_):

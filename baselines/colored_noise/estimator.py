@@ -396,16 +396,42 @@ class ColoredNoiseKMeans(ClusterMixin, PrivateEstimator):
 
     # ------------------------------------------------------- reads the data
     def predict(self, X) -> np.ndarray:
-        """NOT PRIVATE: each row of X → its nearest released centroid (reads the rows of X)."""
+        """NOT PRIVATE: each row of X → its nearest released centroid (reads the rows of X).
+
+        >>> import numpy as np
+        >>> from dptaucc.baselines.colored_noise import ColoredNoiseKMeans
+        >>> X = np.kron(np.eye(2, dtype=int), np.full((20, 3), 4))
+        >>> model = ColoredNoiseKMeans(2, epsilon=1.0, random_state=0).fit(X)
+        >>> labels = model.predict(X)
+        >>> labels.shape, set(labels.tolist()) <= {0, 1}
+        ((40,), True)
+        """
         X = self._check_fitted_input(X, "cluster_centers_")
         return nearest_centre(self.embedding_.apply(X), self.cluster_centers_)
 
     def fit_predict(self, X, y=None) -> np.ndarray:
-        """``fit(X)`` then :meth:`predict` on the same rows — the labels are NOT PRIVATE."""
+        """``fit(X)`` then :meth:`predict` on the same rows — the labels are NOT PRIVATE.
+
+        >>> import numpy as np
+        >>> from dptaucc.baselines.colored_noise import ColoredNoiseKMeans
+        >>> X = np.kron(np.eye(2, dtype=int), np.full((20, 3), 4))
+        >>> model = ColoredNoiseKMeans(2, epsilon=1.0, random_state=0).fit(X)
+        >>> labels = ColoredNoiseKMeans(2, epsilon=1.0, random_state=0).fit_predict(X)
+        >>> bool(np.array_equal(labels, model.predict(X)))
+        True
+        """
         return self.fit(X).predict(X)
 
     def evaluation_row_labels(self, X) -> np.ndarray:
-        """EVALUATION ONLY (not private): the paper's protocol, :meth:`predict`."""
+        """EVALUATION ONLY (not private): the paper's protocol, :meth:`predict`.
+
+        >>> import numpy as np
+        >>> from dptaucc.baselines.colored_noise import ColoredNoiseKMeans
+        >>> X = np.kron(np.eye(2, dtype=int), np.full((20, 3), 4))
+        >>> model = ColoredNoiseKMeans(2, epsilon=1.0, random_state=0).fit(X)
+        >>> bool(np.array_equal(model.evaluation_row_labels(X), model.predict(X)))
+        True
+        """
         return self.predict(X)
 
     def evaluation_clustering_loss(self, X) -> dict:
@@ -413,7 +439,21 @@ class ColoredNoiseKMeans(ClusterMixin, PrivateEstimator):
         "fractional clustering loss" in its two readings — ``label_churn``, the fraction of
         rows whose nearest noisy centroid differs from their k-means cluster, and
         ``cost_ratio``, the k-means cost with the noisy centroids (nearest assignment) over the
-        cost of the exact partition and centroids."""
+        cost of the exact partition and centroids.
+
+        >>> import numpy as np
+        >>> from dptaucc.baselines.colored_noise import ColoredNoiseKMeans
+        >>> X = np.kron(np.eye(2, dtype=int), np.full((20, 3), 4)) + np.arange(40)[:, None] % 3
+        >>> exact = ColoredNoiseKMeans(2, epsilon=float("inf"), variant="local", mode="paper",
+        ...                            random_state=0).fit(X)  # no noise: no loss
+        >>> loss = exact.evaluation_clustering_loss(X)
+        >>> loss["label_churn"], round(loss["cost_ratio"], 9)
+        (0.0, 1.0)
+        >>> noisy = ColoredNoiseKMeans(2, epsilon=0.05, variant="local", noise="white",
+        ...                            mode="paper", random_state=0).fit(X)
+        >>> noisy.evaluation_clustering_loss(X)["cost_ratio"] > 1.0
+        True
+        """
         if getattr(self, "kmeans_labels_", None) is None:
             raise ValueError("the clustering loss needs the fitted k-means partition: "
                              "variant='local' only")

@@ -267,14 +267,40 @@ class DPM(ClusterMixin, PrivateEstimator):
 
     # ------------------------------------------------------- reads the data
     def predict(self, X) -> np.ndarray:
-        """NOT PRIVATE: each row of X → its nearest released centre (reads the rows of X)."""
+        """NOT PRIVATE: each row of X → its nearest released centre (reads the rows of X).
+
+        >>> import numpy as np
+        >>> from dptaucc.baselines.dpm import DPM
+        >>> X = np.kron(np.eye(2, dtype=int), np.full((20, 3), 4))
+        >>> model = DPM(epsilon=1.0, max_depth=2, random_state=0).fit(X)
+        >>> labels = model.predict(X)
+        >>> labels.shape, bool(labels.min() >= 0)
+        ((40,), True)
+        """
         X = self._check_fitted_input(X, "cluster_centers_")
         return nearest_centre(self._embed(X, self.embedding_), self.cluster_centers_)
 
     def fit_predict(self, X, y=None) -> np.ndarray:
-        """``fit(X)`` then :meth:`predict` on the same rows — the labels are NOT PRIVATE."""
+        """``fit(X)`` then :meth:`predict` on the same rows — the labels are NOT PRIVATE.
+
+        >>> import numpy as np
+        >>> from dptaucc.baselines.dpm import DPM
+        >>> X = np.kron(np.eye(2, dtype=int), np.full((20, 3), 4))
+        >>> model = DPM(epsilon=1.0, max_depth=2, random_state=0).fit(X)
+        >>> bool(np.array_equal(DPM(epsilon=1.0, max_depth=2, random_state=0).fit_predict(X),
+        ...                         model.predict(X)))
+        True
+        """
         return self.fit(X).predict(X)
 
     def evaluation_row_labels(self, X) -> np.ndarray:
-        """EVALUATION ONLY (not private): the paper's protocol, :meth:`predict`."""
+        """EVALUATION ONLY (not private): the paper's protocol, :meth:`predict`.
+
+        >>> import numpy as np
+        >>> from dptaucc.baselines.dpm import DPM
+        >>> X = np.kron(np.eye(2, dtype=int), np.full((20, 3), 4))
+        >>> model = DPM(epsilon=1.0, max_depth=2, random_state=0).fit(X)
+        >>> bool(np.array_equal(model.evaluation_row_labels(X), model.predict(X)))
+        True
+        """
         return self.predict(X)

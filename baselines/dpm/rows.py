@@ -72,10 +72,6 @@ class RowEmbedding:
     transform: str
     projection: np.ndarray | None  # d × p, or None (identity)
 
-    @property
-    def n_features_out(self) -> int | None:
-        return None if self.projection is None else self.projection.shape[1]
-
     def apply(self, X) -> sp.csr_matrix | np.ndarray:
         """Rows of X mapped into the unit L2 ball in one pass.
 

@@ -202,6 +202,13 @@ class CollaborativeFCCM(FCCMFittedMixin, SuiteEstimator):
 
         The training matrix gets the fitted assignment ``row_labels_`` (argmax of the broadcast
         U); another matrix with the same columns gets argmax_c Σ_t (W^t R^tᵀ)_ci.
+
+        >>> import numpy as np
+        >>> from dptaucc.baselines.fccm import CollaborativeFCCM
+        >>> X = np.kron(np.eye(2, dtype=int), np.full((5, 6), 3))
+        >>> model = CollaborativeFCCM(2, n_sites=3, random_state=0).fit(X)
+        >>> bool(np.array_equal(model.evaluation_row_labels(X), model.row_labels_))  # training X
+        True
         """
         return super().evaluation_row_labels(X)
 

@@ -69,10 +69,6 @@ class MessageLog:
     def kinds(self) -> Counter:
         return Counter(m.kind for m in self.messages)
 
-    @property
-    def total_bytes(self) -> int:
-        return sum(m.nbytes for m in self.messages)
-
     def to_records(self) -> list[dict]:
         return [m.summary() for m in self.messages]
 

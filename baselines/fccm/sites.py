@@ -79,10 +79,6 @@ class Site:
         self._W: np.ndarray | None = None
         self._W_kept: np.ndarray | None = None
 
-    @property
-    def n_items(self) -> int:
-        return self._block.shape[1]
-
     def row_totals(self) -> np.ndarray:
         """Per-object sums of the local block (for the optional L1 row normalisation)."""
         return np.asarray(self._block.sum(axis=1)).ravel()

@@ -327,13 +327,31 @@ class DPNMF(ClusterMixin, TransformerMixin, PrivateEstimator):
 
     def evaluation_row_labels(self, X) -> np.ndarray:
         """EVALUATION ONLY, NOT PRIVATE (reads X): the paper's protocol — the farthest topic in
-        paper mode (the plotted ``nmi_xc``), the nearest topic in corrected mode."""
+        paper mode (the plotted ``nmi_xc``), the nearest topic in corrected mode.
+
+        >>> import numpy as np
+        >>> from dptaucc.baselines.nmf_dp import DPNMF
+        >>> X = np.kron(np.eye(2, dtype=int), np.full((10, 3), 4))
+        >>> model = DPNMF(n_clusters=2, epsilon=1.0, random_state=0).fit(X)
+        >>> labels = model.evaluation_row_labels(X)
+        >>> labels.shape, set(labels.tolist()) <= {0, 1}
+        ((20,), True)
+        """
         return self._evaluation_assign(self._check_X(X))
 
     def fit_predict(self, X, y=None) -> np.ndarray:
         """Fit, then label the documents of X. NOT PRIVATE in either mode (reads X after the
         fit): corrected mode returns :meth:`evaluation_row_labels` (it keeps no training
-        labels), paper mode the authors' ``labels_``."""
+        labels), paper mode the authors' ``labels_``.
+
+        >>> import numpy as np
+        >>> from dptaucc.baselines.nmf_dp import DPNMF
+        >>> X = np.kron(np.eye(2, dtype=int), np.full((10, 3), 4))
+        >>> labels = DPNMF(n_clusters=2, epsilon=1.0, random_state=0).fit_predict(X)
+        >>> model = DPNMF(n_clusters=2, epsilon=1.0, random_state=0).fit(X)
+        >>> bool(np.array_equal(labels, model.evaluation_row_labels(X)))
+        True
+        """
         self.fit(X)
         return self.labels_ if self.mode == "paper" else self.evaluation_row_labels(X)
 

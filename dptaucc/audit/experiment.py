@@ -1,8 +1,8 @@
 """The audit experiment: every method of the suite, both layers, a gate (``make audit``).
 
 Reads ``conf/audit/audit.yaml`` (the grid, the fit budgets, a ``quick`` size), builds each
-estimator from its ``conf/algorithm/<name>.yaml`` (target and parameters; "classes" means the
-pair's planted number of clusters) and runs, per method:
+estimator from its ``conf/algorithm/<name>.yaml`` (``_target_`` and parameters; "classes"
+means the pair's planted number of clusters) and runs, per method:
 
 * ``scope = "end-to-end"``: every scenario of :func:`~dptaucc.audit.methods.method_audits`
   per mode and ε (:mod:`dptaucc.audit.endtoend`), claim = the fit's ε;
@@ -20,7 +20,6 @@ Needs the ``[bench]`` extra (pandas, pyarrow).
 from __future__ import annotations
 
 import functools
-import importlib
 import math
 import warnings
 from dataclasses import dataclass
@@ -72,11 +71,12 @@ def algorithm_config(name: str) -> dict:
     return yaml.safe_load(path.read_text(encoding="utf-8"))
 
 
-def _construct(target: str, kwargs: dict, random_state: int):
-    """Build one estimator (module-level, so a factory pickles to joblib workers)."""
-    module, _, attr = target.rpartition(".")
-    cls = getattr(importlib.import_module(module), attr)
-    return cls(**kwargs, random_state=random_state)
+def _construct(alg: dict, kwargs: dict, random_state: int):
+    """Build one estimator from its algorithm config, as the benchmark does (module-level, so
+    a factory pickles to joblib workers)."""
+    from dptaucc.bench.validate import make_estimator
+
+    return make_estimator(alg, kwargs, random_state=random_state)
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ class AuditJob:
                 kwargs["epsilon"] = float(self.epsilon)
             kwargs["mode"] = self.mode
         kwargs.update(dict(overrides))
-        return functools.partial(_construct, alg["target"], kwargs)
+        return functools.partial(_construct, alg, kwargs)
 
 
 def plan(cfg: dict, methods: list[str] | None = None) -> list[AuditJob]:

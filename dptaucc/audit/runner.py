@@ -211,6 +211,32 @@ def audit(
     require_cell_neighbours : check that D' − D is one cell incremented by one.
 
     Limits: a lower bound, only as strong as its events and its number of fits (module doc).
+
+    Examples
+    --------
+    An estimator that releases one cell of its input as is: the audit sees it.
+
+    >>> import numpy as np
+    >>> from dptaucc.audit import audit
+    >>> class Leaky:
+    ...     def fit(self, X):
+    ...         self.cell_ = int(X[0, 1])
+    ...         return self
+    >>> D = 3 * np.eye(4, dtype=int)
+    >>> D_prime = D.copy(); D_prime[0, 1] += 1
+    >>> leak = audit(lambda random_state: Leaky(), D, D_prime,
+    ...              {"cell is 0": lambda model: model.cell_ == 0}, n_fits=100, progress=False)
+    >>> round(leak.epsilon_lower, 2), leak.event
+    (2.96, "not (cell is 0) [D'/D]")
+
+    DP-τCC at ε = 1, with an event on its released row labels, stays below its claim:
+
+    >>> from dptaucc import DPTauCC
+    >>> same_cluster = {"rows 0 and 1 together": lambda m: m.row_labels_[0] == m.row_labels_[1]}
+    >>> result = audit(DPTauCC(2, 2, epsilon=1.0), D, D_prime, same_cluster, n_fits=50,
+    ...                progress=False)
+    >>> result.n_fits, result.epsilon_lower <= 1.0
+    (50, True)
     """
     if isinstance(n_fits, bool) or not isinstance(n_fits, (int, np.integer)) or n_fits < 1:
         raise ValueError(f"n_fits must be an int >= 1, got {n_fits!r}")

@@ -26,7 +26,11 @@ __all__ = ["cp_lower", "cp_upper", "Candidate", "epsilon_candidates", "epsilon_l
 
 
 def cp_lower(k, n, alpha: float) -> np.ndarray:
-    """One-sided Clopper–Pearson lower bound: P(p >= bound) >= 1 − α for k ~ Bin(n, p)."""
+    """One-sided Clopper–Pearson lower bound: P(p >= bound) >= 1 − α for k ~ Bin(n, p).
+
+    >>> round(float(cp_lower(50, 100, 0.05)), 3), float(cp_lower(0, 100, 0.05))
+    (0.414, 0.0)
+    """
     k, n = np.broadcast_arrays(np.asarray(k, float), np.asarray(n, float))
     with np.errstate(invalid="ignore"):
         out = beta.ppf(alpha, k, n - k + 1.0)
@@ -101,7 +105,14 @@ def epsilon_lower_bound(
     names: list[str], k_d, k_dp, n_d: int, n_dp: int, alpha: float = 0.05, delta: float = 0.0,
 ) -> tuple[float, Candidate | None]:
     """The simultaneous (1 − α) lower bound ``max(0, max candidate)`` and the candidate giving
-    it (None when no candidate is above 0)."""
+    it (None when no candidate is above 0).
+
+    An event seen in all 100 fits on D and in none on D':
+
+    >>> eps, best = epsilon_lower_bound(["e"], [100], [0], 100, 100)
+    >>> round(eps, 2), best.label
+    (3.11, "not (e) [D'/D]")
+    """
     cands = epsilon_candidates(names, k_d, k_dp, n_d, n_dp, alpha, delta)
     best = max(cands, key=lambda c: c.epsilon_lower, default=None)
     if best is None or not best.epsilon_lower > 0 or math.isnan(best.epsilon_lower):

@@ -330,7 +330,10 @@ def job_identity(job: Mapping) -> dict:
     delta = job.get("delta")
     return {
         "experiment": job["bench"]["experiment"],
-        "algorithm": {k: alg.get(k) for k in ("name", "target", "params")},
+        # hashed under "target" (the key's name before configs used Hydra's `_target_`), so
+        # that run ids, and the stored results they name, stay the same
+        "algorithm": {"name": alg.get("name"), "target": alg.get("_target_"),
+                      "params": alg.get("params")},
         "mode": job["mode"] if private else None,
         "dataset": {k: v for k, v in job["dataset"].items()},
         "epsilon": eps,
@@ -341,7 +344,17 @@ def job_identity(job: Mapping) -> dict:
 
 
 def run_id(job: Mapping) -> str:
-    """16 hex digits of the SHA-256 of the job identity (canonical JSON)."""
+    """16 hex digits of the SHA-256 of the job identity (canonical JSON).
+
+    Paths are not part of a job, and numbers are compared by value:
+
+    >>> from dptaucc.bench.configs import Composer, to_plain
+    >>> with Composer() as composer:
+    ...     a = to_plain(composer.compose(["epsilon=2"]))
+    ...     b = to_plain(composer.compose(["epsilon=2.0", "paths.results_dir=elsewhere"]))
+    >>> run_id(a), run_id(a) == run_id(b)
+    ('996e272d512649dc', True)
+    """
     blob = json.dumps(job_identity(job), sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 

@@ -6,7 +6,6 @@ all that ``python -m dptaucc.bench`` and the reproduce driver hand it.
 
 from __future__ import annotations
 
-import inspect
 import json
 import math
 import time
@@ -31,7 +30,7 @@ from dptaucc.bench.job_data import class_counts, load_dataset, resolve_params
 from dptaucc.bench.memory import PeakRSS
 from dptaucc.bench.metrics import nmi_ari
 from dptaucc.bench.store import RunStore
-from dptaucc.bench.validate import import_target, validate_job
+from dptaucc.bench.validate import make_estimator, validate_job
 
 #: the record columns (identity, privacy, data, metrics, status, provenance), in table order;
 #: p_* parameter columns follow
@@ -54,12 +53,10 @@ NAN = float("nan")
 
 # ---------------------------------------------------------------- estimator
 def build_estimator(job: Mapping, dataset):
-    """Instantiate the algorithm with plain-Python arguments (no ListConfig reaches sklearn)."""
-    cls = import_target(job["algorithm"]["target"])
+    """Instantiate the algorithm's ``_target_`` with plain-Python arguments (no ListConfig
+    reaches sklearn) and the job's derived seed."""
     kwargs = estimator_kwargs(job, *class_counts(dataset))
-    if "random_state" in inspect.signature(cls).parameters:
-        kwargs["random_state"] = derived_seed(job)
-    return cls(**kwargs)
+    return make_estimator(job["algorithm"], kwargs, random_state=derived_seed(job))
 
 
 # ---------------------------------------------------------------- metrics
@@ -187,7 +184,7 @@ def execute(job: Mapping) -> dict:
         rec["error"] = (f"{type(exc).__name__}: {exc}\n" + "".join(tb[-3:]))[-4000:]
     rec.update(provenance.machine(), **provenance.scheduler())
     rec["blas_threads"] = provenance.blas_threads()
-    if provenance.uses_octave(str(job["algorithm"].get("target", ""))):
+    if provenance.uses_octave(str(job["algorithm"].get("_target_", ""))):
         rec["octave"] = provenance.octave_version()
     return rec
 
@@ -219,7 +216,16 @@ def run_job(job: Mapping, *, write: bool = True, skip_done: bool = True,
 
 
 def run(cfg: Any, *, write: bool = True, skip_done: bool = True) -> dict | None:
-    """Run the job described by a composed config; return its record (None if excluded)."""
+    """Run the job described by a composed config; return its record (None if excluded).
+
+    >>> from dptaucc.bench.configs import Composer
+    >>> with Composer() as composer:  # a small synthetic matrix: nothing to download
+    ...     cfg = composer.compose(["algorithm=dp_taucc", "dataset=biclusters",
+    ...                             "dataset.n_cols=30", "dataset.params.n_rows=60"])
+    >>> record = run(cfg, write=False, skip_done=False)
+    >>> record["status"], record["algorithm"], record["n_rows"], record["epsilon_spent"]
+    ('ok', 'dp_taucc', 60, 1.0)
+    """
     return run_job(to_plain(cfg), write=write, skip_done=skip_done)[1]
 
 

@@ -10,6 +10,7 @@ when the estimator declares ``_parameter_constraints``, otherwise the generic co
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import json
@@ -94,9 +95,8 @@ def check_delta(value: Any) -> float | None:
     return float(value)
 
 
-def import_target(target: Any, what: str = "algorithm.target",
-                  form: str = "package.module.Class") -> Any:
-    """The class (or function) named ``package.module.Name``."""
+def import_target(target: Any, what: str, form: str) -> Any:
+    """The function (or class) named ``package.module.Name`` (a dataset's ``target``)."""
     if not isinstance(target, str) or "." not in target:
         raise ConfigError(f"{what} must be '{form}', got {target!r}")
     module, _, attr = target.rpartition(".")
@@ -107,6 +107,59 @@ def import_target(target: Any, what: str = "algorithm.target",
     if not callable(obj):
         raise ConfigError(f"{what} {target!r} is not callable")
     return obj
+
+
+def estimator_factory(alg: Mapping) -> functools.partial:
+    """The estimator class of an algorithm config, partially instantiated by Hydra from its
+    ``_target_`` (``hydra.utils.instantiate`` with ``_partial_``): call it with the run's
+    parameters. ``.func`` is the class. ConfigError names the algorithm and the problem."""
+    name = alg.get("name")
+    target = alg.get("_target_")
+    if target is None and "target" in alg:
+        raise ConfigError(f"algorithm {name!r}: its config names the class with 'target'; the "
+                          f"key is Hydra's '_target_' (rename it: _target_: {alg['target']})")
+    if not isinstance(target, str) or "." not in target:
+        raise ConfigError(f"algorithm {name!r}: _target_ must be 'package.module.Class', "
+                          f"got {target!r}")
+    return _located(target, name)
+
+
+@lru_cache(maxsize=64)
+def _located(target: str, name: Any) -> functools.partial:
+    """Hydra's partial of ``target`` (cached: the audit builds thousands of estimators)."""
+    from hydra.errors import InstantiationException
+    from hydra.utils import instantiate
+
+    try:
+        return instantiate({"_target_": target, "_partial_": True})
+    except InstantiationException as exc:
+        cause = exc.__cause__
+        problem = (f"cannot be imported: {cause}" if isinstance(cause, ImportError)
+                   else str(exc))
+        raise ConfigError(f"algorithm {name!r}: _target_ {target!r} "
+                          + " ".join(problem.split())) from exc
+
+
+def make_estimator(alg: Mapping, kwargs: Mapping, random_state: int | None = None):
+    """The estimator of algorithm config ``alg`` built with ``kwargs`` (plain Python), plus
+    ``random_state`` when its class takes one; ConfigError for an unknown parameter.
+
+    >>> alg = {"name": "dp_taucc", "_target_": "dptaucc.DPTauCC"}
+    >>> make_estimator(alg, {"n_row_clusters": 3, "epsilon": 0.5}, random_state=7)
+    DPTauCC(epsilon=0.5, n_row_clusters=3, random_state=7)
+    >>> make_estimator(alg, {"n_clusters": 3})
+    Traceback (most recent call last):
+    ...
+    dptaucc.bench.validate.ConfigError: algorithm 'dp_taucc': DPTauCC.__init__() got an ...
+    """
+    factory = estimator_factory(alg)
+    kwargs = dict(kwargs)
+    if random_state is not None and "random_state" in inspect.signature(factory.func).parameters:
+        kwargs["random_state"] = random_state
+    try:
+        return factory(**kwargs)
+    except TypeError as exc:
+        raise ConfigError(f"algorithm {alg.get('name')!r}: {exc}") from exc
 
 
 def dataset_shape(ds: Mapping) -> DataShape:
@@ -196,12 +249,8 @@ def check_cluster_counts(params: Mapping, shape: DataShape) -> None:
                               f"{bound[1]} of dataset {shape.name!r}")
 
 
-def check_estimator_params(cls: type, kwargs: Mapping, algorithm: str) -> None:
-    """Instantiate the estimator and check its parameters with scikit-learn's machinery."""
-    try:
-        est = cls(**kwargs)
-    except TypeError as exc:
-        raise ConfigError(f"algorithm {algorithm!r}: {exc}") from exc
+def check_estimator_params(est: Any, kwargs: Mapping, algorithm: str) -> None:
+    """Check the parameters of a freshly built estimator with scikit-learn's machinery."""
     try:
         if isinstance(est, SuiteEstimator):  # the suite's own checks, before any data
             est._validate_params()
@@ -213,7 +262,7 @@ def check_estimator_params(cls: type, kwargs: Mapping, algorithm: str) -> None:
         else:
             given = {k: v for k, v in kwargs.items() if k in GENERIC_CONSTRAINTS}
             validate_parameter_constraints(
-                {k: GENERIC_CONSTRAINTS[k] for k in given}, given, caller_name=cls.__name__)
+                {k: GENERIC_CONSTRAINTS[k] for k in given}, given, caller_name=type(est).__name__)
     except (InvalidParameterError, TypeError, ValueError) as exc:
         raise ConfigError(f"algorithm {algorithm!r}: {exc}") from exc
 
@@ -222,7 +271,17 @@ def validate_job(job: Mapping, *, protocol: bool = True) -> None:
     """Raise :class:`ConfigError` if ``job`` (a plain resolved config) cannot run.
 
     ``protocol``: also refuse an ε outside the algorithm's protocol range (``max_epsilon``);
-    sweeps pass False and skip such jobs instead."""
+    sweeps pass False and skip such jobs instead.
+
+    >>> from dptaucc.bench.configs import Composer, to_plain
+    >>> with Composer() as composer:
+    ...     job = to_plain(composer.compose(["algorithm=dpnmf", "epsilon=2"]))
+    >>> validate_job(job)
+    Traceback (most recent call last):
+    ...
+    dptaucc.bench.validate.ConfigError: dpnmf runs only for epsilon < 1.0 in the experiment ...
+    >>> validate_job(job, protocol=False)  # a sweep skips the job instead
+    """
     alg = job.get("algorithm") or {}
     name = alg.get("name")
     if not isinstance(name, str) or not name:
@@ -250,10 +309,7 @@ def validate_job(job: Mapping, *, protocol: bool = True) -> None:
     # unknown class counts (labels read at load time) stand in as 2 for the parameter checks
     kwargs = estimator_kwargs(job, _known(shape.n_classes), _known(shape.n_col_classes))
     check_cluster_counts(kwargs, shape)
-    cls = import_target(alg.get("target"))
-    if "random_state" in inspect.signature(cls).parameters:
-        kwargs["random_state"] = 0
-    check_estimator_params(cls, kwargs, name)
+    check_estimator_params(make_estimator(alg, kwargs, random_state=0), kwargs, name)
 
 
 def _known(count: int | None) -> int:

@@ -21,7 +21,6 @@ from dptaucc.privacy.ledger import (
     BudgetExceededError,
     LedgerEntry,
     PrivacyLedger,
-    check_epsilon,
 )
 from dptaucc.privacy.mechanisms import (
     as_sampler,
@@ -47,7 +46,7 @@ from dptaucc.privacy.releases import (
 from dptaucc.privacy.samplers import Sampler, SecureSampler, SeededSampler, make_sampler
 
 __all__ = [
-    "COMPOSITIONS", "BudgetExceededError", "LedgerEntry", "PrivacyLedger", "check_epsilon",
+    "COMPOSITIONS", "BudgetExceededError", "LedgerEntry", "PrivacyLedger",
     "bounded_discrete_laplace", "bounded_discrete_laplace_epsilon",
     "bounded_discrete_laplace_mechanism", "bounded_discrete_laplace_scale",
     "as_sampler", "discrete_laplace_mechanism", "exponential_mechanism",

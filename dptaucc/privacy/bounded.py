@@ -59,7 +59,14 @@ _TWO_53 = 2.0**53
 
 def bounded_discrete_laplace_epsilon(scale, sensitivity: int, upper) -> np.ndarray:
     """ε(s) = min(Δ, M)/s + ln Z(a)/Z(0), a = min(Δ, M/2): the privacy of one released value
-    (see the module docstring), element-wise over ``scale`` s > 0 and ``upper`` M ≥ 0."""
+    (see the module docstring), element-wise over ``scale`` s > 0 and ``upper`` M ≥ 0.
+
+    At scale 1 a single possible output costs nothing, and wider ranges cost more than the
+    unbounded mechanism's Δ/s = 1 (the ln R term):
+
+    >>> bounded_discrete_laplace_epsilon(1.0, 1, [0, 1, 1000]).round(3).tolist()
+    [0.0, 1.064, 1.209]
+    """
     s, m = np.broadcast_arrays(np.asarray(scale, dtype=float), np.asarray(upper, dtype=float))
     delta = float(sensitivity)
     h = 1.0 / s
@@ -72,7 +79,14 @@ def bounded_discrete_laplace_epsilon(scale, sensitivity: int, upper) -> np.ndarr
 def bounded_discrete_laplace_scale(epsilon: float, sensitivity: int, upper) -> np.ndarray:
     """A scale s per ``upper`` M with ε(s) ≤ ε (bisection between min(Δ, M)/ε, where ε(s) ≥ ε,
     and 2·min(Δ, M)/ε, where ε(s) < ε because ln R ≤ a/s). ε = ∞ gives 0 (no noise); M = 0 gives
-    Δ/ε (the single output needs no noise; any scale is private)."""
+    Δ/ε (the single output needs no noise; any scale is private).
+
+    >>> scales = bounded_discrete_laplace_scale(1.0, 1, [1, 10, 1000])
+    >>> bool(scales[0] < scales[1] < scales[2])  # a larger range needs more noise
+    True
+    >>> bool((bounded_discrete_laplace_epsilon(scales, 1, [1, 10, 1000]) <= 1.0).all())
+    True
+    """
     upper = np.asarray(upper, dtype=float)
     if math.isinf(epsilon):
         return np.zeros(upper.shape)
@@ -121,6 +135,13 @@ def bounded_discrete_laplace(values, upper, scale, sampler: Sampler | np.random.
 
     One discrete-Laplace draw of the sampler per distinct scale (in increasing order), then a
     106-bit Bernoulli per value from ``sampler.rng`` (see the module docstring).
+
+    >>> import numpy as np
+    >>> bounded_discrete_laplace([-3, 5, 12], 10, 0.0, np.random.default_rng(0))  # no noise
+    array([ 0,  5, 10])
+    >>> out = bounded_discrete_laplace(np.arange(11), 10, 2.0, np.random.default_rng(0))
+    >>> bool(((0 <= out) & (out <= 10)).all())  # the noise never leaves the range
+    True
     """
     sampler = as_sampler(sampler)
     w, m, s = np.broadcast_arrays(np.asarray(values, dtype=np.int64),
@@ -173,6 +194,15 @@ def bounded_discrete_laplace_mechanism(
     charged. Each value's scale depends on its own ``upper`` (a larger range needs more
     noise); the ledger records Δ and the smallest scale, both times ``unit`` (the size of one
     integer step in the caller's units).
+
+    >>> import numpy as np
+    >>> from dptaucc.privacy import PrivacyLedger
+    >>> ledger = PrivacyLedger()
+    >>> out = bounded_discrete_laplace_mechanism(np.array([3, 0, 7]), 7, 1.0, 1,
+    ...                                          np.random.default_rng(0), ledger, "sizes",
+    ...                                          n_changed=2)
+    >>> out.dtype, bool(((0 <= out) & (out <= 7)).all()), ledger.epsilon_spent
+    (dtype('int64'), True, 2.0)
     """
     exact = _integer_values(values)
     if isinstance(sensitivity, bool) or int(sensitivity) != sensitivity or sensitivity < 1:

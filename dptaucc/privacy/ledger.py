@@ -25,15 +25,22 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, fields
 
-import numpy as np
-
-__all__ = ["LedgerEntry", "PrivacyLedger", "BudgetExceededError", "check_epsilon", "COMPOSITIONS"]
+__all__ = ["LedgerEntry", "PrivacyLedger", "BudgetExceededError", "COMPOSITIONS"]
 
 COMPOSITIONS = ("sequential", "parallel", "non-private")
 
 
 class BudgetExceededError(RuntimeError):
-    """A strict ledger was asked to spend more than its budget."""
+    """A strict ledger was asked to spend more than its budget.
+
+    >>> ledger = PrivacyLedger(budget_epsilon=1.0, strict=True)
+    >>> ledger.charge("step", "laplace", epsilon=1.5)
+    Traceback (most recent call last):
+    ...
+    dptaucc.privacy.ledger.BudgetExceededError: step 'step' would spend (ε=1.5, δ=0) of a ...)
+    >>> len(ledger)  # refused before anything is recorded (check-then-spend)
+    0
+    """
 
 
 @dataclass(frozen=True)
@@ -43,6 +50,10 @@ class LedgerEntry:
     ``noise_scale`` is the scale of the noise the call actually drew (Laplace/discrete Laplace
     b = Δ/ε, Gaussian σ, Gumbel β = Δ/ε of the exponential mechanism); NaN for steps that
     draw none.
+
+    >>> entry = LedgerEntry("table", "discrete_laplace", 0.5, sensitivity=1.0, noise_scale=2.0)
+    >>> entry.as_dict()["noise_scale"], entry.composition
+    (2.0, 'sequential')
     """
 
     step: str
@@ -71,6 +82,21 @@ class PrivacyLedger:
     float round-off) raises :class:`BudgetExceededError` *before* the mechanism runs
     (check-then-spend). Paper-mode estimators use ``strict=False`` because the published code
     overspends; the ledger then records the real spend.
+
+    >>> ledger = PrivacyLedger(budget_epsilon=1.0, strict=True)
+    >>> _ = ledger.charge("rows", "exponential", 0.45, sensitivity=1.0, composition="parallel")
+    >>> _ = ledger.charge("table", "discrete_laplace", 0.55, sensitivity=1.0, noise_scale=1 / 0.55)
+    >>> ledger.epsilon_spent, ledger.end_to_end_dp, len(ledger)
+    (1.0, True, 2)
+    >>> [r["step"] for r in ledger.to_records()]
+    ['rows', 'table']
+
+    A step that reads the data outside any mechanism makes the fit's ε infinite, while the
+    mechanisms' own cost stays visible:
+
+    >>> _ = ledger.mark_non_private("init", "k-means++ seeding on the raw rows")
+    >>> ledger.epsilon_spent, ledger.epsilon_mechanisms, ledger.non_private_steps
+    (inf, 1.0, ['init'])
     """
 
     budget_epsilon: float = math.inf
@@ -141,13 +167,3 @@ class PrivacyLedger:
 
     def __len__(self) -> int:
         return len(self.entries)
-
-
-def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
-    """Validate a privacy parameter: a finite or infinite real number > 0."""
-    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a positive number, got {type(epsilon).__name__}")
-    epsilon = float(epsilon)
-    if math.isnan(epsilon) or epsilon <= 0:
-        raise ValueError(f"{name} must be > 0, got {epsilon}")
-    return epsilon

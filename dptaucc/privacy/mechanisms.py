@@ -39,7 +39,12 @@ GRID_BITS = 24
 
 
 def as_sampler(source: Sampler | np.random.Generator) -> Sampler:
-    """A Sampler as is; a numpy Generator wrapped in a :class:`SeededSampler`."""
+    """A Sampler as is; a numpy Generator wrapped in a :class:`SeededSampler`.
+
+    >>> import numpy as np
+    >>> type(as_sampler(np.random.default_rng(0))).__name__
+    'SeededSampler'
+    """
     if isinstance(source, Sampler):
         return source
     return SeededSampler(source)
@@ -77,6 +82,15 @@ def exponential_mechanism(
     neighbours, max_k Δu_k − min_k Δu_k; Dong, Durfee & Rogers 2020, paper eq. 4.10), each
     row's choice is ε-DP without the factor ½ of the textbook mechanism. Rows are disjoint
     objects, so the call costs ε once (parallel composition). ε = ∞ gives the argmax.
+
+    >>> import numpy as np
+    >>> from dptaucc.privacy import PrivacyLedger
+    >>> ledger = PrivacyLedger(budget_epsilon=1.0, strict=True)
+    >>> utilities = np.array([[0.0, 40.0], [40.0, 0.0]])  # gaps of 40 Δ: wrong picks ~e^-40
+    >>> exponential_mechanism(utilities, 1.0, 1.0, np.random.default_rng(0), ledger, "rows")
+    array([1, 0])
+    >>> ledger.entries[0].composition, ledger.entries[0].noise_scale  # Gumbel β = Δ/ε
+    ('parallel', 1.0)
     """
     utilities = np.asarray(utilities, dtype=float)
     if utilities.ndim != 2 or utilities.shape[1] == 0:
@@ -95,7 +109,11 @@ def exponential_mechanism(
 
 def linear_range_sensitivity(weights: np.ndarray) -> float:
     """Δ = max_d (max_c W_cd − min_c W_cd): the range sensitivity of ``u = P Wᵀ`` when a
-    neighbour changes one entry of one profile by one (paper eq. 4.10); NaN if W has NaN."""
+    neighbour changes one entry of one profile by one (paper eq. 4.10); NaN if W has NaN.
+
+    >>> linear_range_sensitivity([[1, 0, 2], [3, 0, 1]])  # column ranges 2, 0, 1
+    2.0
+    """
     weights = np.asarray(weights, dtype=float)
     if np.isnan(weights).any():
         return math.nan
@@ -122,6 +140,16 @@ def linear_exponential_mechanism(
     object's choice is ε-DP (:func:`exponential_mechanism`). If every column of W is constant
     (Δ = 0) all choices score alike for every input: the choice is uniform, charged all the same.
     The sensitivity is computed here from W, never passed in, so a call site cannot mis-state it.
+
+    >>> import numpy as np
+    >>> from dptaucc.privacy import PrivacyLedger
+    >>> ledger = PrivacyLedger()
+    >>> profiles, weights = np.array([[50, 0], [0, 50]]), np.array([[10.0, 0.0], [0.0, 10.0]])
+    >>> linear_exponential_mechanism(profiles, weights, 1.0, np.random.default_rng(0), ledger,
+    ...                              "rows")
+    array([0, 1])
+    >>> ledger.entries[0].sensitivity  # Δ read off the weights
+    10.0
     """
     weights = np.asarray(weights, dtype=float)
     utilities = np.asarray(profiles @ weights.T, dtype=float)
@@ -163,6 +191,14 @@ def discrete_laplace_mechanism(
     Privacy map: if the L1 distance between the values of two neighbours is at most Δ, the
     output densities differ by at most e^{Δ/b} = e^ε at every point: ε-DP. The output set is
     ℤ^shape whatever the input, so no floating-point artefact can reveal the input.
+
+    >>> import numpy as np
+    >>> from dptaucc.privacy import PrivacyLedger
+    >>> ledger = PrivacyLedger(budget_epsilon=1.0, strict=True)
+    >>> noisy = discrete_laplace_mechanism(np.array([3, 0, 7]), 1.0, 1,
+    ...                                    np.random.default_rng(0), ledger, "counts")
+    >>> noisy.dtype, noisy.shape, ledger.entries[0].noise_scale  # b = Δ/ε
+    (dtype('int64'), (3,), 1.0)
     """
     exact = _integer_values(values)
     seen = watch(ledger)
@@ -191,6 +227,15 @@ def float_laplace_mechanism(
     The ε charged is the textbook one, but the released doubles are not safe: which doubles
     ``x + noise`` can produce depends on x (Mironov 2012), so a released value can identify
     the input. Corrected mode never calls this.
+
+    >>> import math, numpy as np
+    >>> from dptaucc.privacy import PrivacyLedger
+    >>> ledger = PrivacyLedger()
+    >>> float_laplace_mechanism(np.array([1.5]), math.inf, 1.0, np.random.default_rng(0),
+    ...                         ledger, "centroids")  # ε = ∞: no noise
+    array([1.5])
+    >>> ledger.entries[0].note
+    'textbook float Laplace (paper mode)'
     """
     values = np.asarray(values, dtype=float)
     seen = watch(ledger)
@@ -207,7 +252,11 @@ def float_laplace_mechanism(
 
 def grid_granularity(scale: float, bits: int = GRID_BITS) -> float:
     """The power of two 2^(⌊log₂ scale⌋ − bits): a grid far finer than the noise, fixed by
-    public parameters only."""
+    public parameters only.
+
+    >>> grid_granularity(3.0) == 2.0**(1 - 24)
+    True
+    """
     if not (math.isfinite(scale) and scale > 0):
         raise ValueError(f"noise scale must be finite and > 0, got {scale}")
     return math.ldexp(1.0, math.floor(math.log2(scale)) - bits)
@@ -220,6 +269,10 @@ def snap_to_grid(noisy: np.ndarray, scale: float, bits: int = GRID_BITS) -> np.n
     than the noise but far coarser than a double's resolution, every grid point is reachable
     from every input and its probability is the ideal mechanism's up to a relative 2⁻²⁸, so
     the release keeps its (ε, δ) up to that rounding.
+
+    >>> import numpy as np
+    >>> snap_to_grid(np.array([0.1, 0.3, 1.1]), scale=1.0, bits=2).tolist()  # grid 1/4
+    [0.0, 0.25, 1.0]
     """
     g = grid_granularity(scale, bits)
     return np.round(np.asarray(noisy, dtype=float) / g) * g
@@ -242,6 +295,14 @@ def gaussian_mechanism(
     Privacy map: the caller calibrates σ to the L2 ``sensitivity`` so that the Gaussian
     mechanism is (ε, δ)-DP (e.g. the analytic Gaussian of Balle & Wang 2018) and charges that
     (ε, δ); rounding to the grid is post-processing.
+
+    >>> import numpy as np
+    >>> from dptaucc.privacy import PrivacyLedger
+    >>> ledger = PrivacyLedger()
+    >>> out = gaussian_mechanism(np.zeros(3), 1.0, 0.5, 1e-5, 1.0, np.random.default_rng(0),
+    ...                          ledger, "centroids")
+    >>> bool(np.array_equal(out, snap_to_grid(out, 1.0))), ledger.delta_spent
+    (True, 1e-05)
     """
     values = np.asarray(values, dtype=float)
     sensitivity = _check_sensitivity(sensitivity)

@@ -41,7 +41,17 @@ LEDGER_ATTRIBUTES: Mapping[str, str] = {
 
 
 class ReleaseKindsMixin:
-    """Declares the kind of every public fitted attribute (see the module docstring)."""
+    """Declares the kind of every public fitted attribute (see the module docstring).
+
+    >>> class Toy(ReleaseKindsMixin):
+    ...     _release_kinds = {"centers_": DP, "n_clusters_": PUBLIC}
+    >>> toy = Toy()
+    >>> toy.centers_, toy.n_clusters_, toy.labels_ = [0.5], 1, [0, 0]
+    >>> toy.release_kinds()["centers_"], attributes_of_kind(toy, DP)
+    ('dp', ['centers_'])
+    >>> undeclared_attributes(toy)  # labels_ read the data: a test fails on it
+    ['labels_']
+    """
 
     _release_kinds: ClassVar[Mapping[str, str]] = {}
     _paper_release_kinds: ClassVar[Mapping[str, str]] = {}
@@ -58,7 +68,12 @@ class ReleaseKindsMixin:
 
 
 def fitted_attributes(estimator) -> list[str]:
-    """Public fitted attributes: names ending in ``_`` that do not start with ``_``."""
+    """Public fitted attributes: names ending in ``_`` that do not start with ``_``.
+
+    >>> from types import SimpleNamespace
+    >>> fitted_attributes(SimpleNamespace(epsilon=1.0, labels_=[0], _cache_=None))
+    ['labels_']
+    """
     return sorted(a for a in vars(estimator) if a.endswith("_") and not a.startswith("_"))
 
 

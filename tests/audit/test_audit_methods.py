@@ -37,7 +37,7 @@ def test_catalogue_covers_every_algorithm_config():
         spec = method_audit(name)
         names = [e.name for e in spec.events]
         assert len(set(names)) == len(names) and spec.why
-        assert algorithm_config(name)["target"]
+        assert algorithm_config(name)["_target_"]
     with pytest.raises(ValueError, match="no audit"):
         method_audit("nope")
     for name in ALGORITHMS:

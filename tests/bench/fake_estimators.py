@@ -1,4 +1,4 @@
-"""Estimators that misbehave on purpose, as ``algorithm.target`` of test jobs.
+"""Estimators that misbehave on purpose, as ``algorithm._target_`` of test jobs.
 
 They subclass DP-τCC so that the jobs that do not misbehave produce ordinary records. The
 module is importable by name (``fake_estimators``) from tests/bench, by loky workers (they

@@ -83,7 +83,7 @@ def test_readme_bring_your_own_example(tmp_path):
 
 def _job(tmp_path, dataset: dict, **params) -> dict:
     return {"dataset": dataset, "seed": 1, "paths": {},
-            "algorithm": {"name": "x", "target": "x.X", "params": params}}
+            "algorithm": {"name": "x", "_target_": "x.X", "params": params}}
 
 
 def test_engine_loads_matrix_and_callable_datasets(tmp_path, monkeypatch):

@@ -37,7 +37,7 @@ def test_every_group_option_composes(composer, group):
         plain = OmegaConf.to_container(cfg, resolve=True)
         if group == "algorithm":
             alg = plain["algorithm"]
-            assert alg["name"] == name and "." in alg["target"]
+            assert alg["name"] == name and "." in alg["_target_"]
             assert isinstance(alg["private"], bool) and isinstance(alg["params"], dict)
         if group == "dataset":
             assert plain["dataset"]["loader"] in LOADERS
@@ -88,6 +88,24 @@ def test_run_id_ignores_paths_and_normalises_numbers(composer):
                                resolve=True)
     c = OmegaConf.to_container(composer.compose(["epsilon=2.5"]), resolve=True)
     assert run_id(a) == run_id(b) != run_id(c)
+
+
+#: run ids of jobs computed before the algorithm configs named their class with Hydra's
+#: `_target_` (it was `target`): stored records keep their ids
+KNOWN_RUN_IDS = {
+    ("algorithm=dp_taucc", "dataset=cstr", "epsilon=0.5", "seed=0"): "d094fac6d89dd469",
+    ("algorithm=fast_taucc", "dataset=classic3", "seed=2"): "3a1218f216f759e2",
+    ("algorithm=dpnmf", "dataset=tr11", "epsilon=0.25", "seed=1", "delta=1e-6"):
+        "cad98762e22053a4",
+    ("dataset=callable", "dataset.target=mypkg.load", "dataset.name=mine"): "05fb10e5300fb7e1",
+}
+
+
+@pytest.mark.parametrize("overrides", KNOWN_RUN_IDS, ids=" ".join)
+def test_run_ids_are_those_of_stored_results(composer, overrides):
+    job = OmegaConf.to_container(composer.compose(list(overrides)), resolve=True)
+    assert "target" not in job["algorithm"] and job["algorithm"]["_target_"]
+    assert run_id(job) == KNOWN_RUN_IDS[overrides]
 
 
 def test_sweep_parsing_and_bad_keys():

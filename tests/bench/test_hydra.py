@@ -47,7 +47,7 @@ def test_single_run_on_the_grid_runs_and_a_failure_exits_1(results_dir):
     assert on.returncode == 0, on.stderr[-2000:]
     (rec,) = _records(results_dir, "fig2_real")
     assert (rec["epsilon"], rec["seed"], rec["status"]) == (0.5, 1, "ok")
-    failed = _bench(results_dir, "algorithm.target=fake_estimators.FailsAtHighEpsilon",
+    failed = _bench(results_dir, "algorithm._target_=fake_estimators.FailsAtHighEpsilon",
                     "epsilon=2")
     assert failed.returncode == 1
     assert "the job failed; its record" in failed.stderr and "holds the traceback" in failed.stderr
@@ -55,7 +55,7 @@ def test_single_run_on_the_grid_runs_and_a_failure_exits_1(results_dir):
 
 def test_sweep_with_failures_exits_1_with_a_summary(results_dir):
     out = _bench(results_dir, "-m", "experiment=quick", "algorithm=dp_taucc", "mode=corrected",
-                 "algorithm.target=fake_estimators.FailsAtHighEpsilon", "epsilon=0.5,1.5",
+                 "algorithm._target_=fake_estimators.FailsAtHighEpsilon", "epsilon=0.5,1.5",
                  "seed=range(2)")
     assert out.returncode == 1, out.stderr[-3000:]
     assert "sweep: 4 Hydra jobs = 4 distinct jobs" in out.stderr
@@ -76,7 +76,7 @@ def test_sweep_with_an_invalid_value_runs_nothing(results_dir):
 
 def test_cores_launcher_survives_a_killed_worker(results_dir):
     out = _bench(results_dir, "-m", "experiment=quick", "algorithm=dp_taucc", "mode=corrected",
-                 "algorithm.target=fake_estimators.KillsItselfAtHighEpsilon",
+                 "algorithm._target_=fake_estimators.KillsItselfAtHighEpsilon",
                  "epsilon=0.5,1.5", "seed=range(2)", "hydra/launcher=cores",
                  "hydra.launcher.n_jobs=2")
     assert out.returncode == 1, out.stderr[-3000:]
@@ -90,7 +90,7 @@ def test_cores_launcher_survives_a_killed_worker(results_dir):
 def test_ctrl_c_exits_130_without_a_traceback(results_dir):
     env = {**os.environ, "PYTHONPATH": str(HERE)}
     cmd = [sys.executable, "-m", "dptaucc.bench", "-m",
-           "algorithm.target=fake_estimators.CtrlCInFit", "epsilon=0.5,1.5",
+           "algorithm._target_=fake_estimators.CtrlCInFit", "epsilon=0.5,1.5",
            f"paths.results_dir={results_dir}", f"paths.log_dir={results_dir}/logs"]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120, env=env,
                           start_new_session=True,  # its own process group, as in a terminal

@@ -18,7 +18,7 @@ def test_config_runs_the_estimator_its_method_declares(name):
     importing it; they must be the method's."""
     info = method(name)
     cfg = yaml.safe_load((config_dir() / "algorithm" / f"{name}.yaml").read_text("utf-8"))
-    assert cfg["name"] == name and cfg["target"] == info.estimator
+    assert cfg["name"] == name and cfg["_target_"] == info.estimator
     assert (cfg["private"], cfg["uses_delta"], cfg["coclusters"], cfg["max_epsilon"]) == (
         info.private, info.uses_delta, info.coclusters, info.max_epsilon)
     module, _, cls = info.estimator.rpartition(".")

@@ -62,7 +62,7 @@ def test_protocol_exclusion_and_refusals_store_nothing(composer, results_dir):
     with pytest.raises(ConfigError, match="'h' parameter"):
         run(_cfg(composer, results_dir, "algorithm=dp_taucc", "algorithm.params.h=1.7"))
     with pytest.raises(ConfigError, match="NoSuchEstimator"):
-        run(_cfg(composer, results_dir, "algorithm.target=dptaucc.NoSuchEstimator"))
+        run(_cfg(composer, results_dir, "algorithm._target_=dptaucc.NoSuchEstimator"))
     assert len(RunStore(results_dir / "runs", "adhoc")) == 0
 
 

@@ -78,7 +78,7 @@ def test_the_time_limit_signal_fails_the_running_job_not_the_method(composer, re
     from dptaucc.bench.slurm import run_batch
 
     sweep = {"dataset": "cstr", "algorithm.params.h": "0.5", "epsilon": "0.5,1.5",
-             "seed": "range(2)", "algorithm.target": "fake_estimators.TimeLimitInFit"}
+             "seed": "range(2)", "algorithm._target_": "fake_estimators.TimeLimitInFit"}
     jobs = enumerate_jobs(composer, "supp_h", "quick",
                           [f"paths.results_dir={results_dir}"], sweep)
     jobs.sort(key=lambda j: j["epsilon"])  # the two ε=0.5 jobs first

@@ -115,7 +115,7 @@ def test_killed_process_resumes(results_dir):
 def test_failing_job_is_recorded_and_the_sweep_completes(composer, results_dir):
     jobs = _quick_jobs(composer, results_dir, "supp_h")
     bad = next(i for i, j in enumerate(jobs) if j["epsilon"] > 1)
-    jobs[bad]["algorithm"]["target"] = "fake_estimators.FailsAtHighEpsilon"  # fails in fit
+    jobs[bad]["algorithm"]["_target_"] = "fake_estimators.FailsAtHighEpsilon"  # fails in fit
     tally = rp.run_jobs(rp.pending_jobs(jobs), 2)
     assert tally.counts() == {"ok": 17, "error": 1}
     store = RunStore(results_dir / "runs", "supp_h")
@@ -198,7 +198,7 @@ def test_killed_worker_fails_its_job_only(composer, results_dir):
     and named in the summary; every other job completes; a rerun retries it."""
     jobs = _quick_jobs(composer, results_dir)[:8]
     bad = next(i for i, j in enumerate(jobs) if j["epsilon"] > 1)
-    jobs[bad]["algorithm"]["target"] = "fake_estimators.KillsItselfAtHighEpsilon"
+    jobs[bad]["algorithm"]["_target_"] = "fake_estimators.KillsItselfAtHighEpsilon"
     tally = rp.run_jobs(jobs, 2)
     counts = tally.counts()
     assert counts["lost"] == 1 and counts["ok"] + counts["skipped"] == 7, counts
@@ -212,7 +212,7 @@ def test_killed_worker_fails_its_job_only(composer, results_dir):
 def test_ctrl_c_stops_the_driver_cleanly(results_dir):
     cmd = [sys.executable, "-m", "dptaucc.bench.reproduce", "--scale", "quick", "--jobs", "1",
            "--experiments", "supp_h", "--no-outputs",
-           "--sweep=algorithm.target=fake_estimators.CtrlCInFit",
+           "--sweep=algorithm._target_=fake_estimators.CtrlCInFit",
            *(f"--sweep={k}={v}" for k, v in TINY["supp_h"].items())]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent)}
     out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120, env=env,

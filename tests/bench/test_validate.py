@@ -40,8 +40,16 @@ BAD = [
     # an estimator with _parameter_constraints: scikit-learn's own check and message
     (("algorithm=dp_kmeans", "+algorithm.params.bounds_max=-1"),
      "'bounds_max' parameter of DPKMeans must be None or a float"),
-    (("+algorithm.params.bogus=1",), "unexpected keyword argument 'bogus'"),
-    (("algorithm.target=dptaucc.NoSuchEstimator",), "cannot be imported"),
+    (("+algorithm.params.bogus=1",),
+     "algorithm 'dp_taucc': DPTauCC.__init__() got an unexpected keyword argument 'bogus'"),
+    (("algorithm._target_=dptaucc.NoSuchEstimator",),
+     "algorithm 'dp_taucc': _target_ 'dptaucc.NoSuchEstimator' cannot be imported"),
+    (("algorithm._target_=dptaucc.__version__",),
+     "algorithm 'dp_taucc': _target_ 'dptaucc.__version__' Expected a callable target"),
+    (("algorithm._target_=DPTauCC",), "_target_ must be 'package.module.Class'"),
+    # a config written before configs used Hydra's key
+    (("~algorithm._target_", "+algorithm.target=dptaucc.DPTauCC"),
+     "names the class with 'target'; the key is Hydra's '_target_'"),
     (("dataset.name=nosuch",), "unknown dataset 'nosuch'"),
     (("dataset.loader=csv",), "dataset.loader must be one of"),
     (("dataset=biclusters", "dataset.n_cols=20", "algorithm.params.n_col_clusters=21"),
@@ -99,12 +107,12 @@ def test_class_sentinels_come_from_the_registry(composer, results_dir):
 def test_estimator_constraints_use_sklearn_machinery(composer, results_dir):
     """An estimator with _parameter_constraints is checked by its own _validate_params (which
     knows n_iterations <= 6); without them the generic table applies (which does not)."""
-    constrained = "algorithm.target=fake_estimators.Constrained"
+    constrained = "algorithm._target_=fake_estimators.Constrained"
     validate_job(_job(composer, results_dir, constrained, "algorithm.params.n_iterations=6"))
     with pytest.raises(ConfigError, match=r"'n_iterations' parameter of Constrained must be "
                                           r"an int in the range \[1, 6\]"):
         validate_job(_job(composer, results_dir, constrained, "algorithm.params.n_iterations=7"))
-    plain = "algorithm.target=fake_estimators.FailsAtHighEpsilon"
+    plain = "algorithm._target_=fake_estimators.FailsAtHighEpsilon"
     validate_job(_job(composer, results_dir, plain, "algorithm.params.n_iterations=7"))
     with pytest.raises(ConfigError, match="'h' parameter of FailsAtHighEpsilon"):
         validate_job(_job(composer, results_dir, plain, "algorithm.params.h=1.5"))
@@ -125,7 +133,7 @@ def test_runtime_failures_are_stored_and_retried(composer, results_dir, monkeypa
     calls = []
     execute = run_module.execute
     monkeypatch.setattr(run_module, "execute", lambda job: calls.append(1) or execute(job))
-    job = _job(composer, results_dir, "algorithm.target=fake_estimators.FailsAtHighEpsilon",
+    job = _job(composer, results_dir, "algorithm._target_=fake_estimators.FailsAtHighEpsilon",
                "epsilon=2")
     rec = run(job)
     assert rec["status"] == "error" and rec["error"].startswith("RuntimeError: boom")

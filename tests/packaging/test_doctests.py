@@ -16,11 +16,15 @@ import dptaucc
 #: the library (the benchmark engine ``dptaucc.bench`` and the audit have their own tests)
 SKIP = ("dptaucc.bench", "dptaucc.audit", "dptaucc.conf", "dptaucc.datasets.__main__",
         "dptaucc.baselines.fccm.__main__")
-MODULES = sorted(
-    info.name
-    for package in (dptaucc, dptaucc.baselines, dptaucc.datasets)
-    for info in pkgutil.walk_packages(package.__path__, f"{package.__name__}.")
-    if not info.name.startswith(SKIP))
+#: the entry points of the engine and the audit a user calls, whose examples run too
+ENTRY_POINTS = ("dptaucc.audit.runner", "dptaucc.audit.stats", "dptaucc.bench.configs",
+                "dptaucc.bench.run", "dptaucc.bench.validate")
+MODULES = sorted([
+    *(info.name
+      for package in (dptaucc, dptaucc.baselines, dptaucc.datasets)
+      for info in pkgutil.walk_packages(package.__path__, f"{package.__name__}.")
+      if not info.name.startswith(SKIP)),
+    *ENTRY_POINTS])
 
 
 @pytest.mark.parametrize("name", MODULES)

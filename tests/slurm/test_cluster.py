@@ -53,7 +53,7 @@ def _squeue(name: str) -> list[tuple[str, str]]:
 
 
 def test_failing_method_exits_1_stores_errors_and_a_rerun_runs_only_those(tmp_path):
-    target = "--sweep=algorithm.target=fake_estimators.FailsAtHighEpsilon"
+    target = "--sweep=algorithm._target_=fake_estimators.FailsAtHighEpsilon"
     out = _driver(tmp_path, target, "--sweep=epsilon=0.5,1.5", "--jobs-per-task=2")
     assert out.returncode == 1, out.stderr[-3000:]
     assert "2 job(s) failed: 2 RuntimeError" in out.stderr
@@ -70,7 +70,7 @@ def test_failing_method_exits_1_stores_errors_and_a_rerun_runs_only_those(tmp_pa
 
 
 def test_a_job_that_kills_its_task_is_the_only_one_lost(tmp_path):
-    out = _driver(tmp_path, "--sweep=algorithm.target=fake_estimators.KillsItselfAtHighEpsilon",
+    out = _driver(tmp_path, "--sweep=algorithm._target_=fake_estimators.KillsItselfAtHighEpsilon",
                   "--sweep=epsilon=0.5,1.5", "--jobs-per-task=4")
     assert out.returncode == 1, out.stderr[-3000:]
     recs = {(r["epsilon"], r["seed"]): r for r in _records(tmp_path)}
@@ -87,7 +87,7 @@ def test_cancelled_tasks_are_lost_never_waited_for_and_a_rerun_resumes(tmp_path)
     flag = tmp_path / "slow"
     flag.touch()
     name = "dptaucc-supp_h"
-    args = ("--sweep=algorithm.target=slow_estimators.SlowWhileFlagged",
+    args = ("--sweep=algorithm._target_=slow_estimators.SlowWhileFlagged",
             "--sweep=epsilon=0.5,1.5", "--jobs-per-task=1", "--slurm-parallelism=1")
     t0 = time.monotonic()
     proc = subprocess.Popen(_driver_cmd(tmp_path, *args), cwd=REPO, text=True,
@@ -166,7 +166,7 @@ def test_hydra_sweep_with_a_cancelled_task_ends_with_its_summary(tmp_path):
     flag.touch()
     cmd = [sys.executable, "-m", "dptaucc.bench", "-m", "experiment=supp_h",
            "hydra/launcher=slurm", "dataset=cstr", "seed=0", "algorithm.params.h=0.5",
-           "epsilon=0.5,1.5", "algorithm.target=slow_estimators.SlowWhileFlagged",
+           "epsilon=0.5,1.5", "algorithm._target_=slow_estimators.SlowWhileFlagged",
            "hydra.launcher.mem_gb=1", "hydra.launcher.timeout_min=10",
            f"paths.results_dir={tmp_path}", f"paths.log_dir={tmp_path}/logs"]
     proc = subprocess.Popen(cmd, cwd=REPO, text=True, stdout=subprocess.PIPE,
