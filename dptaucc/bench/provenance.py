@@ -120,7 +120,10 @@ def blas() -> str:
     layer and threads (read once per process: workers keep the limit they started with)."""
     keep = ("user_api", "internal_api", "version", "threading_layer", "num_threads",
             "architecture")
-    libs = [{k: p.get(k) for k in keep if p.get(k) is not None} for p in _threadpools()]
+    # only plain values: a library may report e.g. a function as its version (scipy's
+    # MatrixMarket reader, once used), which is neither JSON nor the same in two processes
+    libs = [{k: p[k] for k in keep if isinstance(p.get(k), (str, int, float))}
+            for p in _threadpools()]
     libs.sort(key=lambda lib: json.dumps(lib, sort_keys=True))  # the same order in every process
     return json.dumps(libs, sort_keys=True)
 

@@ -198,9 +198,9 @@ def bounded_discrete_laplace_mechanism(
     >>> import numpy as np
     >>> from dptaucc.privacy import PrivacyLedger
     >>> ledger = PrivacyLedger()
-    >>> out = bounded_discrete_laplace_mechanism(np.array([3, 0, 7]), 7, 1.0, 1,
-    ...                                          np.random.default_rng(0), ledger, "sizes",
-    ...                                          n_changed=2)
+    >>> out = bounded_discrete_laplace_mechanism(np.array([3, 0, 7]), upper=7, epsilon=1.0,
+    ...                                          sensitivity=1, sampler=np.random.default_rng(0),
+    ...                                          ledger=ledger, step="sizes", n_changed=2)
     >>> out.dtype, bool(((0 <= out) & (out <= 7)).all()), ledger.epsilon_spent
     (dtype('int64'), True, 2.0)
     """

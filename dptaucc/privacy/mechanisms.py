@@ -87,7 +87,8 @@ def exponential_mechanism(
     >>> from dptaucc.privacy import PrivacyLedger
     >>> ledger = PrivacyLedger(budget_epsilon=1.0, strict=True)
     >>> utilities = np.array([[0.0, 40.0], [40.0, 0.0]])  # gaps of 40 Δ: wrong picks ~e^-40
-    >>> exponential_mechanism(utilities, 1.0, 1.0, np.random.default_rng(0), ledger, "rows")
+    >>> exponential_mechanism(utilities, epsilon=1.0, sensitivity=1.0,
+    ...                       sampler=np.random.default_rng(0), ledger=ledger, step="rows")
     array([1, 0])
     >>> ledger.entries[0].composition, ledger.entries[0].noise_scale  # Gumbel β = Δ/ε
     ('parallel', 1.0)
@@ -145,8 +146,8 @@ def linear_exponential_mechanism(
     >>> from dptaucc.privacy import PrivacyLedger
     >>> ledger = PrivacyLedger()
     >>> profiles, weights = np.array([[50, 0], [0, 50]]), np.array([[10.0, 0.0], [0.0, 10.0]])
-    >>> linear_exponential_mechanism(profiles, weights, 1.0, np.random.default_rng(0), ledger,
-    ...                              "rows")
+    >>> linear_exponential_mechanism(profiles, weights=weights, epsilon=1.0,
+    ...                              sampler=np.random.default_rng(0), ledger=ledger, step="rows")
     array([0, 1])
     >>> ledger.entries[0].sensitivity  # Δ read off the weights
     10.0
@@ -195,8 +196,9 @@ def discrete_laplace_mechanism(
     >>> import numpy as np
     >>> from dptaucc.privacy import PrivacyLedger
     >>> ledger = PrivacyLedger(budget_epsilon=1.0, strict=True)
-    >>> noisy = discrete_laplace_mechanism(np.array([3, 0, 7]), 1.0, 1,
-    ...                                    np.random.default_rng(0), ledger, "counts")
+    >>> noisy = discrete_laplace_mechanism(np.array([3, 0, 7]), epsilon=1.0, sensitivity=1,
+    ...                                    sampler=np.random.default_rng(0), ledger=ledger,
+    ...                                    step="counts")
     >>> noisy.dtype, noisy.shape, ledger.entries[0].noise_scale  # b = Δ/ε
     (dtype('int64'), (3,), 1.0)
     """
@@ -231,8 +233,9 @@ def float_laplace_mechanism(
     >>> import math, numpy as np
     >>> from dptaucc.privacy import PrivacyLedger
     >>> ledger = PrivacyLedger()
-    >>> float_laplace_mechanism(np.array([1.5]), math.inf, 1.0, np.random.default_rng(0),
-    ...                         ledger, "centroids")  # ε = ∞: no noise
+    >>> float_laplace_mechanism(np.array([1.5]), epsilon=math.inf, sensitivity=1.0,
+    ...                         sampler=np.random.default_rng(0), ledger=ledger,
+    ...                         step="centroids")  # ε = ∞: no noise
     array([1.5])
     >>> ledger.entries[0].note
     'textbook float Laplace (paper mode)'
@@ -299,8 +302,9 @@ def gaussian_mechanism(
     >>> import numpy as np
     >>> from dptaucc.privacy import PrivacyLedger
     >>> ledger = PrivacyLedger()
-    >>> out = gaussian_mechanism(np.zeros(3), 1.0, 0.5, 1e-5, 1.0, np.random.default_rng(0),
-    ...                          ledger, "centroids")
+    >>> out = gaussian_mechanism(np.zeros(3), sigma=1.0, epsilon=0.5, delta=1e-5,
+    ...                          sensitivity=1.0, sampler=np.random.default_rng(0),
+    ...                          ledger=ledger, step="centroids")
     >>> bool(np.array_equal(out, snap_to_grid(out, 1.0))), ledger.delta_spent
     (True, 1e-05)
     """

@@ -84,3 +84,16 @@ def test_octave_line_names_its_blas_and_the_threads_dphd_gives_it():
     provenance.octave_version.cache_clear()
     line = provenance.octave_version()
     assert re.fullmatch(r"GNU Octave, version \d+\.\d+\S*; BLAS: \S.*; 1 thread", line), line
+
+
+def test_blas_line_keeps_plain_values_only(monkeypatch):
+    """Regression: after scipy's MatrixMarket reader ran, threadpoolctl reported a function as
+    a library's version and the job's provenance crashed (not JSON serialisable)."""
+    def reader_version():  # what threadpoolctl handed over
+        return "1.0"
+
+    libs = ({"user_api": "blas", "internal_api": "fmm", "version": reader_version,
+             "num_threads": 1},)
+    monkeypatch.setattr(provenance, "_threadpools", lambda: libs)
+    assert json.loads(provenance.blas()) == [{"user_api": "blas", "internal_api": "fmm",
+                                              "num_threads": 1}]
