@@ -57,7 +57,9 @@ def method_totals(experiments: Mapping[str, Mapping]) -> dict[str, dict]:
 
 
 def _s(value) -> str:
-    return "-" if value is None else f"{value:,.0f}"
+    if value is None:
+        return "-"
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.1f}"
 
 
 def cost_lines(log: Mapping) -> list[str]:
@@ -66,9 +68,10 @@ def cost_lines(log: Mapping) -> list[str]:
             if i.get("core_seconds")}
     if not exps:
         return []
-    lines = ["Where the time went (core-seconds; a job = its dataset from the worker's cache, "
-             "the fit, the evaluation and its record stored; outside jobs = workers × wall "
-             "minus the jobs: start-up, dispatch, idle workers):", "",
+    lines = ["Where the time went (seconds of wall time in the workers, which are core-seconds "
+             "on an otherwise idle machine; a job = its dataset from the worker's cache, the "
+             "fit, the evaluation and its record stored; outside jobs = workers × wall minus "
+             "the jobs: start-up, dispatch, idle workers):", "",
              "| experiment | jobs run | wall s | workers | core-s | in jobs | fits | evaluation "
              "| outside jobs |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for exp, c in exps.items():
