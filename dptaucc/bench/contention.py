@@ -6,6 +6,11 @@ and its children's -- finished ones and live ones, such as DPHD's persistent Oct
 wall time, is the number of CPUs other processes kept busy; the 1-minute load average at the
 start is kept beside it. The kernel counts CPU time in ticks (10 ms), so a single fit of a few
 milliseconds reads 0 or several CPUs: judge idleness over many fits, weighted by their time.
+
+Listing the live descendants scans every process of the machine (/proc, 2-5 ms), so a process
+without children (one system call says so) skips it, and otherwise a block lists them once, at
+its end, and the next block of the same process starts from that list: only the job code
+spawns children, and it runs inside the blocks.
 """
 
 from __future__ import annotations
@@ -24,11 +29,32 @@ def _system_busy() -> float:
     return sum(v for k, v in t._asdict().items() if k not in _NOT_BUSY)
 
 
-def _own_cpu(proc: psutil.Process) -> float:
-    """CPU seconds of this process, its finished children and its live descendants."""
+#: the live descendants seen at the end of this process's last block, by process id (a forked
+#: child starts with no list of its own)
+_LAST_SEEN: dict[int, list[psutil.Process]] = {}
+
+
+def has_children() -> bool:
+    """Does this process have a child (running, or ended and not yet waited for)? One system
+    call, which leaves an ended child to whoever waits for it."""
+    try:
+        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return False
+    return True
+
+
+def live_descendants(proc: psutil.Process) -> list[psutil.Process]:
+    """``proc``'s live descendants (``proc`` must be this process); no scan without children."""
+    return proc.children(recursive=True) if has_children() else []
+
+
+def _own_cpu(proc: psutil.Process, descendants: list[psutil.Process] | None = None) -> float:
+    """CPU seconds of this process, its finished children and its live ``descendants``
+    (listed now when not given)."""
     t = proc.cpu_times()
     total = t.user + t.system + t.children_user + t.children_system
-    for child in proc.children(recursive=True):
+    for child in proc.children(recursive=True) if descendants is None else descendants:
         try:
             c = child.cpu_times()
         except psutil.Error:  # it ended meanwhile (then its time is in children_* once waited)
@@ -54,12 +80,15 @@ class OtherLoad:
             pass
         self._t0 = time.monotonic()
         self._busy0 = _system_busy()
-        self._own0 = _own_cpu(self._proc)
+        known = _LAST_SEEN.get(self._proc.pid)
+        self._own0 = _own_cpu(self._proc, known if known is not None or has_children() else [])
         return self
 
     def __exit__(self, *exc) -> None:
         wall = time.monotonic() - self._t0
-        other = (_system_busy() - self._busy0) - (_own_cpu(self._proc) - self._own0)
+        _LAST_SEEN[self._proc.pid] = kids = live_descendants(self._proc)
+        busy = _system_busy()  # after the scan: its own CPU time is in both differences
+        other = (busy - self._busy0) - (_own_cpu(self._proc, kids) - self._own0)
         if wall > 0:
             self.other_busy_cpus = max(0.0, other / wall)
 

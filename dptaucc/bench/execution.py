@@ -9,7 +9,9 @@ ones; :func:`measured_times` and :func:`estimate` turn stored records into per-j
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -28,12 +30,16 @@ class ClusterError(RuntimeError):
 
 
 def work(job: dict) -> Outcome:
-    """Run one validated job against its store (in a worker) and say how it ended."""
+    """Run one validated job against its store (in a worker) and say how it ended, with the
+    seconds the job took in its worker when it ran."""
+    t0 = time.perf_counter()
     outcome, rec = run_job(job, validated=True)
+    seconds = time.perf_counter() - t0
     path = None
     if rec is not None:
         path = RunStore(job["paths"]["runs_dir"], job["bench"]["experiment"]).path(rec["run_id"])
-    return from_record(outcome, rec, path)
+    out = from_record(outcome, rec, path)
+    return dataclasses.replace(out, seconds=seconds) if outcome == "ran" else out
 
 
 def lost(job: dict, exc: BaseException) -> Outcome:

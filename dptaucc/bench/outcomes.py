@@ -23,6 +23,10 @@ class Outcome:
     run_id: str | None = None
     error: str | None = None  # first line of the error message
     record: str | None = None  # path of the stored record
+    algorithm: str | None = None  # the record's algorithm
+    fit_seconds: float | None = None  # the record's fit_time_s and eval_time_s
+    eval_seconds: float | None = None
+    seconds: float | None = None  # the job in its worker: load, fit, evaluation, store
 
     @property
     def failed(self) -> bool:
@@ -50,7 +54,13 @@ def from_record(outcome: str, record: Mapping | None, record_path: str | Path | 
         return Outcome(outcome)
     err = str(record.get("error") or "").splitlines()
     return Outcome(outcome, record.get("status"), record.get("run_id"),
-                   err[0] if err else None, None if record_path is None else str(record_path))
+                   err[0] if err else None, None if record_path is None else str(record_path),
+                   record.get("algorithm"), _seconds(record.get("fit_time_s")),
+                   _seconds(record.get("eval_time_s")))
+
+
+def _seconds(value) -> float | None:
+    return None if value is None else float(value)
 
 
 def count(outcomes: Iterable[Outcome]) -> Counter:

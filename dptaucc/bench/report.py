@@ -34,6 +34,7 @@ from dptaucc.bench.aggregate import (
     pooled,
 )
 from dptaucc.bench.calibration import calibration
+from dptaucc.bench.costs import cost_lines
 from dptaucc.bench.figures import (
     PAPER_EXPERIMENTS,
     PAPER_PROTOCOL,
@@ -338,6 +339,9 @@ def header_lines(frames: dict[str, pd.DataFrame], results_dir: Path) -> list[str
     log = read_run_log(results_dir)
     if log is not None:
         lines += ["", describe(log)]
+        costs = cost_lines(log)
+        if costs:
+            lines += ["", *costs]
     return lines + ["", "Paper scale is 10 seeds per point (`make reproduce`); fewer seeds mean a "
                     "quick-scale run (`make reproduce-quick`).", ""]
 

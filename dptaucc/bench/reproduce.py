@@ -30,6 +30,7 @@ from dptaucc.bench.configs import (
     distinct_jobs,
     expand_experiment,
 )
+from dptaucc.bench.costs import cost_summary
 from dptaucc.bench.execution import (  # noqa: F401 (record_death, lost, work: public here too)
     ClusterError,
     Tally,
@@ -162,7 +163,10 @@ def _run_plans(plans: dict[str, list[dict]], scale: str, results_dir: str, n_job
                 summary[exp]["other_busy_cpus_before"] = round(_check_idle(exp), 2)
             tally = run_jobs(pend, 1 if serial else n_jobs, desc=exp)
         summary["_outcomes"] += tally.outcomes
-        summary[exp].update(statuses=dict(tally.counts()), seconds=time.perf_counter() - t0)
+        seconds = time.perf_counter() - t0
+        workers = (1 if serial else min(n_jobs, len(pend)) or 1) if executor == "local" else None
+        summary[exp].update(statuses=dict(tally.counts()), seconds=seconds,
+                            core_seconds=cost_summary(tally.outcomes, seconds, workers))
     summary["_seconds"] = time.perf_counter() - t_start
     return summary
 

@@ -1,8 +1,9 @@
 """What one ``reproduce`` invocation did, kept beside the tables it produced.
 
 ``<results_dir>/reproduce.json`` holds the last run's code commit, start and end times, wall
-time (the sweep, then collect/figures/report) and per-experiment job counts, so REPORT.md can
-say which commit produced the tables and how long the whole reproduction took.
+time (the sweep, then collect/figures/report), per-experiment job counts and where the time
+went (core-seconds per experiment and per method, :mod:`costs`), so REPORT.md can say which
+commit produced the tables, how long the whole reproduction took and what it spent it on.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import json
 import os
 from pathlib import Path
 
+from dptaucc.bench.costs import method_totals
 from dptaucc.bench.provenance import git_sha, utc_now
 
 FILENAME = "reproduce.json"
@@ -33,9 +35,12 @@ def write_run_log(results_dir: str | os.PathLike, *, scale: str, resources: dict
             exp: {"jobs": int(info.get("total", 0)),
                   "run": int(info.get("pending", 0)),
                   "seconds": round(float(info.get("seconds", 0.0)), 1),
-                  "statuses": dict(info.get("statuses", {}))}
+                  "statuses": dict(info.get("statuses", {})),
+                  **({"core_seconds": info["core_seconds"]} if info.get("core_seconds")
+                     else {})}
             for exp, info in experiments.items()},
     }
+    log["methods_core_seconds"] = method_totals(log["experiments"])
     path = Path(results_dir) / FILENAME
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(log, indent=2) + "\n", encoding="utf-8")

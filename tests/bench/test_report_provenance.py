@@ -79,3 +79,25 @@ def test_the_meter_counts_a_live_child_process_as_own_work():
     finally:
         child.kill()
         child.wait()
+
+
+def test_descendants_are_listed_only_when_the_process_has_children():
+    """The meter skips the /proc scan in a process without children, and only then."""
+    import subprocess
+    import sys
+
+    import psutil
+
+    from dptaucc.bench import contention
+
+    alone = subprocess.run([sys.executable, "-c", "from dptaucc.bench.contention import "
+                            "has_children; print(has_children())"], capture_output=True,
+                           text=True, timeout=60, check=True)
+    assert alone.stdout.strip() == "False"
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert contention.has_children()
+        assert child.pid in [p.pid for p in contention.live_descendants(psutil.Process())]
+    finally:
+        child.kill()
+        child.wait()

@@ -109,3 +109,43 @@ def test_store_write_is_atomic(tmp_path):
     assert store.get("abc") == {"run_id": "abc", "x": None, "y": "inf"}
     with pytest.raises(ValueError):
         RunStore(tmp_path, "../escape")
+
+
+#: record columns that describe the run, not the result (timings, memory, load, provenance)
+_RUN_COLUMNS = {"fit_time_s", "eval_time_s", "peak_rss_mb", "load_1m", "other_busy_cpus",
+                "started_at", "git_sha", "versions", "python", "os", "cpu", "blas",
+                "blas_threads", "octave", "slurm_job_id", "slurm_array_task"}
+
+
+def _result(rec: dict) -> str:
+    return json.dumps({k: v for k, v in rec.items() if k not in _RUN_COLUMNS}, sort_keys=True,
+                      default=str)
+
+
+@pytest.mark.parametrize("dataset", ["cstr", "biclusters"])
+def test_a_job_on_the_cached_dataset_gives_the_uncached_record(composer, results_dir, dataset):
+    """A worker keeps its dataset between jobs (every seed of one synthetic size shares one
+    matrix): a job that finds the matrix in the cache, after other fits on it, gives the same
+    record as the job run alone in a fresh cache."""
+    from dptaucc.bench.configs import to_plain
+    from dptaucc.bench.job_data import _load
+    from dptaucc.bench.run import execute
+
+    extra = ["dataset.n_cols=30"] if dataset == "biclusters" else []
+
+    def job(alg, seed, eps):
+        return to_plain(composer.compose([f"dataset={dataset}", *extra, f"algorithm={alg}",
+                                          f"seed={seed}", f"epsilon={eps}", "mode=paper",
+                                          f"paths.results_dir={results_dir}"]))
+
+    target = job("dp_taucc", 1, 0.5)
+    _load.cache_clear()
+    alone = execute(target)
+    assert alone["status"] == "ok", alone["error"]
+    _load.cache_clear()
+    for other in (job("dpnmf", 0, 0.5), job("dp_kmeans", 1, 3), job("dp_taucc", 0, 3)):
+        assert execute(other)["status"] == "ok"
+    hits = _load.cache_info().hits
+    cached = execute(target)
+    assert _load.cache_info().hits == hits + 1  # the matrix came from the cache
+    assert _result(cached) == _result(alone)

@@ -144,9 +144,16 @@ def test_reproduce_end_to_end_with_outputs(results_dir):
     assert log["experiments"]["fig3_iterations"]["run"] == 18
     assert log["total_seconds"] >= log["sweep_seconds"] > 0
     assert describe(log) in report and "18 of 18 jobs run on 2 local workers" in report
+    # where the time went: every job's seconds in its worker, its fit and evaluation inside
+    cost = log["experiments"]["fig3_iterations"]["core_seconds"]
+    assert cost["jobs"] == cost["methods"]["dp_taucc"]["jobs"] == 18
+    assert 0 < cost["fit_s"] + cost["eval_s"] <= cost["job_s"] <= cost["core_s"]
+    assert log["methods_core_seconds"]["dp_taucc"]["job_s"] == cost["job_s"]
+    assert "| fig3_iterations | 18 |" in report and "| dp_taucc | 18 |" in report
     assert sorted(p.name for p in results_dir.iterdir()) == ["quick"]  # paper folder untouched
     again = rp.reproduce("quick", 2, ["fig3_iterations"], sweep=TINY["fig3_iterations"],
                          outputs=False)
+    assert again["fig3_iterations"].pop("core_seconds")["jobs"] == 0
     assert again["fig3_iterations"] == {"total": 18, "pending": 0, "statuses": {},
                                         "seconds": again["fig3_iterations"]["seconds"]}
     assert "0 of 18 jobs run (18 were already stored: a resumed run)" in describe(
