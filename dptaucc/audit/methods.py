@@ -48,15 +48,18 @@ import scipy.sparse as sp
 from . import events as ev
 from .pairs import (
     NeighbouringPair,
+    RowPair,
     all_zero_column,
     all_zero_matrix,
     all_zero_row,
     moving_row,
     new_column_maximum,
+    replaced_document,
     replaced_row,
     row_at_bound,
 )
 from .reachability import laplace_reachable
+from .transcript import Call
 
 __all__ = ["MethodAudit", "CallSiteSetup", "CATALOGUE", "CALL_SITES", "method_audit",
            "method_audits", "call_site_setup", "dpm_leaf_counts_reachable"]
@@ -79,12 +82,17 @@ class MethodAudit:
 @dataclass(frozen=True)
 class CallSiteSetup:
     """Pair and parameters of a method's call-site audit (``epsilon`` included); the calls
-    audited are ``first .. first + max_calls - 1`` of a fit."""
+    audited are ``first .. first + max_calls - 1`` of a fit. ``craft`` turns a recorded
+    history into the one forced before the audited call (None: the recorded one); ``group``
+    is the number of ledger-relation steps between D and D' (2: calls charged for adding or
+    removing a row, audited on a pair that changes one)."""
 
-    pair: NeighbouringPair
+    pair: NeighbouringPair | RowPair
     params: tuple[tuple[str, object], ...]
     max_calls: int = 8
     first: int = 0
+    craft: Callable[[list[Call]], list[Call]] | None = None
+    group: int = 1
 
 
 def _dense(X) -> np.ndarray:
@@ -304,6 +312,25 @@ _MORE: dict[str, Callable[[], tuple[MethodAudit, ...]]] = {
     "dp_taucc": _dp_taucc_more, "dp_kmeans": _dp_kmeans_more}
 
 
+def orthonormal_topics(history: list[Call]) -> list[Call]:
+    """DPNMF's worst case for the release after the first epoch: every earlier release
+    forced to Ā = I, B̄ = [I; 0] (K×K over m×K; 0 and 1 lie on every release grid). The
+    W-steps then give W = [I; 0] exactly (one 1/L step from any W, L = ‖Ā‖ = 1), whose topics
+    are orthonormal, so a document with its count in word j gets h = e_j: the
+    :func:`~dptaucc.audit.pairs.replaced_document` pair moves (HHᵀ/N, VHᵀ/N) by
+    (e₀e₀ᵀ − e₁e₁ᵀ)/N twice, 2/N in L2 — the largest move of any replaced document (the
+    ledger charges 2√2/N)."""
+    out = []
+    for call in history:
+        m_k, k = np.shape(call.output)
+        forced = np.zeros((m_k, k))
+        forced[:k] = np.eye(k)
+        forced[k:2 * k] = np.eye(k)
+        out.append(Call(call.index, call.step, call.mechanism, call.epsilon, call.delta,
+                        forced))
+    return out
+
+
 def _call_sites() -> dict[str, Callable[[], tuple[CallSiteSetup, ...]]]:
     """Call-site setups per method. DPHD has none: its mechanism calls come from an Octave
     process through ``MechanismServer``, and stopping a fit there after call k is not
@@ -314,11 +341,12 @@ def _call_sites() -> dict[str, Callable[[], tuple[CallSiteSetup, ...]]]:
                              CallSiteSetup(all_zero_column(), taucc, max_calls=5)),
         "dp_kmeans": lambda: (CallSiteSetup(replaced_row(), (("epsilon", 32.0),), max_calls=2,
                                             first=2),),
-        "dpnmf": lambda: (CallSiteSetup(all_zero_row(), (("epsilon", 4.0),), max_calls=4),),
+        "dpnmf": lambda: (CallSiteSetup(replaced_document(), (("epsilon", 8.0), ("delta", 0.02)),
+                                        max_calls=2, first=1, craft=orthonormal_topics),),
         "dpm": lambda: (CallSiteSetup(all_zero_row(n_per_cluster=100), (("epsilon", 4.0),),
-                                      max_calls=6),),
+                                      max_calls=6, group=2),),
         "colored_noise": lambda: (CallSiteSetup(moving_row(n_per_cluster=200),
-                                                (("epsilon", 4.0),), max_calls=4),),
+                                                (("epsilon", 4.0),), max_calls=4, group=2),),
     }
 
 

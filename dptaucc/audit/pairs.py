@@ -19,6 +19,8 @@ pair                      what changes between D and D'
 ``replaced_row``          (row-level relation) row u replaced: B counts in every column
                           of one block in D, of the other block in D'
 ``row_at_bound``          (row-level relation) all-zero D, row u at the bound B in D'
+``replaced_document``     (row-level relation) row u's one count moves from word 0 to
+                          word 1 (DPNMF: unit-norm documents e₀ and e₁)
 ========================  ==========================================================
 
 :func:`replaced_row` is a :class:`RowPair`: neighbours under "replace one row", the relation
@@ -36,7 +38,7 @@ import scipy.sparse as sp
 __all__ = [
     "NeighbouringPair", "moving_row", "empty_cluster", "new_column_maximum", "all_zero_row",
     "all_zero_column", "all_zero_matrix", "high_dimensional", "PAIRS", "make_pair", "RowPair",
-    "replaced_row", "row_at_bound",
+    "replaced_row", "row_at_bound", "replaced_document",
 ]
 
 
@@ -108,6 +110,19 @@ def row_at_bound(n_rows: int = 12, n_cols: int = 8, bound: int = 5) -> RowPair:
     Dp[n_rows - 1] = bound
     return RowPair("row_at_bound", sp.csr_matrix(D), sp.csr_matrix(Dp), n_rows - 1, 2,
                    "all-zero D; row u at the public bound in every column in D' (row-level)")
+
+
+def replaced_document(n_per_cluster: int = 6, n_cols: int = 8, value: int = 2) -> RowPair:
+    """(row-level relation) Two blocks plus document u: one count in word 0 in D, in word 1
+    in D'. Normalised, they are the orthogonal unit vectors e₀, e₁: with orthonormal topics
+    (:func:`dptaucc.audit.methods.orthonormal_topics`) their coefficients are e₀ and e₁ too,
+    and DPNMF's released statistics move by their largest possible amount, 2/N."""
+    X = _blocks(n_per_cluster, n_cols, value)
+    a, b = np.zeros((1, n_cols), dtype=np.int64), np.zeros((1, n_cols), dtype=np.int64)
+    a[0, 0], b[0, 1] = 1, 1
+    return RowPair("replaced_document", sp.csr_matrix(np.vstack([X, a])),
+                   sp.csr_matrix(np.vstack([X, b])), 2 * n_per_cluster, 2,
+                   "document u's one count moves from word 0 to word 1 (row-level)")
 
 
 def _pair(name: str, dense: np.ndarray, cell: tuple[int, int], description: str,
