@@ -243,6 +243,7 @@ _TAUCC = "dptaucc.dp_taucc"
 _KMEANS = "dptaucc.baselines.dp_kmeans"
 _NMF = "dptaucc.baselines.nmf_dp.release"
 _DPHD = "dptaucc.baselines.dphd.mechanisms:MechanismServer"
+_COLORED = "dptaucc.baselines.colored_noise.estimator"
 
 _BUGS = (
     Bug("dp_taucc.table_sensitivity_halved", "dp_taucc", "sensitivity off by 2",
@@ -296,6 +297,10 @@ _BUGS = (
     Bug("dpnmf.zcdp_sigma_as_approx_dp", "dpnmf", "zCDP calibration labelled (ε, δ)",
         "σ = Δ/ε, the ε²/2-zCDP Gaussian, charged as (ε, δ)-DP",
         ((_NMF, "analytic_gaussian_sigma", _zcdp_sigma),)),
+    Bug("colored_noise.scale_halved", "colored_noise", "noise scale off by 2",
+        "the (sum, count) blocks' noise variances a quarter of the calibrated ones (σ halved)",
+        ((_COLORED, "public_domain_variances",
+          lambda original: lambda *args, **kwargs: original(*args, **kwargs) / 4),)),
     Bug("dphd.sums_sensitivity_halved", "dphd", "sensitivity off by 2",
         "the recover steps' cluster sums noised for half their sensitivity",
         ((_DPHD, "__call__", _dphd_request(_dphd_halve_sensitivity("recover sums"))),)),

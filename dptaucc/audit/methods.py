@@ -49,6 +49,7 @@ from . import events as ev
 from .pairs import (
     NeighbouringPair,
     RowPair,
+    added_row,
     all_zero_column,
     all_zero_matrix,
     all_zero_row,
@@ -345,8 +346,8 @@ def _call_sites() -> dict[str, Callable[[], tuple[CallSiteSetup, ...]]]:
                                         max_calls=2, first=1, craft=orthonormal_topics),),
         "dpm": lambda: (CallSiteSetup(all_zero_row(n_per_cluster=100), (("epsilon", 4.0),),
                                       max_calls=6, group=2),),
-        "colored_noise": lambda: (CallSiteSetup(moving_row(n_per_cluster=200),
-                                                (("epsilon", 4.0),), max_calls=4, group=2),),
+        "colored_noise": lambda: (CallSiteSetup(added_row(), (("epsilon", 4.0), ("delta", 0.5),
+                                                              ("n_iter", 1)), max_calls=1),),
     }
 
 

@@ -19,6 +19,7 @@ pair                      what changes between D and D'
 ``replaced_row``          (row-level relation) row u replaced: B counts in every column
                           of one block in D, of the other block in D'
 ``row_at_bound``          (row-level relation) all-zero D, row u at the bound B in D'
+``added_row``             (add/remove relation) D' is D plus one row
 ``replaced_document``     (row-level relation) row u's one count moves from word 0 to
                           word 1 (DPNMF: unit-norm documents e₀ and e₁)
 ========================  ==========================================================
@@ -38,7 +39,7 @@ import scipy.sparse as sp
 __all__ = [
     "NeighbouringPair", "moving_row", "empty_cluster", "new_column_maximum", "all_zero_row",
     "all_zero_column", "all_zero_matrix", "high_dimensional", "PAIRS", "make_pair", "RowPair",
-    "replaced_row", "row_at_bound", "replaced_document",
+    "replaced_row", "row_at_bound", "replaced_document", "added_row",
 ]
 
 
@@ -110,6 +111,18 @@ def row_at_bound(n_rows: int = 12, n_cols: int = 8, bound: int = 5) -> RowPair:
     Dp[n_rows - 1] = bound
     return RowPair("row_at_bound", sp.csr_matrix(D), sp.csr_matrix(Dp), n_rows - 1, 2,
                    "all-zero D; row u at the public bound in every column in D' (row-level)")
+
+
+def added_row(n_per_cluster: int = 200, n_cols: int = 8, value: int = 2) -> RowPair:
+    """(add/remove relation) Two blocks; D' has one more row, ``value`` counts in column 0.
+    After a per-record normalisation the new row has norm 1, so it moves its cluster's
+    released (sum, count) block by (y, 1) with ‖y‖ = 1: the largest change one added row can
+    make, the one the colored-noise covariance is calibrated for."""
+    X = _blocks(n_per_cluster, n_cols, value)
+    row = np.zeros((1, n_cols), dtype=np.int64)
+    row[0, 0] = value
+    return RowPair("added_row", sp.csr_matrix(X), sp.csr_matrix(np.vstack([X, row])),
+                   2 * n_per_cluster, 2, "one row added (add/remove relation)")
 
 
 def replaced_document(n_per_cluster: int = 6, n_cols: int = 8, value: int = 2) -> RowPair:
