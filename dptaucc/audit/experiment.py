@@ -209,8 +209,9 @@ def run_job(job: AuditJob, *, seed: int = 0, alpha: float = 0.05, n_jobs: int | 
             setup, call = unit
             build = job.factory(setup.params)
             spent, e2e, delta = _probe(build, setup.pair.D, private, bug, n=1)
+            draws = min(job.n_fits, setup.max_draws or job.n_fits)
             res = audit_call_site(build, setup.pair.D, setup.pair.D_prime, call.index,
-                                  n_fits=job.n_fits, alpha=a, seed=seed, bug=bug,
+                                  n_fits=draws, alpha=a, seed=seed, bug=bug,
                                   n_jobs=workers, looks=looks, craft=setup.craft,
                                   group=setup.group)
             rec.update(epsilon=float(dict(setup.params)["epsilon"]), delta=res.delta,

@@ -57,6 +57,7 @@ from .pairs import (
     new_column_maximum,
     replaced_document,
     replaced_row,
+    row_across_boundary,
     row_at_bound,
 )
 from .reachability import laplace_reachable
@@ -86,7 +87,8 @@ class CallSiteSetup:
     audited are ``first .. first + max_calls - 1`` of a fit. ``craft`` turns a recorded
     history into the one forced before the audited call (None: the recorded one); ``group``
     is the number of ledger-relation steps between D and D' (2: calls charged for adding or
-    removing a row, audited on a pair that changes one)."""
+    removing a row, audited on a pair that changes one); ``max_draws`` caps the draws per call
+    where a draw is slow."""
 
     pair: NeighbouringPair | RowPair
     params: tuple[tuple[str, object], ...]
@@ -94,6 +96,7 @@ class CallSiteSetup:
     first: int = 0
     craft: Callable[[list[Call]], list[Call]] | None = None
     group: int = 1
+    max_draws: int | None = None  # a cap on the job's draws per call (slow samplers)
 
 
 def _dense(X) -> np.ndarray:
@@ -313,6 +316,28 @@ _MORE: dict[str, Callable[[], tuple[MethodAudit, ...]]] = {
     "dp_taucc": _dp_taucc_more, "dp_kmeans": _dp_kmeans_more}
 
 
+def kmeans_boundary_history(n_top: int = 3, n_zero: int = 10) -> Callable[[list[Call]],
+                                                                         list[Call]]:
+    """DP-KMeans' worst case for the second iteration's sums, with
+    :func:`~dptaucc.audit.pairs.row_across_boundary`: the first iteration's counts and sums
+    forced to centres B and B − 1.5 (cluster 0 takes the rows at B, cluster 1 the zero rows
+    and B − 1), and the second iteration's counts to the true sizes on D, so that cluster 0's
+    range {0, …, B·ñ₀} is exactly filled on D (its sum at the top edge) while cluster 1's sum
+    is 0 (the bottom edge). Outputs are on the mechanisms' integer grids."""
+    from dptaucc.baselines.dp_kmeans import DEFAULT_BOUNDS_MAX, SUM_GRID_BITS
+
+    unit = 2**SUM_GRID_BITS  # grid steps per count
+    counts = np.array([n_top, n_zero], dtype=np.int64)
+    sums = np.array([[round(DEFAULT_BOUNDS_MAX * unit) * n_top],
+                     [round((DEFAULT_BOUNDS_MAX - 1.5) * unit) * n_zero]], dtype=np.int64)
+
+    def craft(history: list[Call]) -> list[Call]:
+        forced = [counts, sums, counts] + [c.output for c in history[3:]]
+        return [Call(c.index, c.step, c.mechanism, c.epsilon, c.delta, np.array(f, copy=True))
+                for c, f in zip(history, forced, strict=False)]
+    return craft
+
+
 def orthonormal_topics(history: list[Call]) -> list[Call]:
     """DPNMF's worst case for the release after the first epoch: every earlier release
     forced to Ā = I, B̄ = [I; 0] (K×K over m×K; 0 and 1 lie on every release grid). The
@@ -340,8 +365,9 @@ def _call_sites() -> dict[str, Callable[[], tuple[CallSiteSetup, ...]]]:
     return {
         "dp_taucc": lambda: (CallSiteSetup(all_zero_row(), taucc),
                              CallSiteSetup(all_zero_column(), taucc, max_calls=5)),
-        "dp_kmeans": lambda: (CallSiteSetup(replaced_row(), (("epsilon", 32.0),), max_calls=2,
-                                            first=2),),
+        "dp_kmeans": lambda: (CallSiteSetup(row_across_boundary(), (("epsilon", 6.35),),
+                                            max_calls=2, first=2, max_draws=40_000,
+                                            craft=kmeans_boundary_history()),),
         "dpnmf": lambda: (CallSiteSetup(replaced_document(), (("epsilon", 8.0), ("delta", 0.02)),
                                         max_calls=2, first=1, craft=orthonormal_topics),),
         "dpm": lambda: (CallSiteSetup(all_zero_row(n_per_cluster=100), (("epsilon", 4.0),),

@@ -20,6 +20,9 @@ pair                      what changes between D and D'
                           of one block in D, of the other block in D'
 ``row_at_bound``          (row-level relation) all-zero D, row u at the bound B in D'
 ``added_row``             (add/remove relation) D' is D plus one row
+``row_across_boundary``   (row-level relation) one column; row u at the bound B in D, at
+                          B − 1 in D' (DP-KMeans: it changes cluster between full clusters'
+                          edges)
 ``replaced_document``     (row-level relation) row u's one count moves from word 0 to
                           word 1 (DPNMF: unit-norm documents e₀ and e₁)
 ========================  ==========================================================
@@ -39,7 +42,7 @@ import scipy.sparse as sp
 __all__ = [
     "NeighbouringPair", "moving_row", "empty_cluster", "new_column_maximum", "all_zero_row",
     "all_zero_column", "all_zero_matrix", "high_dimensional", "PAIRS", "make_pair", "RowPair",
-    "replaced_row", "row_at_bound", "replaced_document", "added_row",
+    "replaced_row", "row_at_bound", "replaced_document", "added_row", "row_across_boundary",
 ]
 
 
@@ -123,6 +126,21 @@ def added_row(n_per_cluster: int = 200, n_cols: int = 8, value: int = 2) -> RowP
     row[0, 0] = value
     return RowPair("added_row", sp.csr_matrix(X), sp.csr_matrix(np.vstack([X, row])),
                    2 * n_per_cluster, 2, "one row added (add/remove relation)")
+
+
+def row_across_boundary(n_top: int = 3, n_zero: int = 10, bound: int = 5) -> RowPair:
+    """(row-level relation) One column: ``n_top`` rows at the public bound B (row u among
+    them) and ``n_zero`` zero rows; in D' row u holds B − 1. With centres B and B − 1.5
+    (:func:`dptaucc.audit.methods.kmeans_boundary_history`) row u is in the top cluster in D
+    and joins the zero rows in D': the top cluster's sum leaves the top of its range
+    {0, …, B·ñ} and the zero cluster's sum leaves 0, each by (nearly) the bound — the edges
+    where the bounded discrete Laplace mechanism's privacy loss is largest."""
+    D = np.zeros((n_top + n_zero, 1), dtype=np.int64)
+    D[:n_top] = bound
+    Dp = D.copy()
+    Dp[n_top - 1] = bound - 1
+    return RowPair("row_across_boundary", sp.csr_matrix(D), sp.csr_matrix(Dp), n_top - 1, 2,
+                   "row u at the bound moves across the centres' boundary (row-level)")
 
 
 def replaced_document(n_per_cluster: int = 6, n_cols: int = 8, value: int = 2) -> RowPair:
