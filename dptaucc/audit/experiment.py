@@ -175,7 +175,8 @@ def _n_units(job: AuditJob, bug: str | None) -> list:
     units = []
     for setup in call_site_setup(job.method):
         calls = call_sites(job.factory(setup.params), setup.pair.D, bug)
-        units += [(setup, c) for c in calls[setup.first:setup.first + setup.max_calls]]
+        units += [(setup, c) for c in calls[setup.first:setup.first + setup.max_calls]
+                  if not c.step.startswith(setup.skip)]
     return units
 
 
