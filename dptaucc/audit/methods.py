@@ -25,12 +25,22 @@ dp_kmeans          ``row_at_bound``: every row of D is the origin, so one cluste
                    D', where a row at the bound may fill it); ``new_column_maximum``: the
                    data maximum moves (bounds read from the data); ``replaced_row``
                    (DP-KMeans protects whole rows): a row at the bound changes cluster.
-                   Call sites: ``replaced_row`` at ε = 32, the second iteration (its
-                   history, the first iteration's release, places the centres): the counts
-                   of two clusters move.
-dpnmf, dpm,        ``all_zero_row`` (DPM: 201 rows) and ``new_column_maximum``; call sites on
-colored_noise,     ``all_zero_row`` (DPHD: none, its calls come from an Octave process).
-dphd
+                   Call sites: ``row_across_boundary`` at ε = 6.35 (d = 1, two iterations),
+                   history crafted by :func:`kmeans_boundary_history`: row u crosses the
+                   boundary between forced centres, both counts move and both clusters' sums
+                   leave the edges of their ranges (the bounded mechanism's worst case).
+dpnmf              end to end ``all_zero_row``, ``new_column_maximum``. Call sites:
+                   ``replaced_document`` under :func:`orthonormal_topics` (ε = 8, δ = 0.02 so
+                   that each epoch's (2, 0.005) is measurable): the release moves by 2/N,
+                   the largest move of one replaced document.
+dpm                ``all_zero_row`` (201 rows), ``new_column_maximum``; call sites on
+                   ``all_zero_row``, group 2 (calls are charged per added/removed row), the
+                   quantile's interval index skipped.
+colored_noise      ``moving_row``; call sites on ``added_row`` (ε = 4, δ = 0.5, one
+                   iteration): the added row moves its block by (y, 1), ‖y‖ = 1, exactly the
+                   change the covariance is calibrated for.
+dphd               ``new_column_maximum``, all-zero matrix (no call sites: its calls come from
+                   an Octave process).
 =================  =========================================================================
 
 Every private method is also fitted on the all-zero matrix against one count: a fit that refuses
