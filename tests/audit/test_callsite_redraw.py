@@ -8,10 +8,9 @@ import functools
 
 import numpy as np
 import pytest
+from toys import TwoCallRelease
 
 from dptaucc.audit.callsite import audit_call_site
-
-from toys import TwoCallRelease
 
 D, D_PRIME = np.array([[3]]), np.array([[4]])
 

@@ -116,6 +116,7 @@ class TwoCallRelease(BaseEstimator):
 
     def fit(self, X, y=None):
         from dptaucc.baselines.nmf_dp.gaussian import analytic_gaussian_sigma
+
         from dptaucc.privacy import discrete_laplace_mechanism, gaussian_mechanism
 
         rng = np.random.default_rng(self.random_state)
