@@ -122,14 +122,10 @@ def audit_call_site(build: Callable, D, D_prime, k: int, *, n_fits: int, alpha: 
                     seed: int = 0, bug: str | None = None, n_jobs: int = 1,
                     n_histories: int = 3, n_pilot: int = 4000, looks: int = 3,
                     n_events: int = 3,
-                    craft: Callable[[list[Call]], list[Call]] | None = None,
-                    group: int = 1) -> CallSiteResult:
+                    craft: Callable[[list[Call]], list[Call]] | None = None) -> CallSiteResult:
     """Audit call ``k`` (see the module docstring): ``n_fits`` draws of the call per side at
     most, a simultaneous (1 − α) lower bound on its privacy loss given the chosen history.
     ``craft`` turns each recorded history into the one to force (a method's worst case).
-    ``group``: D and D' are that many steps apart in the relation the ledger charges (e.g. 2
-    when calls are charged for adding or removing a row and the pair changes one row): the
-    claim becomes the group-privacy ``(gε, δ·Σ_{i<g} e^{iε})``.
     ``n_jobs`` is accepted for a uniform interface; the draws run in this process."""
     del n_jobs
     t0 = time.perf_counter()
@@ -164,9 +160,6 @@ def audit_call_site(build: Callable, D, D_prime, k: int, *, n_fits: int, alpha: 
         step, mech = call.step, call.mechanism
         eps_claim = max(call.epsilon, side_b.call.epsilon)
         delta = max(call.delta, side_b.call.delta)
-        if group > 1:
-            delta = min(0.5, delta * sum(math.exp(i * eps_claim) for i in range(group)))
-            eps_claim = group * eps_claim
         n_max = max(4, min(int(n_fits), MAX_VALUES // max(1, call.output.size)))
         sizes = [max(4, int(round(n_max * (i + 1) / looks))) for i in range(looks)]
         result = None

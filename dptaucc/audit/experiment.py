@@ -213,8 +213,7 @@ def run_job(job: AuditJob, *, seed: int = 0, alpha: float = 0.05, n_jobs: int | 
             draws = min(job.n_fits, setup.max_draws or job.n_fits)
             res = audit_call_site(build, setup.pair.D, setup.pair.D_prime, call.index,
                                   n_fits=draws, alpha=a, seed=seed, bug=bug,
-                                  n_jobs=workers, looks=looks, craft=setup.craft,
-                                  group=setup.group)
+                                  n_jobs=workers, looks=looks, craft=setup.craft)
             rec.update(epsilon=float(dict(setup.params)["epsilon"]), delta=res.delta,
                        epsilon_spent=spent, end_to_end_dp=e2e,
                        step=f"#{call.index} {res.step} ({res.mechanism})",

@@ -34,8 +34,9 @@ dpnmf              end to end ``all_zero_row``, ``new_column_maximum``. Call sit
                    that each epoch's (2, 0.005) is measurable): the release moves by 2/N,
                    the largest move of one replaced document.
 dpm                ``all_zero_row`` (201 rows), ``new_column_maximum``; call sites on
-                   ``all_zero_row``, group 2 (calls are charged per added/removed row), the
-                   quantile's interval index skipped.
+                   ``added_row`` (its calls are charged per added/removed row), ε = 200 so that
+                   the tree's count calls are charged about 0.5 each: the added row moves the
+                   root count by its full sensitivity 1; the quantile's interval index skipped.
 colored_noise      ``moving_row``; call sites on ``added_row`` (ε = 4, δ = 0.5, one
                    iteration): the added row moves its block by (y, 1), ‖y‖ = 1, exactly the
                    change the covariance is calibrated for.
@@ -95,10 +96,10 @@ class MethodAudit:
 class CallSiteSetup:
     """Pair and parameters of a method's call-site audit (``epsilon`` included); the calls
     audited are ``first .. first + max_calls - 1`` of a fit. ``craft`` turns a recorded
-    history into the one forced before the audited call (None: the recorded one); ``group``
-    is the number of ledger-relation steps between D and D' (2: calls charged for adding or
-    removing a row, audited on a pair that changes one); ``max_draws`` caps the draws per call
-    where a draw is slow; calls whose step starts with one of ``skip`` are not audited (their
+    history into the one forced before the audited call (None: the recorded one); the pair is
+    in the relation the calls are charged for (DPM and colored noise: one row added);
+    ``max_draws`` caps the draws per call where a draw is slow; calls whose step starts with
+    one of ``skip`` are not audited (their
     mechanism output is an index into a data-dependent candidate list, as in DPM's quantile,
     so equal outputs on D and D' need not mean equal releases)."""
 
@@ -107,7 +108,6 @@ class CallSiteSetup:
     max_calls: int = 8
     first: int = 0
     craft: Callable[[list[Call]], list[Call]] | None = None
-    group: int = 1
     max_draws: int | None = None  # a cap on the job's draws per call (slow samplers)
     skip: tuple[str, ...] = ()  # steps whose mechanism output is not comparable across D, D'
 
@@ -383,8 +383,8 @@ def _call_sites() -> dict[str, Callable[[], tuple[CallSiteSetup, ...]]]:
                                             craft=kmeans_boundary_history()),),
         "dpnmf": lambda: (CallSiteSetup(replaced_document(), (("epsilon", 8.0), ("delta", 0.02)),
                                         max_calls=2, first=1, craft=orthonormal_topics),),
-        "dpm": lambda: (CallSiteSetup(all_zero_row(n_per_cluster=100), (("epsilon", 4.0),),
-                                      max_calls=6, group=2, skip=("interval_size",)),),
+        "dpm": lambda: (CallSiteSetup(added_row(n_per_cluster=100), (("epsilon", 200.0),),
+                                      max_calls=4, skip=("interval_size",)),),
         "colored_noise": lambda: (CallSiteSetup(added_row(), (("epsilon", 4.0), ("delta", 0.5),
                                                               ("n_iter", 1)), max_calls=1),),
     }
