@@ -34,3 +34,16 @@ def test_batched_call_site_audit_sees_a_halved_scale(k, build, violates):
     assert (res.verdict == "violation") is violates, res
     if not violates:
         assert res.epsilon_lower > 0.5 * res.epsilon_claimed, res  # power, not blindness
+
+
+@pytest.mark.parametrize("bug,violates", [(None, False), ("dpnmf.sensitivity_halved", True)])
+def test_dpnmf_worst_case_history_shows_a_halved_sensitivity(bug, violates):
+    from dptaucc.audit.experiment import AuditJob
+    from dptaucc.audit.methods import call_site_setup
+
+    setup, = call_site_setup("dpnmf")
+    build = AuditJob("dpnmf", "corrected", None, 1).factory(setup.params)
+    res = audit_call_site(build, setup.pair.D, setup.pair.D_prime, setup.first, n_fits=60_000,
+                          alpha=0.05, bug=bug, looks=1, craft=setup.craft)
+    assert res.mechanism == "gaussian" and res.delta > 0
+    assert (res.verdict == "violation") is violates, res
