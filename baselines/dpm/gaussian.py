@@ -28,6 +28,7 @@ import numpy as np
 from scipy.special import log_ndtr, ndtr
 
 from dptaucc.privacy import PrivacyLedger, Sampler, as_sampler
+from dptaucc.privacy.hook import watch
 from dptaucc.privacy.mechanisms import GRID_BITS
 
 __all__ = [
@@ -158,9 +159,15 @@ def colored_gaussian_mechanism(values: np.ndarray, covariance: np.ndarray, epsil
     caller establishes the condition (e.g. :func:`gamma` and a covariance built for it) and
     passes the L2 sensitivity of ``values`` for the record. Each coordinate is then rounded to a
     grid fixed by its own noise scale (post-processing), so the possible outputs do not depend
-    on the data when Σ does not. The recorded noise scale is the largest marginal σ.
+    on the data when Σ does not. The recorded noise scale is the largest marginal σ. Like the
+    package's mechanisms, the call is shown to the audit hook (:mod:`dptaucc.privacy.hook`).
     """
     sds = marginal_sds(covariance)
+    seen = watch(ledger)
     ledger.charge(step, mechanism, epsilon, delta, l2_sensitivity, "sequential", note,
                   float(sds.max()) if sds.size else 0.0)
-    return colored_gaussian_noise(values, covariance, sampler)
+
+    def draw():
+        return colored_gaussian_noise(values, covariance, sampler)
+    out = draw()
+    return out if seen is None else seen.released(step, mechanism, out, draw)

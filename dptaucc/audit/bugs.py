@@ -166,6 +166,15 @@ def _float_noise_table(original):
     return buggy
 
 
+def _column_epsilon_doubled(original):
+    """The column assignments spend 2ε while the ledger records ε (rows stay correct)."""
+    def buggy(profiles, weights, epsilon, sampler, ledger, step, *args, **kwargs):
+        if "column" in str(step):
+            epsilon, ledger = 2 * epsilon, _UnderChargingLedger(ledger)
+        return original(profiles, weights, epsilon, sampler, ledger, step, *args, **kwargs)
+    return buggy
+
+
 def _taucc_exact_table(model, X) -> None:
     from dptaucc.objective import contingency_table
     K, L = model.contingency_.shape
@@ -212,6 +221,13 @@ def _zcdp_sigma(original):
     return buggy
 
 
+# ------------------------------------------------------------------ colored noise
+def _gamma_delta_ignored(original):
+    def buggy(epsilon, delta, calibration="analytic"):
+        return original(epsilon, 0.5, calibration)  # "δ only matters for tiny ε"
+    return buggy
+
+
 # ------------------------------------------------------------------ DPHD
 def _dphd_request(change: Callable[[dict], dict]):
     def make(original):
@@ -243,6 +259,7 @@ _TAUCC = "dptaucc.dp_taucc"
 _KMEANS = "dptaucc.baselines.dp_kmeans"
 _NMF = "dptaucc.baselines.nmf_dp.release"
 _DPHD = "dptaucc.baselines.dphd.mechanisms:MechanismServer"
+_COLORED = "dptaucc.baselines.colored_noise.estimator"
 
 _BUGS = (
     Bug("dp_taucc.table_sensitivity_halved", "dp_taucc", "sensitivity off by 2",
@@ -269,6 +286,13 @@ _BUGS = (
     Bug("dp_taucc.float_noise_on_table", "dp_taucc", "float noise on a count",
         "tables get textbook float Laplace noise (charged as the discrete mechanism)",
         ((_TAUCC, "_noisy_table", _float_noise_table),)),
+    Bug("dp_taucc.column_assignment_epsilon_doubled", "dp_taucc",
+        "ε split spends 2ε, ledger unchanged",
+        "the column assignments' exponential mechanism run at 2ε while the ledger records ε",
+        ((_TAUCC, "linear_exponential_mechanism", _column_epsilon_doubled),)),
+    Bug("dp_kmeans.count_epsilon_doubled", "dp_kmeans", "ε split spends 2ε, ledger unchanged",
+        "the cluster counts' discrete Laplace drawn at twice the ε the ledger records",
+        ((_KMEANS, "discrete_laplace_mechanism", _double_epsilon_unlogged()),)),
     Bug("dp_kmeans.sum_scale_halved", "dp_kmeans", "noise scale off by 2",
         "the cluster sums' bounded discrete Laplace drawn at twice the ε the ledger records",
         ((_KMEANS, "bounded_discrete_laplace_mechanism", _double_epsilon_unlogged()),)),
@@ -296,6 +320,16 @@ _BUGS = (
     Bug("dpnmf.zcdp_sigma_as_approx_dp", "dpnmf", "zCDP calibration labelled (ε, δ)",
         "σ = Δ/ε, the ε²/2-zCDP Gaussian, charged as (ε, δ)-DP",
         ((_NMF, "analytic_gaussian_sigma", _zcdp_sigma),)),
+    Bug("dpnmf.noise_scale_halved", "dpnmf", "noise scale off by 2",
+        "the release drawn with half the σ computed (and charged) for it",
+        ((_NMF, "gaussian_mechanism", _scale_argument("sigma", 0.5)),)),
+    Bug("colored_noise.delta_ignored", "colored_noise", "δ ignored",
+        "the covariance calibrated for δ = 0.5 whatever δ the ledger records",
+        ((_COLORED, "gamma_of", _gamma_delta_ignored),)),
+    Bug("colored_noise.scale_halved", "colored_noise", "noise scale off by 2",
+        "the (sum, count) blocks' noise variances a quarter of the calibrated ones (σ halved)",
+        ((_COLORED, "public_domain_variances",
+          lambda original: lambda *args, **kwargs: original(*args, **kwargs) / 4),)),
     Bug("dphd.sums_sensitivity_halved", "dphd", "sensitivity off by 2",
         "the recover steps' cluster sums noised for half their sensitivity",
         ((_DPHD, "__call__", _dphd_request(_dphd_halve_sensitivity("recover sums"))),)),

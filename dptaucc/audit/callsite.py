@@ -3,16 +3,24 @@
 A fit is a sequence of mechanism calls, each charging the ledger before it draws. Given the
 outputs of calls ``0..k-1`` (the *history*), call ``k`` is one mechanism applied to the data: by
 adaptive composition its privacy loss between D and D' is at most the (ε, δ) its ledger entries
-recorded. So the audit forces a recorded history (:func:`dptaucc.audit.transcript.replay`),
-samples call ``k`` many times on D and on D', and bounds its privacy loss from below with
-events derived from its outputs (:mod:`dptaucc.audit.derived`): ``ε_lower(k) > ε_charged(k)``
-is a violation *at that call site*. This sees a 2x error in one mechanism of a fit that splits
-ε over many calls, which no end-to-end audit can.
+recorded. So the audit forces a history (:func:`dptaucc.audit.transcript.open_call`), replays
+the fit up to call ``k`` once on D and once on D' (the same fit seed on both sides: randomness
+that does not depend on the data is conditioned on), and draws call ``k`` many times from that
+one fit through the mechanism's own ``redraw`` (:mod:`dptaucc.privacy.hook`: same exact input,
+calibration, sampler and code path). Events chosen on half of the draws and counted on the other
+half (:func:`dptaucc.audit.derived.select_tails`: thresholds into both tails, values of a choice,
+the projection on the mean difference) bound its privacy loss from below, with the δ the call
+charged: ``ε_lower(k) > ε_charged(k)`` is a violation *at that call site*. Hundreds of
+thousands of draws cost seconds, so a Gaussian call's (ε, δ) and the tail of a sum of many
+noisy values are within reach; a 2x error in one mechanism of a fit that splits ε over many
+calls shows here, where no end-to-end audit can see it.
 
-Which history: a few candidate histories are recorded on D (pilot seeds), each tried with a
-few pilot fits per side, and the one whose call ``k`` separates D from D' most is kept; the
-pilot fits are not reused, so the choice does not bias the bound. Sequential looks (``looks``
-growing fit counts, α split evenly over the looks) stop as soon as a violation is certain.
+Which history: a few candidate histories are recorded on D (pilot seeds) — or built by the
+method's setup (``craft``: a history that puts the call's input at its worst, e.g. centres that
+make a row at the bound change cluster); each is tried with a few thousand pilot draws per side
+and the one whose call separates D from D' most is kept. Pilot draws are not reused, so the
+choice does not bias the bound. Sequential looks (``looks`` growing draw counts, α split evenly
+over the looks) stop as soon as a violation is certain.
 """
 
 from __future__ import annotations
@@ -22,12 +30,19 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from . import derived
 from .runner import fit_seed
-from .transcript import Call, HistoryDiverged, record, replay
-from .workers import in_chunks
+from .transcript import Call, HistoryDiverged, open_call, record
+from .workers import bug_context, in_chunks
 
 __all__ = ["CallSiteResult", "call_sites", "audit_call_site", "transcript_of"]
+
+#: draws per ``redraw`` call (memory stays bounded for large outputs)
+BATCH = 20_000
+#: at most this many values (draws × output size) are kept per side
+MAX_VALUES = 30_000_000
 
 
 @dataclass
@@ -39,7 +54,7 @@ class CallSiteResult:
     delta: float
     epsilon_lower: float  # NaN: no evidence (no informative event)
     event: str
-    n_fits: int
+    n_fits: int  # draws of the call per side
     elapsed_s: float
     counts: dict = field(default_factory=dict)
 
@@ -54,14 +69,6 @@ def _record_task(build, X, seed):
     return record(build(seed), X)
 
 
-def _replay_task(build, X, history, k, seed):
-    try:
-        call = replay(build(seed), X, history, k)
-    except HistoryDiverged:
-        return None
-    return call.output, call.epsilon, call.delta, call.step
-
-
 def transcript_of(build: Callable, X, seed: int, bug: str | None = None) -> list[Call]:
     """The transcript of one fit on X (bug planted in this process)."""
     return in_chunks(_record_task, (build, X), [seed], bug=bug)[0]
@@ -72,90 +79,104 @@ def call_sites(build: Callable, X, bug: str | None = None, seed: int = 0) -> lis
     return transcript_of(build, X, fit_seed(seed, 10**6), bug)
 
 
-def _side(build, X, history, k, seeds, bug, n_jobs):
-    """Replays of call k on X under ``history``; None if any replay diverged (then the
-    history is not used at all: dropping only some fits would bias the comparison)."""
-    res = in_chunks(_replay_task, (build, X, history, k), seeds, bug=bug, n_jobs=n_jobs)
-    if any(r is None for r in res):
+class _Side:
+    """Call k of one replayed fit on one side, and its draws so far."""
+
+    def __init__(self, build, X, history, k, seed):
+        self.call, self.redraw = open_call(build(seed), X, history, k)
+        self.rows: list[np.ndarray] = []
+        self.n = 0
+
+    def draw(self, n: int) -> np.ndarray:
+        out = []
+        while n > 0:
+            b = min(n, BATCH)
+            out.append(np.asarray(self.redraw(b), dtype=float).reshape(b, -1))
+            n -= b
+        return np.concatenate(out) if out else np.empty((0, self.call.output.size))
+
+    def extend(self, n: int) -> np.ndarray:
+        if n > 0:
+            self.rows.append(self.draw(n))
+            self.n += n
+        return np.concatenate(self.rows)
+
+
+def _open(build, D, D_prime, history, k, seed):
+    try:
+        return _Side(build, D, history, k, seed), _Side(build, D_prime, history, k, seed)
+    except HistoryDiverged:
         return None
-    eps = max(r[1] for r in res)
-    delta = max(r[2] for r in res)
-    return [r[0] for r in res], eps, delta, res[0][3]
 
 
-def _separation(A, B, sa, sb) -> float:
-    evs = derived.select(A, B, sa, sb, n_events=1)
+def _separation(A, B, delta) -> float:
+    evs = derived.select_tails(A, B, n_events=1, delta=delta)
     if not evs:
         return -math.inf
-    k_a, k_b = evs[0].fires(A, sa).sum(), evs[0].fires(B, sb).sum()
-    return float(derived._scores([k_a], [k_b], A.shape[0], B.shape[0], 0.05)[0])
+    shapes = np.zeros(A.shape[0], dtype=np.int64)
+    k_a, k_b = evs[0].fires(A, shapes).sum(), evs[0].fires(B, shapes).sum()
+    return float(derived._scores_delta([k_a], [k_b], A.shape[0], B.shape[0], 0.05, delta)[0])
 
 
 def audit_call_site(build: Callable, D, D_prime, k: int, *, n_fits: int, alpha: float,
                     seed: int = 0, bug: str | None = None, n_jobs: int = 1,
-                    n_histories: int = 4, n_pilot: int = 100, looks: int = 3,
-                    n_events: int = 3) -> CallSiteResult:
-    """Audit call ``k`` (see the module docstring): ``n_fits`` replays per side at most,
-    a simultaneous (1 − α) lower bound on its privacy loss given the chosen history."""
+                    n_histories: int = 3, n_pilot: int = 4000, looks: int = 3,
+                    n_events: int = 3,
+                    craft: Callable[[list[Call]], list[Call]] | None = None) -> CallSiteResult:
+    """Audit call ``k`` (see the module docstring): ``n_fits`` draws of the call per side at
+    most, a simultaneous (1 − α) lower bound on its privacy loss given the chosen history.
+    ``craft`` turns each recorded history into the one to force (a method's worst case).
+    ``n_jobs`` is accepted for a uniform interface; the draws run in this process."""
+    del n_jobs
     t0 = time.perf_counter()
     base = 7_000_000 + 100_000 * k
-    histories = [transcript_of(build, D, fit_seed(seed, base + r), bug)
-                 for r in range(n_histories)]
-    histories = [h for h in histories if len(h) > k]
-    if not histories:
-        raise HistoryDiverged(f"no fit on D reaches call {k}")
-    best, best_sep = None, -math.inf
-    for r, h in enumerate(histories):
-        pa = _side(build, D, h, k, [fit_seed(seed, base + 1000 + 2 * i + 20_000 * r)
-                                    for i in range(n_pilot)], bug, n_jobs)
-        pb = _side(build, D_prime, h, k, [fit_seed(seed, base + 1001 + 2 * i + 20_000 * r)
-                                          for i in range(n_pilot)], bug, n_jobs)
-        if pa is None or pb is None:
-            continue  # this history cannot be replayed on D or on D'
+    with bug_context(bug):
+        histories = [record(build(fit_seed(seed, base + r)), D) for r in range(n_histories)]
+        histories = [h for h in histories if len(h) > k]
+        if craft is not None:
+            histories = [craft(h) for h in histories]
+        if not histories:
+            raise HistoryDiverged(f"no fit on D reaches call {k}")
+        best, best_sep = None, -math.inf
+        for r, h in enumerate(histories):
+            sides = _open(build, D, D_prime, h, k, fit_seed(seed, base + 1000 + r))
+            if sides is None:
+                continue  # this history cannot be replayed on D or on D'
+            if len(histories) > 1:
+                a, b = sides
+                delta = max(a.call.delta, b.call.delta)
+                sep = _separation(a.draw(n_pilot), b.draw(n_pilot), delta)
+            else:
+                sep = 0.0
+            if best is None or sep > best_sep:
+                best, best_sep = sides, sep
         if best is None:
-            best = h
-        if len(histories) > 1:
-            A, sa, shape = derived.as_matrix(pa[0])
-            B, sb, _ = derived.as_matrix(pb[0], shape)
-            sep = _separation(A, B, sa, sb)
-            if sep > best_sep:
-                best, best_sep = h, sep
-    if best is None:
-        call = histories[0][k]
-        return CallSiteResult(k, call.step, call.mechanism, call.epsilon, call.delta, math.nan,
-                              "no recorded history replays on both D and D'", 0,
-                              time.perf_counter() - t0)
-    step, mech = best[k].step, best[k].mechanism
-    outs_a: list = []
-    outs_b: list = []
-    eps_claim, delta = best[k].epsilon, best[k].delta
-    sizes = [max(2, int(round(n_fits * (i + 1) / looks))) for i in range(looks)]
-    result = None
-    for size in sizes:
-        new = range(len(outs_a), size)
-        ra = _side(build, D, best, k, [fit_seed(seed, 2 * i) for i in new], bug, n_jobs)
-        rb = _side(build, D_prime, best, k, [fit_seed(seed, 2 * i + 1) for i in new], bug,
-                   n_jobs)
-        if ra is None or rb is None:  # diverged on some seed: no evidence from this site
-            return CallSiteResult(k, step, mech, eps_claim, delta, math.nan,
-                                  "the history diverged on some fits", len(outs_a),
+            call = histories[0][k]
+            return CallSiteResult(k, call.step, call.mechanism, call.epsilon, call.delta,
+                                  math.nan, "no recorded history replays on both D and D'", 0,
                                   time.perf_counter() - t0)
-        outs_a += ra[0]
-        outs_b += rb[0]
-        eps_claim = max(eps_claim, ra[1], rb[1])
-        delta = max(delta, ra[2], rb[2])
-        A, sa, shape = derived.as_matrix(outs_a)
-        B, sb, _ = derived.as_matrix(outs_b, shape)
-        sel, held = slice(0, None, 2), slice(1, None, 2)
-        events = derived.select(A[sel], B[sel], sa[sel], sb[sel], name=step, n_events=n_events)
-        eps, cand, k_a, k_b = derived.bound(events, A[held], B[held], sa[held], sb[held],
-                                            alpha / looks, delta)
-        result = CallSiteResult(
-            k, step, mech, eps_claim, delta, eps, "" if cand is None else cand.label,
-            len(outs_a), time.perf_counter() - t0,
-            {e.label: [int(a), int(b)] for e, a, b in zip(events, k_a, k_b, strict=True)})
-        if result.verdict == "violation":
-            break
+        side_a, side_b = best
+        call = side_a.call
+        step, mech = call.step, call.mechanism
+        eps_claim = max(call.epsilon, side_b.call.epsilon)
+        delta = max(call.delta, side_b.call.delta)
+        n_max = max(4, min(int(n_fits), MAX_VALUES // max(1, call.output.size)))
+        sizes = [max(4, int(round(n_max * (i + 1) / looks))) for i in range(looks)]
+        result = None
+        for size in sizes:
+            A, B = side_a.extend(size - side_a.n), side_b.extend(size - side_b.n)
+            shapes = np.zeros(size, dtype=np.int64)
+            sel, held = slice(0, None, 2), slice(1, None, 2)
+            events = derived.select_tails(A[sel], B[sel], name=step, n_events=n_events,
+                                          delta=delta)
+            eps, cand, k_a, k_b = derived.bound(events, A[held], B[held], shapes[held],
+                                                shapes[held], alpha / looks, delta)
+            result = CallSiteResult(
+                k, step, mech, eps_claim, delta, eps, "" if cand is None else cand.label,
+                size, time.perf_counter() - t0,
+                {e.label: [int(a), int(b)] for e, a, b in zip(events, k_a, k_b, strict=True)})
+            if result.verdict == "violation":
+                break
     assert result is not None
     result.elapsed_s = time.perf_counter() - t0
     return result

@@ -26,9 +26,11 @@ from scipy.stats import beta
 
 from .stats import Candidate, epsilon_lower_bound
 
-__all__ = ["DerivedEvent", "as_matrix", "select", "bound", "MAX_THRESHOLDS"]
+__all__ = ["DerivedEvent", "as_matrix", "select", "select_tails", "bound", "MAX_THRESHOLDS"]
 
 MAX_THRESHOLDS = 32
+#: tail thresholds per side of a coordinate in :func:`select_tails` (geometric ranks)
+TAIL_RANKS = 24
 
 
 @dataclass(frozen=True)
@@ -135,6 +137,78 @@ def select(A: np.ndarray, B: np.ndarray, shapes_a: np.ndarray, shapes_b: np.ndar
     if not cands:
         return []
     score = _scores(ka, kb, n_a, n_b, alpha)
+    order = np.argsort(-score, kind="stable")
+    return [cands[i] for i in order[:n_events] if np.isfinite(score[i])] or [cands[order[0]]]
+
+
+def _scores_delta(k_a, k_b, n_a: int, n_b: int, alpha: float, delta: float) -> np.ndarray:
+    """:func:`_scores` with the δ of an (ε, δ) claim: log((l − δ)/u)."""
+    if delta <= 0:
+        return _scores(k_a, k_b, n_a, n_b, alpha)
+    k_a, k_b = np.asarray(k_a, float), np.asarray(k_b, float)
+    best = np.full(k_a.shape, -np.inf)
+    for kn, nn, kd, nd in ((k_a, n_a, k_b, n_b), (k_b, n_b, k_a, n_a),
+                           (n_a - k_a, n_a, n_b - k_b, n_b), (n_b - k_b, n_b, n_a - k_a, n_a)):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lo = np.where(kn > 0, beta.ppf(alpha, np.maximum(kn, 1e-9), nn - kn + 1), 0.0)
+            up = np.where(kd < nd, beta.ppf(1 - alpha, kd + 1, np.maximum(nd - kd, 1e-9)), 1.0)
+            best = np.maximum(best, np.where(lo > delta, np.log(lo - delta) - np.log(up),
+                                             -np.inf))
+    return best
+
+
+def _tail_thresholds(pooled: np.ndarray) -> np.ndarray:
+    """Values at geometric ranks 1, 2, 4, … from both ends of the pooled sample, and a few
+    quantiles between: the far tails, where a mechanism's worst likelihood ratio lives."""
+    v = np.sort(pooled[np.isfinite(pooled)])
+    if v.size == 0:
+        return v
+    ranks = np.unique(np.geomspace(1, max(1, v.size // 2), TAIL_RANKS).astype(np.int64)) - 1
+    mid = np.quantile(v, np.linspace(0.0, 1.0, 17))
+    return np.unique(np.concatenate([v[ranks], v[v.size - 1 - ranks], mid]))
+
+
+def select_tails(A: np.ndarray, B: np.ndarray, name: str = "x", n_events: int = 3,
+                 alpha: float = 0.05, delta: float = 0.0) -> list[DerivedEvent]:
+    """:func:`select` for many draws of one mechanism call (rows of A on D, of B on D'):
+    ``x[j] <= t`` at thresholds reaching into both tails (:func:`_tail_thresholds`),
+    ``x[j] == t`` for coordinates with at most :data:`MAX_THRESHOLDS` values (a choice), and
+    ``w·x <= t`` along w = (mean_D' − mean_D)/variance (the likelihood-ratio direction of
+    additive noise), scored with the claim's δ."""
+    n_a, n_b = A.shape[0], B.shape[0]
+    cands: list[DerivedEvent] = []
+    ka: list[np.ndarray] = []
+    kb: list[np.ndarray] = []
+
+    def add(kind, j, ts, sa, sb, w=None, label=""):
+        le_a, le_b = np.searchsorted(sa, ts, "right"), np.searchsorted(sb, ts, "right")
+        if kind == "eq":
+            le_a = le_a - np.searchsorted(sa, ts, "left")
+            le_b = le_b - np.searchsorted(sb, ts, "left")
+        cands.extend(DerivedEvent(kind, j, float(t), w, label.format(t=t)) for t in ts)
+        ka.append(le_a)
+        kb.append(le_b)
+
+    for j in range(A.shape[1]):
+        sa, sb = np.sort(A[:, j]), np.sort(B[:, j])
+        if sa[0] == sa[-1] == sb[0] == sb[-1]:
+            continue  # a constant coordinate tells nothing
+        pooled = np.concatenate([sa, sb])
+        add("le", j, _tail_thresholds(pooled), sa, sb, label=f"{name}[{j}] <= {{t:g}}")
+        values = np.unique(pooled)
+        if values.size <= MAX_THRESHOLDS:
+            add("eq", j, values, sa, sb, label=f"{name}[{j}] == {{t:g}}")
+    if A.shape[1] > 1:
+        var = 0.5 * (A.var(axis=0) + B.var(axis=0)) + 1e-300
+        w = (B.mean(axis=0) - A.mean(axis=0)) / var
+        if np.any(w != 0):
+            w = w / np.abs(w).max()
+            pa, pb = np.sort(A @ w), np.sort(B @ w)
+            add("proj", -1, _tail_thresholds(np.concatenate([pa, pb])), pa, pb, w,
+                f"projection of {name} <= {{t:.6g}}")
+    if not cands:
+        return []
+    score = _scores_delta(np.concatenate(ka), np.concatenate(kb), n_a, n_b, alpha, delta)
     order = np.argsort(-score, kind="stable")
     return [cands[i] for i in order[:n_events] if np.isfinite(score[i])] or [cands[order[0]]]
 

@@ -120,12 +120,12 @@ def plan(cfg: dict, methods: list[str] | None = None) -> list[AuditJob]:
         alg = algorithm_config(name)
         n = int(per_method.get(name, cfg["n_fits"]))
         limit = cfg.get("time_limit")
-        if alg.get("private", True):
+        if alg.get("private", True):  # call sites first: a 2x error there shows in seconds
+            if call_site_setup(name):
+                jobs += [AuditJob(name, mode, None, int(cfg["call_site_draws"]), limit,
+                                  "call-site") for mode in cfg.get("call_site_modes", [])]
             jobs += [AuditJob(name, mode, float(eps), n, limit)
                      for mode in cfg["modes"] for eps in cfg["epsilons"]]
-            if call_site_setup(name):
-                jobs += [AuditJob(name, mode, None, int(cfg["call_site_fits"]), limit,
-                                  "call-site") for mode in cfg.get("call_site_modes", [])]
         else:
             jobs.append(AuditJob(name, None, None, n, limit))
     return jobs
@@ -175,7 +175,8 @@ def _n_units(job: AuditJob, bug: str | None) -> list:
     units = []
     for setup in call_site_setup(job.method):
         calls = call_sites(job.factory(setup.params), setup.pair.D, bug)
-        units += [(setup, c) for c in calls[setup.first:setup.first + setup.max_calls]]
+        units += [(setup, c) for c in calls[setup.first:setup.first + setup.max_calls]
+                  if not c.step.startswith(setup.skip)]
     return units
 
 
@@ -209,9 +210,10 @@ def run_job(job: AuditJob, *, seed: int = 0, alpha: float = 0.05, n_jobs: int | 
             setup, call = unit
             build = job.factory(setup.params)
             spent, e2e, delta = _probe(build, setup.pair.D, private, bug, n=1)
+            draws = min(job.n_fits, setup.max_draws or job.n_fits)
             res = audit_call_site(build, setup.pair.D, setup.pair.D_prime, call.index,
-                                  n_fits=job.n_fits, alpha=a, seed=seed, bug=bug,
-                                  n_jobs=workers, looks=looks)
+                                  n_fits=draws, alpha=a, seed=seed, bug=bug,
+                                  n_jobs=workers, looks=looks, craft=setup.craft)
             rec.update(epsilon=float(dict(setup.params)["epsilon"]), delta=res.delta,
                        epsilon_spent=spent, end_to_end_dp=e2e,
                        step=f"#{call.index} {res.step} ({res.mechanism})",
@@ -234,10 +236,23 @@ def run_job(job: AuditJob, *, seed: int = 0, alpha: float = 0.05, n_jobs: int | 
 
 def estimate(jobs: list[AuditJob], n_jobs: int, pairs: int = 20) -> list[dict]:
     """Time ``pairs`` pairs of fits of every end-to-end scenario in this process and estimate
-    each job's wall time at its budget on ``n_jobs`` workers (call sites: by the same fit
-    time, a replayed fit stopping early)."""
+    each job's wall time at its budget on ``n_jobs`` workers (call sites: a few thousand
+    draws of the first audited call, scaled to the job's draws and calls)."""
     rows = []
     for job in jobs:
+        if job.scope == "call-site":
+            setups = call_site_setup(job.method)
+            setup = setups[0]
+            build = job.factory(setup.params)
+            n = 4000
+            res = audit_call_site(build, setup.pair.D, setup.pair.D_prime, setup.first,
+                                  n_fits=n, alpha=0.05, looks=1, craft=setup.craft)
+            draw_s = res.elapsed_s / (2 * n)
+            calls = sum(s.max_calls for s in setups)
+            rows.append({"audit": job.label, "fits_per_side": job.n_fits,
+                         "ms_per_fit": 1000 * draw_s,
+                         "estimated_s": 2 * job.n_fits * draw_s * calls})
+            continue
         est, per_fit = 0.0, []
         for spec in method_audits(job.method):
             build = job.factory(spec.params)
@@ -245,11 +260,8 @@ def estimate(jobs: list[AuditJob], n_jobs: int, pairs: int = 20) -> list[dict]:
                 res = audit_release(build, spec.pair.D, spec.pair.D_prime, (), n_fits=n,
                                     alpha=0.05, looks=1)
             fit_s = res.elapsed_s / (2 * pairs)
-            n_fits = job.n_fits if job.scope == "call-site" else math.ceil(job.n_fits * spec.share)
-            est += 2 * n_fits * fit_s / max(1, n_jobs)
+            est += 2 * math.ceil(job.n_fits * spec.share) * fit_s / max(1, n_jobs)
             per_fit.append(fit_s)
-        if job.scope == "call-site":
-            est *= sum(s.max_calls for s in call_site_setup(job.method)) / len(per_fit)
         rows.append({"audit": job.label, "fits_per_side": job.n_fits,
                      "ms_per_fit": 1000 * per_fit[0], "estimated_s": est})
     return rows

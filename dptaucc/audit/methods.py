@@ -25,12 +25,23 @@ dp_kmeans          ``row_at_bound``: every row of D is the origin, so one cluste
                    D', where a row at the bound may fill it); ``new_column_maximum``: the
                    data maximum moves (bounds read from the data); ``replaced_row``
                    (DP-KMeans protects whole rows): a row at the bound changes cluster.
-                   Call sites: ``replaced_row`` at ε = 32, the second iteration (its
-                   history, the first iteration's release, places the centres): the counts
-                   of two clusters move.
-dpnmf, dpm,        ``all_zero_row`` (DPM: 201 rows) and ``new_column_maximum``; call sites on
-colored_noise,     ``all_zero_row`` (DPHD: none, its calls come from an Octave process).
-dphd
+                   Call sites: ``row_across_boundary`` at ε = 6.35 (d = 1, two iterations),
+                   history crafted by :func:`kmeans_boundary_history`: row u crosses the
+                   boundary between forced centres, both counts move and both clusters' sums
+                   leave the edges of their ranges (the bounded mechanism's worst case).
+dpnmf              end to end ``all_zero_row``, ``new_column_maximum``. Call sites:
+                   ``replaced_document`` under :func:`orthonormal_topics` (ε = 8, δ = 0.02 so
+                   that each epoch's (2, 0.005) is measurable): the release moves by 2/N,
+                   the largest move of one replaced document.
+dpm                ``all_zero_row`` (201 rows), ``new_column_maximum``; call sites on
+                   ``added_row`` (its calls are charged per added/removed row), ε = 200 so that
+                   the tree's count calls are charged about 0.5 each: the added row moves the
+                   root count by its full sensitivity 1; the quantile's interval index skipped.
+colored_noise      ``moving_row``; call sites on ``added_row`` (ε = 4, δ = 0.5, one
+                   iteration): the added row moves its block by (y, 1), ‖y‖ = 1, exactly the
+                   change the covariance is calibrated for.
+dphd               ``new_column_maximum``, all-zero matrix (no call sites: its calls come from
+                   an Octave process).
 =================  =========================================================================
 
 Every private method is also fitted on the all-zero matrix against one count: a fit that refuses
@@ -48,15 +59,20 @@ import scipy.sparse as sp
 from . import events as ev
 from .pairs import (
     NeighbouringPair,
+    RowPair,
+    added_row,
     all_zero_column,
     all_zero_matrix,
     all_zero_row,
     moving_row,
     new_column_maximum,
+    replaced_document,
     replaced_row,
+    row_across_boundary,
     row_at_bound,
 )
 from .reachability import laplace_reachable
+from .transcript import Call
 
 __all__ = ["MethodAudit", "CallSiteSetup", "CATALOGUE", "CALL_SITES", "method_audit",
            "method_audits", "call_site_setup", "dpm_leaf_counts_reachable"]
@@ -79,12 +95,21 @@ class MethodAudit:
 @dataclass(frozen=True)
 class CallSiteSetup:
     """Pair and parameters of a method's call-site audit (``epsilon`` included); the calls
-    audited are ``first .. first + max_calls - 1`` of a fit."""
+    audited are ``first .. first + max_calls - 1`` of a fit. ``craft`` turns a recorded
+    history into the one forced before the audited call (None: the recorded one); the pair is
+    in the relation the calls are charged for (DPM and colored noise: one row added);
+    ``max_draws`` caps the draws per call where a draw is slow; calls whose step starts with
+    one of ``skip`` are not audited (their
+    mechanism output is an index into a data-dependent candidate list, as in DPM's quantile,
+    so equal outputs on D and D' need not mean equal releases)."""
 
-    pair: NeighbouringPair
+    pair: NeighbouringPair | RowPair
     params: tuple[tuple[str, object], ...]
     max_calls: int = 8
     first: int = 0
+    craft: Callable[[list[Call]], list[Call]] | None = None
+    max_draws: int | None = None  # a cap on the job's draws per call (slow samplers)
+    skip: tuple[str, ...] = ()  # steps whose mechanism output is not comparable across D, D'
 
 
 def _dense(X) -> np.ndarray:
@@ -304,6 +329,47 @@ _MORE: dict[str, Callable[[], tuple[MethodAudit, ...]]] = {
     "dp_taucc": _dp_taucc_more, "dp_kmeans": _dp_kmeans_more}
 
 
+def kmeans_boundary_history(n_top: int = 3, n_zero: int = 10) -> Callable[[list[Call]],
+                                                                         list[Call]]:
+    """DP-KMeans' worst case for the second iteration's sums, with
+    :func:`~dptaucc.audit.pairs.row_across_boundary`: the first iteration's counts and sums
+    forced to centres B and B − 1.5 (cluster 0 takes the rows at B, cluster 1 the zero rows
+    and B − 1), and the second iteration's counts to the true sizes on D, so that cluster 0's
+    range {0, …, B·ñ₀} is exactly filled on D (its sum at the top edge) while cluster 1's sum
+    is 0 (the bottom edge). Outputs are on the mechanisms' integer grids."""
+    from dptaucc.baselines.dp_kmeans import DEFAULT_BOUNDS_MAX, SUM_GRID_BITS
+
+    unit = 2**SUM_GRID_BITS  # grid steps per count
+    counts = np.array([n_top, n_zero], dtype=np.int64)
+    sums = np.array([[round(DEFAULT_BOUNDS_MAX * unit) * n_top],
+                     [round((DEFAULT_BOUNDS_MAX - 1.5) * unit) * n_zero]], dtype=np.int64)
+
+    def craft(history: list[Call]) -> list[Call]:
+        forced = [counts, sums, counts] + [c.output for c in history[3:]]
+        return [Call(c.index, c.step, c.mechanism, c.epsilon, c.delta, np.array(f, copy=True))
+                for c, f in zip(history, forced, strict=False)]
+    return craft
+
+
+def orthonormal_topics(history: list[Call]) -> list[Call]:
+    """DPNMF's worst case for the release after the first epoch: every earlier release
+    forced to Ā = I, B̄ = [I; 0] (K×K over m×K; 0 and 1 lie on every release grid). The
+    W-steps then give W = [I; 0] exactly (one 1/L step from any W, L = ‖Ā‖ = 1), whose topics
+    are orthonormal, so a document with its count in word j gets h = e_j: the
+    :func:`~dptaucc.audit.pairs.replaced_document` pair moves (HHᵀ/N, VHᵀ/N) by
+    (e₀e₀ᵀ − e₁e₁ᵀ)/N twice, 2/N in L2 — the largest move of any replaced document (the
+    ledger charges 2√2/N)."""
+    out = []
+    for call in history:
+        m_k, k = np.shape(call.output)
+        forced = np.zeros((m_k, k))
+        forced[:k] = np.eye(k)
+        forced[k:2 * k] = np.eye(k)
+        out.append(Call(call.index, call.step, call.mechanism, call.epsilon, call.delta,
+                        forced))
+    return out
+
+
 def _call_sites() -> dict[str, Callable[[], tuple[CallSiteSetup, ...]]]:
     """Call-site setups per method. DPHD has none: its mechanism calls come from an Octave
     process through ``MechanismServer``, and stopping a fit there after call k is not
@@ -312,13 +378,15 @@ def _call_sites() -> dict[str, Callable[[], tuple[CallSiteSetup, ...]]]:
     return {
         "dp_taucc": lambda: (CallSiteSetup(all_zero_row(), taucc),
                              CallSiteSetup(all_zero_column(), taucc, max_calls=5)),
-        "dp_kmeans": lambda: (CallSiteSetup(replaced_row(), (("epsilon", 32.0),), max_calls=2,
-                                            first=2),),
-        "dpnmf": lambda: (CallSiteSetup(all_zero_row(), (("epsilon", 4.0),), max_calls=4),),
-        "dpm": lambda: (CallSiteSetup(all_zero_row(n_per_cluster=100), (("epsilon", 4.0),),
-                                      max_calls=6),),
-        "colored_noise": lambda: (CallSiteSetup(moving_row(n_per_cluster=200),
-                                                (("epsilon", 4.0),), max_calls=4),),
+        "dp_kmeans": lambda: (CallSiteSetup(row_across_boundary(), (("epsilon", 6.35),),
+                                            max_calls=2, first=2, max_draws=40_000,
+                                            craft=kmeans_boundary_history()),),
+        "dpnmf": lambda: (CallSiteSetup(replaced_document(), (("epsilon", 8.0), ("delta", 0.02)),
+                                        max_calls=2, first=1, craft=orthonormal_topics),),
+        "dpm": lambda: (CallSiteSetup(added_row(n_per_cluster=100), (("epsilon", 200.0),),
+                                      max_calls=4, skip=("interval_size",)),),
+        "colored_noise": lambda: (CallSiteSetup(added_row(), (("epsilon", 4.0), ("delta", 0.5),
+                                                              ("n_iter", 1)), max_calls=1),),
     }
 
 

@@ -19,6 +19,12 @@ pair                      what changes between D and D'
 ``replaced_row``          (row-level relation) row u replaced: B counts in every column
                           of one block in D, of the other block in D'
 ``row_at_bound``          (row-level relation) all-zero D, row u at the bound B in D'
+``added_row``             (add/remove relation) D' is D plus one row
+``row_across_boundary``   (row-level relation) one column; row u at the bound B in D, at
+                          B − 1 in D' (DP-KMeans: it changes cluster between full clusters'
+                          edges)
+``replaced_document``     (row-level relation) row u's one count moves from word 0 to
+                          word 1 (DPNMF: unit-norm documents e₀ and e₁)
 ========================  ==========================================================
 
 :func:`replaced_row` is a :class:`RowPair`: neighbours under "replace one row", the relation
@@ -36,7 +42,7 @@ import scipy.sparse as sp
 __all__ = [
     "NeighbouringPair", "moving_row", "empty_cluster", "new_column_maximum", "all_zero_row",
     "all_zero_column", "all_zero_matrix", "high_dimensional", "PAIRS", "make_pair", "RowPair",
-    "replaced_row", "row_at_bound",
+    "replaced_row", "row_at_bound", "replaced_document", "added_row", "row_across_boundary",
 ]
 
 
@@ -108,6 +114,46 @@ def row_at_bound(n_rows: int = 12, n_cols: int = 8, bound: int = 5) -> RowPair:
     Dp[n_rows - 1] = bound
     return RowPair("row_at_bound", sp.csr_matrix(D), sp.csr_matrix(Dp), n_rows - 1, 2,
                    "all-zero D; row u at the public bound in every column in D' (row-level)")
+
+
+def added_row(n_per_cluster: int = 200, n_cols: int = 8, value: int = 2) -> RowPair:
+    """(add/remove relation) Two blocks; D' has one more row, ``value`` counts in column 0.
+    After a per-record normalisation the new row has norm 1, so it moves its cluster's
+    released (sum, count) block by (y, 1) with ‖y‖ = 1: the largest change one added row can
+    make, the one the colored-noise covariance is calibrated for."""
+    X = _blocks(n_per_cluster, n_cols, value)
+    row = np.zeros((1, n_cols), dtype=np.int64)
+    row[0, 0] = value
+    return RowPair("added_row", sp.csr_matrix(X), sp.csr_matrix(np.vstack([X, row])),
+                   2 * n_per_cluster, 2, "one row added (add/remove relation)")
+
+
+def row_across_boundary(n_top: int = 3, n_zero: int = 10, bound: int = 5) -> RowPair:
+    """(row-level relation) One column: ``n_top`` rows at the public bound B (row u among
+    them) and ``n_zero`` zero rows; in D' row u holds B − 1. With centres B and B − 1.5
+    (:func:`dptaucc.audit.methods.kmeans_boundary_history`) row u is in the top cluster in D
+    and joins the zero rows in D': the top cluster's sum leaves the top of its range
+    {0, …, B·ñ} and the zero cluster's sum leaves 0, each by (nearly) the bound — the edges
+    where the bounded discrete Laplace mechanism's privacy loss is largest."""
+    D = np.zeros((n_top + n_zero, 1), dtype=np.int64)
+    D[:n_top] = bound
+    Dp = D.copy()
+    Dp[n_top - 1] = bound - 1
+    return RowPair("row_across_boundary", sp.csr_matrix(D), sp.csr_matrix(Dp), n_top - 1, 2,
+                   "row u at the bound moves across the centres' boundary (row-level)")
+
+
+def replaced_document(n_per_cluster: int = 6, n_cols: int = 8, value: int = 2) -> RowPair:
+    """(row-level relation) Two blocks plus document u: one count in word 0 in D, in word 1
+    in D'. Normalised, they are the orthogonal unit vectors e₀, e₁: with orthonormal topics
+    (:func:`dptaucc.audit.methods.orthonormal_topics`) their coefficients are e₀ and e₁ too,
+    and DPNMF's released statistics move by their largest possible amount, 2/N."""
+    X = _blocks(n_per_cluster, n_cols, value)
+    a, b = np.zeros((1, n_cols), dtype=np.int64), np.zeros((1, n_cols), dtype=np.int64)
+    a[0, 0], b[0, 1] = 1, 1
+    return RowPair("replaced_document", sp.csr_matrix(np.vstack([X, a])),
+                   sp.csr_matrix(np.vstack([X, b])), 2 * n_per_cluster, 2,
+                   "document u's one count moves from word 0 to word 1 (row-level)")
 
 
 def _pair(name: str, dense: np.ndarray, cell: tuple[int, int], description: str,

@@ -5,6 +5,8 @@ its :class:`Call` list. :func:`replay` runs a fit whose calls ``0..k-1`` release
 recorded on another fit (the *history*), samples call ``k`` fresh and stops the fit right after
 it: given its history, call ``k`` is a mechanism whose privacy loss is at most the (ε, δ) its
 ledger entries charged, which :mod:`dptaucc.audit.callsite` tests call by call.
+:func:`open_call` also hands back that call's ``redraw(n)`` (:mod:`dptaucc.privacy.hook`): many
+fresh outputs of call ``k`` from one replayed fit.
 
 The ε of a call is read from the entries the call appended to the ledger, never from its
 arguments: a bug may pass 2ε to the mechanism while the ledger records ε.
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +24,7 @@ import numpy as np
 
 from dptaucc.privacy.hook import MECHANISM_HOOK
 
-__all__ = ["Call", "HistoryDiverged", "record", "replay"]
+__all__ = ["Call", "HistoryDiverged", "record", "replay", "open_call"]
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,7 @@ class _Replayer:
     def __init__(self, history: list[Call], k: int):
         self.history, self.k, self.n = history, k, 0
         self.call: Call | None = None
+        self.redraw = None
 
     def released(self, step, mechanism, entries, output, redraw=None):
         i, self.n = self.n, self.n + 1
@@ -77,6 +81,7 @@ class _Replayer:
             return np.array(want.output, copy=True)
         eps, delta = _charged(entries)
         self.call = Call(i, str(step), mechanism, eps, delta, np.array(output, copy=True))
+        self.redraw = redraw
         raise _Stop
 
 
@@ -100,6 +105,19 @@ def record(model, X) -> list[Call]:
 def replay(model, X, history: list[Call], k: int) -> Call:
     """Fit ``model`` on X with calls ``0..k-1`` forced to ``history`` and return call ``k``
     (sampled fresh); the fit stops right after it."""
+    return _replay(model, X, history, k).call
+
+
+def open_call(model, X, history: list[Call], k: int) -> tuple[Call, Callable[[int], Any]]:
+    """:func:`replay`, and call ``k``'s ``redraw(n)``: ``n`` fresh outputs of that same call
+    (same exact input and calibration, given the history), stacked on a new first axis."""
+    rep = _replay(model, X, history, k)
+    if rep.redraw is None:
+        raise HistoryDiverged(f"call {k} ({rep.call.step}) offers no redraw")
+    return rep.call, rep.redraw
+
+
+def _replay(model, X, history: list[Call], k: int) -> _Replayer:
     rep = _Replayer(history, k)
     token = MECHANISM_HOOK.set(rep)
     try:
@@ -120,4 +138,4 @@ def replay(model, X, history: list[Call], k: int) -> Call:
         MECHANISM_HOOK.reset(token)
     if rep.call is None:
         raise HistoryDiverged(f"the fit ended after {rep.n} calls, before call {k}")
-    return rep.call
+    return rep

@@ -50,8 +50,8 @@ def test_the_ledger_not_the_argument_is_the_claim():
 @pytest.mark.parametrize("bug,violates", [(None, False),
                                           ("dp_taucc.table_sensitivity_halved", True)])
 def test_call_site_audit_sees_a_halved_sensitivity(bug, violates):
-    res = audit_call_site(TAUCC, PAIR.D, PAIR.D_prime, 3, n_fits=800, alpha=0.05, bug=bug,
-                          n_histories=2, n_pilot=100, looks=1)
+    res = audit_call_site(TAUCC, PAIR.D, PAIR.D_prime, 3, n_fits=40_000, alpha=0.05, bug=bug,
+                          n_histories=2, n_pilot=1000, looks=1)
     assert res.step == "iter1/table-after-rows" and res.epsilon_claimed == pytest.approx(1.0)
     assert (res.verdict == "violation") is violates, res
 

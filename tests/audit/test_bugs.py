@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from dptaucc.baselines.colored_noise import ColoredNoiseKMeans
 from dptaucc.baselines.dp_kmeans import DPKMeans
 from dptaucc.baselines.dphd.testing import have_octave
 from dptaucc.baselines.nmf_dp import DPNMF
@@ -27,6 +28,7 @@ FACTORIES = {
                  lambda: DPTauCC(3, 3, epsilon=5.0, n_iterations=2, random_state=7)],
     "dp_kmeans": [lambda: DPKMeans(n_clusters=6, epsilon=2.0, random_state=7)],
     "dpnmf": [lambda: DPNMF(3, 0.5, random_state=7)],
+    "colored_noise": [lambda: ColoredNoiseKMeans(3, epsilon=2.0, random_state=7)],
 }
 if have_octave():
     from dptaucc.baselines.dphd import DPHD
@@ -49,7 +51,7 @@ def _released(model) -> list:
 
 
 def test_catalogue_covers_the_required_methods_and_kinds():
-    assert len(CATALOGUE) >= 12
+    assert len(CATALOGUE) >= 22
     assert {"dp_taucc", "dp_kmeans", "dpnmf", "dphd"} <= {b.method for b in CATALOGUE.values()}
     assert len({b.kind for b in CATALOGUE.values()}) >= 8
     assert all(b.name.startswith(b.method + ".") for b in CATALOGUE.values())

@@ -100,3 +100,31 @@ class TableRelease(BaseEstimator):
             noisy = exact + rng.geometric(p, exact.shape) - rng.geometric(p, exact.shape)
         self.contingency_ = np.maximum(noisy, 0.0)
         return self
+
+
+class TwoCallRelease(BaseEstimator):
+    """Two library mechanism calls on ``X[0, 0]``: a discrete Laplace count (ε₁ = 1, L1
+    sensitivity ``count_sensitivity``) then a Gaussian release of it (σ =
+    ``sigma_factor`` × the analytic σ for L2 sensitivity 1 at (ε₂, δ) = (2, 0.01)); both
+    charged at their nominal (ε, δ). Correct with both factors 1; 0.5 plants a bug at one
+    call site."""
+
+    def __init__(self, count_sensitivity=1, sigma_factor=1.0, random_state=None):
+        self.count_sensitivity = count_sensitivity
+        self.sigma_factor = sigma_factor
+        self.random_state = random_state
+
+    def fit(self, X, y=None):
+        from dptaucc.baselines.nmf_dp.gaussian import analytic_gaussian_sigma
+
+        from dptaucc.privacy import discrete_laplace_mechanism, gaussian_mechanism
+
+        rng = np.random.default_rng(self.random_state)
+        ledger = PrivacyLedger()
+        x = np.array([round(first_count(X))])
+        self.count_ = discrete_laplace_mechanism(x, 1.0, self.count_sensitivity, rng, ledger,
+                                                 "count")
+        sigma = self.sigma_factor * analytic_gaussian_sigma(1.0, 2.0, 0.01)
+        self.value_ = gaussian_mechanism(x.astype(float), sigma, 2.0, 0.01, 1.0, rng, ledger,
+                                         "gaussian")
+        return self

@@ -55,3 +55,13 @@ def test_gaussian_and_bounded_and_exponential_redraws():
         np.array([[0.0, 1.0]]), epsilon=1.0, sensitivity=1.0, sampler=rng, ledger=led, step="e"))
     share = redraw(40000)[:, 0].mean()
     assert share == pytest.approx(np.e / (1 + np.e), abs=0.01)
+
+
+def test_colored_gaussian_is_shown_to_the_hook_with_its_law():
+    from dptaucc.baselines.dpm.gaussian import colored_gaussian_mechanism
+
+    rng = np.random.default_rng(2)
+    mechanism, out, redraw = _call(lambda led: colored_gaussian_mechanism(
+        np.zeros((1, 2)), np.array([4.0, 1.0]), 1.0, 1e-5, 1.0, rng, led, "c"))
+    assert mechanism.startswith("gaussian") and out.shape == (1, 2)
+    assert abs(redraw(20000)[:, 0, :].std(axis=0) - [2.0, 1.0]).max() < 0.05
