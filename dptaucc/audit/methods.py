@@ -29,8 +29,10 @@ dp_kmeans          ``row_at_bound``: every row of D is the origin, so one cluste
                    history, the first iteration's release, places the centres): the counts
                    of two clusters move.
 dpnmf, dpm,        ``all_zero_row`` (DPM: 201 rows) and ``new_column_maximum``; call sites on
-colored_noise,     ``all_zero_row`` (DPHD: none, its calls come from an Octave process).
-dphd
+colored_noise,     ``all_zero_row``.
+dphd               ``new_column_maximum``; call sites on ``disjoint_rows`` (row u at the L1
+                   bound on one column in D, on the other in D': the grid counts, cluster
+                   sums and sizes move by their full sensitivities), sampled by redraw.
 =================  =========================================================================
 
 Every private method is also fitted on the all-zero matrix against one count: a fit that refuses
@@ -51,6 +53,7 @@ from .pairs import (
     all_zero_column,
     all_zero_matrix,
     all_zero_row,
+    disjoint_rows,
     moving_row,
     new_column_maximum,
     replaced_row,
@@ -85,6 +88,7 @@ class CallSiteSetup:
     params: tuple[tuple[str, object], ...]
     max_calls: int = 8
     first: int = 0
+    redraw_samples: int = 0  # > 0: sample each call by redraw (dptaucc.audit.redrawn)
 
 
 def _dense(X) -> np.ndarray:
@@ -304,10 +308,23 @@ _MORE: dict[str, Callable[[], tuple[MethodAudit, ...]]] = {
     "dp_taucc": _dp_taucc_more, "dp_kmeans": _dp_kmeans_more}
 
 
+def _dphd_call_sites() -> tuple[CallSiteSetup, ...]:
+    """DPHD: ``disjoint_rows`` (every release moves by its full sensitivity), one round,
+    public bounds M = B1 = 10. At ε = 8 the grid counts are charged 1.25, the sums 0.85, the
+    sizes 0.09 (the local search 0.16 a pick): calls 1-14 (call 0 is the public seeds of
+    Octave's data-independent draws). At ε = 85 the sizes are charged 1: call 10, the first
+    Lloyd step's sizes (the centres of its history, released at ε = 7.6 for the sums, place
+    row u's two versions in different clusters). Each call is sampled by redraw: a DPHD fit
+    runs in Octave, too slow to refit thousands of times."""
+    bounds = (("n_rounds", 1), ("max_value", 10.0), ("row_l1_bound", 10.0))
+    return (CallSiteSetup(disjoint_rows(), (("epsilon", 8.0), *bounds), max_calls=14, first=1,
+                          redraw_samples=100_000),
+            CallSiteSetup(disjoint_rows(), (("epsilon", 85.0), *bounds), max_calls=1, first=10,
+                          redraw_samples=100_000))
+
+
 def _call_sites() -> dict[str, Callable[[], tuple[CallSiteSetup, ...]]]:
-    """Call-site setups per method. DPHD has none: its mechanism calls come from an Octave
-    process through ``MechanismServer``, and stopping a fit there after call k is not
-    attempted (its calls are audited end to end only)."""
+    """Call-site setups per method."""
     taucc = (("epsilon", 8.0), ("n_iterations", 2), ("h", 0.5))
     return {
         "dp_taucc": lambda: (CallSiteSetup(all_zero_row(), taucc),
@@ -319,6 +336,7 @@ def _call_sites() -> dict[str, Callable[[], tuple[CallSiteSetup, ...]]]:
                                       max_calls=6),),
         "colored_noise": lambda: (CallSiteSetup(moving_row(n_per_cluster=200),
                                                 (("epsilon", 4.0),), max_calls=4),),
+        "dphd": _dphd_call_sites,
     }
 
 

@@ -19,6 +19,8 @@ pair                      what changes between D and D'
 ``replaced_row``          (row-level relation) row u replaced: B counts in every column
                           of one block in D, of the other block in D'
 ``row_at_bound``          (row-level relation) all-zero D, row u at the bound B in D'
+``disjoint_rows``         (row-level relation) row u at the L1 bound on the first
+                          column in D, on the second in D' (DPHD's call sites)
 ========================  ==========================================================
 
 :func:`replaced_row` is a :class:`RowPair`: neighbours under "replace one row", the relation
@@ -36,7 +38,7 @@ import scipy.sparse as sp
 __all__ = [
     "NeighbouringPair", "moving_row", "empty_cluster", "new_column_maximum", "all_zero_row",
     "all_zero_column", "all_zero_matrix", "high_dimensional", "PAIRS", "make_pair", "RowPair",
-    "replaced_row", "row_at_bound",
+    "replaced_row", "row_at_bound", "disjoint_rows",
 ]
 
 
@@ -108,6 +110,33 @@ def row_at_bound(n_rows: int = 12, n_cols: int = 8, bound: int = 5) -> RowPair:
     Dp[n_rows - 1] = bound
     return RowPair("row_at_bound", sp.csr_matrix(D), sp.csr_matrix(Dp), n_rows - 1, 2,
                    "all-zero D; row u at the public bound in every column in D' (row-level)")
+
+
+def disjoint_rows(n_per_cluster: int = 3, bound: int = 10) -> RowPair:
+    """(row-level relation, DPHD's call sites) Two columns; ``n_per_cluster`` rows hold
+    ``bound`` on the first, as many on the second; row u is ``(bound, 0)`` in D, ``(0, bound)``
+    in D'. With the public bounds max_value = row_l1_bound = ``bound`` every row sits at the
+    L1 bound B, and row u's two versions have disjoint supports, so each of DPHD's releases
+    moves by its full claimed sensitivity:
+
+    * grid bucket counts (2): with two columns (d <= 5) the projection is the identity, and
+      (B, 0) and (0, B) fall in different sign-pattern buckets of the unshifted grid (and of a
+      shifted one unless both shifts are positive): one count −1, one +1;
+    * cluster sums (2B): whether or not row u changes cluster, its sum loses (B, 0) and
+      gains (0, B) — L1 distance 2B, the most a replaced row can move them;
+    * cluster sizes (2): centres near the two blocks put (B, 0) with the first block and
+      (0, B) with the second: one size −1, one +1.
+
+    With 2·n_per_cluster + 1 <= 7 rows a partition runs one grid level (ln n <= 2): every fit
+    makes the same sequence of calls, so call k names the same step in every history."""
+    a = np.zeros((n_per_cluster, 2), dtype=np.int64)
+    b = np.zeros((n_per_cluster, 2), dtype=np.int64)
+    a[:, 0], b[:, 1] = bound, bound
+    u_d, u_dp = np.array([[bound, 0]]), np.array([[0, bound]])
+    D = sp.csr_matrix(np.vstack([a, b, u_d]))
+    Dp = sp.csr_matrix(np.vstack([a, b, u_dp]))
+    return RowPair("disjoint_rows", D, Dp, 2 * n_per_cluster, 2,
+                   "row u at the L1 bound on one column in D, on the other in D' (row-level)")
 
 
 def _pair(name: str, dense: np.ndarray, cell: tuple[int, int], description: str,
