@@ -116,17 +116,33 @@ def _upper_bounds_are_column_maxima(D) -> Callable:
     return lambda m: ev.values_equal(m.bounds_[1], hi)
 
 
+def _dphd_rows(X: np.ndarray, m) -> np.ndarray:
+    """D's rows after DPHD's public preprocessing (counts capped at ``max_value_``, rows
+    scaled to L1 norm ``row_l1_bound_``)."""
+    Xw = np.minimum(X, m.max_value_)
+    sums = Xw.sum(axis=1)
+    return Xw * np.minimum(1.0, m.row_l1_bound_ / np.maximum(sums, 1e-300))[:, None]
+
+
 def _dphd_loss(D) -> Callable:
-    """Loss of D's rows after the public preprocessing (counts capped at ``max_value_``, rows
-    scaled to L1 norm ``row_l1_bound_``) at the released ``cluster_centers_``."""
+    """Loss of D's (preprocessed) rows at the released ``cluster_centers_``."""
+    X = _dense(D)
+    return lambda m: float(_nearest_sq_distances(_dphd_rows(X, m), m.cluster_centers_).sum())
+
+
+def _dphd_centre_means(D) -> Callable:
+    """The means of D's (preprocessed) rows nearest to each released centre (the centre
+    itself where none is): centres equal to it were computed from the raw rows."""
     X = _dense(D)
 
-    def loss(m):
-        Xw = np.minimum(X, m.max_value_)
-        sums = Xw.sum(axis=1)
-        Xw = Xw * np.minimum(1.0, m.row_l1_bound_ / np.maximum(sums, 1e-300))[:, None]
-        return float(_nearest_sq_distances(Xw, m.cluster_centers_).sum())
-    return loss
+    def means(m):
+        rows, centres = _dphd_rows(X, m), np.array(m.cluster_centers_, dtype=float)
+        d2 = ((rows[:, None, :] - centres[None, :, :]) ** 2).sum(axis=2)
+        labels = d2.argmin(axis=1)
+        for j in np.unique(labels):
+            centres[j] = rows[labels == j].mean(axis=0)
+        return centres
+    return means
 
 
 # ------------------------------------------------------------------- DPM leaf counts
@@ -262,8 +278,10 @@ def _dphd() -> MethodAudit:
         ev.Event("max_value_ = max(D)", lambda m: float(m.max_value_) == top,
                  needs=("max_value_",)),
         ev.attribute_equals("loss_", _dphd_loss(p.D), rtol=1e-7, name="loss_ = loss of D"),
+        ev.attribute_equals("cluster_centers_", _dphd_centre_means(p.D), rtol=1e-7,
+                            name="cluster_centers_ = means of D's rows nearest to them"),
         *_labels(p)),
-        "a new maximum: the data-derived range (paper); raw losses and labels")
+        "a new maximum: the data-derived range (paper); raw losses, centres and labels")
 
 
 def _dpnmf() -> MethodAudit:
