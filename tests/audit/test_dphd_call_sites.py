@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import functools
 import math
+import os
+import signal
 
 import numpy as np
 import pytest
@@ -88,16 +90,17 @@ def test_a_stop_octave_does_not_honour_in_time_kills_it_with_a_warning(monkeypat
         pass
 
     sess = octave.session()
-    monkeypatch.setattr(octave, "STOP_TIMEOUT", 0.0)
+    monkeypatch.setattr(octave, "STOP_TIMEOUT", 0.5)
 
-    def handler(request):
+    def handler(request):  # Octave is paused: it cannot abandon the fit in time
+        os.kill(sess.process.pid, signal.SIGSTOP)
         raise Stop
 
     with pytest.warns(RuntimeWarning, match="did not abandon the stopped fit"), \
             pytest.raises(Stop):
         octave.call("dphd_mechanism", "discrete-laplace", "s", 1.0, 1.0, "", np.zeros((1, 1)),
                     handler=handler)
-    assert not sess.alive()  # killed, not left behind
+    assert not sess.alive() and sess.process.poll() is not None  # killed, not left behind
     assert octave.session() is not sess
 
 
