@@ -119,3 +119,15 @@ def test_job_factory_builds_the_configured_estimator():
     assert est.n_iterations == algorithm_config("dp_taucc")["params"]["n_iterations"]
     fast = AuditJob("fast_taucc", None, None, 1, None).factory()(7)
     assert not hasattr(fast, "epsilon") and fast.random_state == 7
+
+
+def test_disjoint_rows_moves_every_dphd_release_by_its_sensitivity():
+    from dptaucc.audit.pairs import disjoint_rows
+
+    p = disjoint_rows(bound=10)
+    D, Dp = p.D.toarray(), p.D_prime.toarray()
+    assert D.shape == (7, 2) and (D.sum(axis=1) == 10).all() and (Dp.sum(axis=1) == 10).all()
+    diff = np.flatnonzero((D != Dp).any(axis=1))
+    assert diff.tolist() == [p.u]
+    assert np.abs(D[p.u] - Dp[p.u]).sum() == 2 * 10  # disjoint supports at the L1 bound
+    assert np.log(D.shape[0]) <= 2  # one grid level: the same 15 calls in every fit
