@@ -86,10 +86,11 @@ from dptaucc.privacy import (
     PrivacyLedger,
     Sampler,
 )
+from dptaucc.privacy.hook import watch
 from dptaucc.validation import check_count_matrix, check_n_clusters, dense_counts
 
 from . import octave
-from .mechanisms import MechanismServer
+from .mechanisms import MechanismServer, ObservedServer
 
 __all__ = ["DPHD", "DEFAULT_MAX_VALUE", "DENSE_MIN_DENSITY"]
 
@@ -139,6 +140,18 @@ def _public_preprocess(X: sp.csr_matrix | np.ndarray, max_value: float,
         scale = np.minimum(1.0, row_l1_bound / np.maximum(sums, 1e-300))
         X = sp.csr_matrix(sp.diags(scale) @ X)
     return X
+
+
+def _octave_seeds(sampler: Sampler, ledger: PrivacyLedger) -> np.ndarray:
+    """Seeds of Octave's data-independent draws (G, the grid shifts, the local search's
+    first centres), from the fit's sampler. Under the audit hook they are a release charged
+    nothing (step "public seeds"): a replayed fit keeps the public randomness of the history
+    it replays, so its calls compare D and D' under the same G, shifts and starts."""
+    def draw() -> np.ndarray:
+        return sampler.rng.integers(0, 2**31 - 1, size=2)
+    seeds, seen = draw(), watch(ledger)
+    return seeds if seen is None else np.asarray(seen.released("public seeds", "public",
+                                                               seeds, draw))
 
 
 def _sq_distances(X: sp.csr_matrix | np.ndarray, centers: np.ndarray) -> np.ndarray:
@@ -306,10 +319,9 @@ class DPHD(ClusterMixin, PrivateEstimator):
             def build():
                 return octave_matrix(_public_preprocess(rows, max_value, row_l1_bound))
 
-        seeds = sampler.rng.integers(0, 2**31 - 1, size=2)
         params = {"k": k, "epsilon": float(self.epsilon), "n_rounds": int(self.n_rounds),
                   "max_value": max_value, "row_l1_bound": row_l1_bound, "paper": paper,
-                  "seed_rand": float(seeds[0]), "seed_randn": float(seeds[1]), "trace": False}
+                  "trace": False}
         out, ledger = self._run(key, build, params, sampler)
         if paper and self.max_value is None:
             ledger.mark_non_private(
@@ -332,8 +344,11 @@ class DPHD(ClusterMixin, PrivateEstimator):
         for attempt in (1, 2):
             ledger = PrivacyLedger(budget_epsilon=float(self.epsilon),
                                    strict=self.mode != "paper")
+            seeds = _octave_seeds(sampler, ledger)
+            params = dict(params, seed_rand=float(seeds[0]), seed_randn=float(seeds[1]))
             try:
-                out = octave.run_fit(key, build, params, MechanismServer(sampler, ledger),
+                out = octave.run_fit(key, build, params,
+                                     ObservedServer(MechanismServer(sampler, ledger)),
                                      self.timeout)
                 return out, ledger
             except octave.OctaveDiedError as exc:

@@ -8,6 +8,11 @@ with the library's mechanisms (:func:`~dptaucc.privacy.discrete_laplace_mechanis
 release. So DPHD's noise comes from the same samplers as every estimator of the suite: the
 seeded 106-bit sampler for research, OpenDP's exact samplers with ``secure=True``, and a
 recording sampler in tests, whatever language computed the counts.
+
+The privacy audit (:mod:`dptaucc.audit.transcript`) sees DPHD's calls one level up, as what
+Octave receives: :class:`ObservedServer` hands the audit hook each request's *answer* (after
+any Python around the mechanism), and a ``redraw`` that serves the same request again, so a
+release that bypasses or alters the mechanism is sampled as released.
 """
 
 from __future__ import annotations
@@ -22,8 +27,9 @@ from dptaucc.privacy import (
     discrete_laplace_mechanism,
     exponential_mechanism,
 )
+from dptaucc.privacy.hook import MECHANISM_HOOK, watch
 
-__all__ = ["MechanismServer"]
+__all__ = ["MechanismServer", "ObservedServer"]
 
 
 def _number(value) -> float:
@@ -70,3 +76,39 @@ class MechanismServer:
                                "sensitivity": sensitivity, "values": np.array(values),
                                "output": np.array(output)})
         return answer
+
+
+class ObservedServer:
+    """The handler a fit gives Octave: ``server(request)``, and while the audit hook is set
+    (:mod:`dptaucc.privacy.hook`), one hook call per release with what Octave receives.
+
+    The hook sees the request's step, the ledger entries the request appended, the answer
+    (a 1-based index for the exponential mechanism) and ``redraw(n)``: ``n`` answers of the
+    same request served again by a fresh server of the same class on the fit's sampler
+    (its charges go to a scratch ledger), so the redraws take the path the answer took. The
+    hook's return value is what Octave gets (a replayed history). The library mechanisms
+    inside do not report to the hook themselves (one call, not two). ``charge`` requests
+    release nothing and are not reported.
+    """
+
+    def __init__(self, server: MechanismServer):
+        self.server = server
+
+    def __call__(self, request: dict) -> np.ndarray:
+        seen = watch(self.server.ledger)
+        if seen is None or request["op"] == "charge":
+            return self._quiet(self.server, request)
+        answer = self._quiet(self.server, request)
+        server_class, sampler = type(self.server), self.server.sampler
+
+        def draw():
+            return self._quiet(server_class(sampler, PrivacyLedger()), request)
+        return seen.released(str(request["step"]), str(request["op"]), answer, draw)
+
+    @staticmethod
+    def _quiet(server: MechanismServer, request: dict) -> np.ndarray:
+        token = MECHANISM_HOOK.set(None)
+        try:
+            return server(request)
+        finally:
+            MECHANISM_HOOK.reset(token)

@@ -40,6 +40,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -74,6 +75,10 @@ MAX_CACHED_BYTES = 2**30
 
 #: Seconds allowed for Octave to start and answer, whatever the call's own timeout.
 START_TIMEOUT = 120.0
+
+#: Seconds Octave gets to abandon a fit that Python stopped (the handler raised, e.g. the
+#: privacy audit stopping a replayed fit after the call it samples) before it is killed.
+STOP_TIMEOUT = 10.0
 
 M_FILES_DIR = Path(__file__).resolve().parent
 
@@ -297,15 +302,23 @@ class OctaveSession:
         answer comes; return its ``result`` (None for a plain 'ok').
 
         An error inside Octave raises :class:`OctaveError` (the process stays usable); an
-        exception of ``handler`` stops Octave's work and is raised here once Octave answers.
+        exception of ``handler`` (any ``BaseException``: the audit stops a replayed fit with
+        one) stops Octave's work and is raised here once Octave has abandoned the fit, within
+        :data:`STOP_TIMEOUT` s (else Octave is killed, with a warning, and it is raised all
+        the same): the process stays usable for the next fit.
         """
         if not self.alive():
             raise self._died()
         deadline = time.monotonic() + DEFAULT_TIMEOUT if deadline is None else deadline
         try:
             answer, pending = self._exchange(message, handler, deadline)
-        except OctaveError:
-            raise
+        except OctaveError as exc:
+            stopped = getattr(exc, "stopped_by", None)
+            if stopped is None:
+                raise
+            warnings.warn(f"Octave did not abandon the stopped fit within {STOP_TIMEOUT:g} s "
+                          f"and was killed ({exc})", RuntimeWarning, stacklevel=2)
+            raise stopped from None
         except BaseException:
             # interrupted half-way (KeyboardInterrupt, bytes out of step): unusable channel
             self.kill()
@@ -319,9 +332,15 @@ class OctaveSession:
 
     def _exchange(self, message: dict, handler, deadline: float):
         self._send(message, deadline)
-        pending: Exception | None = None
+        pending: BaseException | None = None
         while True:
-            answer = self._receive(deadline)
+            try:
+                answer = self._receive(deadline)
+            except OctaveTimeoutError as exc:
+                if isinstance(pending, Exception) or pending is None:
+                    raise
+                exc.stopped_by = pending  # Octave did not abandon a fit Python stopped
+                raise
             op = answer.get("op") if isinstance(answer, dict) else None
             if op in ("done", "ok", "error"):
                 return answer, pending
@@ -334,9 +353,11 @@ class OctaveSession:
             else:
                 try:
                     reply = np.asarray(handler(answer), dtype=np.int64)
-                except Exception as exc:  # stop Octave's work, raise it once Octave answers
+                except BaseException as exc:  # stop Octave's work, raise once it answers
                     pending = exc
                     reply = f"{type(exc).__name__}: {exc}"
+                    if not isinstance(exc, Exception):  # a stop: wait a bounded time only
+                        deadline = min(deadline, time.monotonic() + STOP_TIMEOUT)
             self._send(reply, deadline)
 
     def ensure_matrix(self, key: str, build: Callable[[], np.ndarray | sp.spmatrix],

@@ -45,7 +45,7 @@ def traced_fits() -> Iterator[list[FitTrace]]:
     def run_fit(key, build, params, handler, timeout=octave.DEFAULT_TIMEOUT):
         params = dict(params, trace=True)
         record = FitTrace(params=params)
-        handler.trace = record.requests
+        getattr(handler, "server", handler).trace = record.requests
         out = original(key, build, params, handler, timeout)
         tr = out.get("trace") or {}
         names = ("G", "candidates", "ids0", "centers")

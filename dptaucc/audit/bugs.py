@@ -255,6 +255,49 @@ def _dphd_exact_sizes(original):
     return serve
 
 
+def _dphd_double_epsilon_unlogged(fragment: str):
+    """Requests whose step contains ``fragment`` draw at 2ε, charged ε (the server's ledger
+    seen through :class:`_UnderChargingLedger`)."""
+    def make(original):
+        def serve(self, request):
+            if fragment not in str(request["step"]) or request["op"] == "charge":
+                return original(self, request)
+            request = dict(request, epsilon=2 * float(np.asarray(request["epsilon"]).ravel()[0]))
+            ledger = self.ledger
+            self.ledger = _UnderChargingLedger(ledger)
+            try:
+                return original(self, request)
+            finally:
+                self.ledger = ledger
+        return serve
+    return make
+
+
+def _dphd_data_bounds(original):
+    def fit(self, X, y=None):
+        from dptaucc.validation import check_count_matrix
+        public = self.max_value
+        self.max_value = float(check_count_matrix(X, integer=False).max())
+        try:
+            return original(self, X, y)
+        finally:
+            self.max_value = public
+    return fit
+
+
+def _dphd_centres_from_data(model, X) -> None:
+    """Each released centre replaced by the mean of the (clipped) rows nearest to it."""
+    import scipy.sparse as sp
+    rows = model._rows(X)
+    rows = np.asarray(rows.toarray() if sp.issparse(rows) else rows, dtype=float)
+    labels = model.predict(X)
+    centres = np.array(model.cluster_centers_, dtype=float)
+    for j in range(centres.shape[0]):
+        if np.any(labels == j):
+            centres[j] = rows[labels == j].mean(axis=0)
+    model.cluster_centers_ = centres
+
+
 _TAUCC = "dptaucc.dp_taucc"
 _KMEANS = "dptaucc.baselines.dp_kmeans"
 _NMF = "dptaucc.baselines.nmf_dp.release"
@@ -339,6 +382,16 @@ _BUGS = (
     Bug("dphd.exact_sizes", "dphd", "exact counts declared DP",
         "the recover steps' cluster sizes charged and noised, then released exactly",
         ((_DPHD, "__call__", _dphd_exact_sizes),)),
+    Bug("dphd.partition_epsilon_doubled", "dphd", "ε split spends 2ε, ledger unchanged",
+        "the grid's bucket counts drawn at 2ε per level while the ledger records ε",
+        ((_DPHD, "__call__", _dphd_double_epsilon_unlogged("level")),)),
+    Bug("dphd.data_dependent_bounds", "dphd", "data-dependent bounds",
+        "the public count cap max_value replaced by the largest count in the data",
+        (("dptaucc.baselines.dphd.estimator:DPHD", "fit", _dphd_data_bounds),)),
+    Bug("dphd.centres_from_data", "dphd", "attribute from raw data",
+        "cluster_centers_ re-computed as the means of the (clipped) training rows nearest to "
+        "each released centre", (("dptaucc.baselines.dphd.estimator:DPHD", "fit",
+                                 _after_fit(_dphd_centres_from_data)),)),
 )
 
 #: every catalogue bug by name

@@ -33,6 +33,7 @@ from .callsite import audit_call_site, call_sites
 from .endtoend import audit_release
 from .events import applicable
 from .methods import MethodAudit, call_site_setup, method_audit, method_audits
+from .redrawn import audit_call_site_redrawn
 from .stats import cp_lower, cp_upper
 from .workers import bug_context
 
@@ -210,10 +211,15 @@ def run_job(job: AuditJob, *, seed: int = 0, alpha: float = 0.05, n_jobs: int | 
             setup, call = unit
             build = job.factory(setup.params)
             spent, e2e, delta = _probe(build, setup.pair.D, private, bug, n=1)
-            draws = min(job.n_fits, setup.max_draws or job.n_fits)
-            res = audit_call_site(build, setup.pair.D, setup.pair.D_prime, call.index,
-                                  n_fits=draws, alpha=a, seed=seed, bug=bug,
-                                  n_jobs=workers, looks=looks, craft=setup.craft)
+            if setup.redraw_samples:
+                res = audit_call_site_redrawn(build, setup.pair.D, setup.pair.D_prime,
+                                              call.index, n_samples=setup.redraw_samples,
+                                              alpha=a, seed=seed, bug=bug, n_jobs=workers)
+            else:
+                draws = min(job.n_fits, setup.max_draws or job.n_fits)
+                res = audit_call_site(build, setup.pair.D, setup.pair.D_prime, call.index,
+                                      n_fits=draws, alpha=a, seed=seed, bug=bug,
+                                      n_jobs=workers, looks=looks, craft=setup.craft)
             rec.update(epsilon=float(dict(setup.params)["epsilon"]), delta=res.delta,
                        epsilon_spent=spent, end_to_end_dp=e2e,
                        step=f"#{call.index} {res.step} ({res.mechanism})",

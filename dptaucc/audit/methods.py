@@ -40,8 +40,9 @@ dpm                ``all_zero_row`` (201 rows), ``new_column_maximum``; call sit
 colored_noise      ``moving_row``; call sites on ``added_row`` (ε = 4, δ = 0.5, one
                    iteration): the added row moves its block by (y, 1), ‖y‖ = 1, exactly the
                    change the covariance is calibrated for.
-dphd               ``new_column_maximum``, all-zero matrix (no call sites: its calls come from
-                   an Octave process).
+dphd               ``new_column_maximum``; call sites on ``disjoint_rows`` (row u at the L1
+                   bound on one column in D, on the other in D': the grid counts, cluster
+                   sums and sizes move by their full sensitivities), sampled by redraw.
 =================  =========================================================================
 
 Every private method is also fitted on the all-zero matrix against one count: a fit that refuses
@@ -64,6 +65,7 @@ from .pairs import (
     all_zero_column,
     all_zero_matrix,
     all_zero_row,
+    disjoint_rows,
     moving_row,
     new_column_maximum,
     replaced_document,
@@ -110,6 +112,7 @@ class CallSiteSetup:
     craft: Callable[[list[Call]], list[Call]] | None = None
     max_draws: int | None = None  # a cap on the job's draws per call (slow samplers)
     skip: tuple[str, ...] = ()  # steps whose mechanism output is not comparable across D, D'
+    redraw_samples: int = 0  # > 0: sample each call by redraw (dptaucc.audit.redrawn)
 
 
 def _dense(X) -> np.ndarray:
@@ -137,17 +140,33 @@ def _upper_bounds_are_column_maxima(D) -> Callable:
     return lambda m: ev.values_equal(m.bounds_[1], hi)
 
 
+def _dphd_rows(X: np.ndarray, m) -> np.ndarray:
+    """D's rows after DPHD's public preprocessing (counts capped at ``max_value_``, rows
+    scaled to L1 norm ``row_l1_bound_``)."""
+    Xw = np.minimum(X, m.max_value_)
+    sums = Xw.sum(axis=1)
+    return Xw * np.minimum(1.0, m.row_l1_bound_ / np.maximum(sums, 1e-300))[:, None]
+
+
 def _dphd_loss(D) -> Callable:
-    """Loss of D's rows after the public preprocessing (counts capped at ``max_value_``, rows
-    scaled to L1 norm ``row_l1_bound_``) at the released ``cluster_centers_``."""
+    """Loss of D's (preprocessed) rows at the released ``cluster_centers_``."""
+    X = _dense(D)
+    return lambda m: float(_nearest_sq_distances(_dphd_rows(X, m), m.cluster_centers_).sum())
+
+
+def _dphd_centre_means(D) -> Callable:
+    """The means of D's (preprocessed) rows nearest to each released centre (the centre
+    itself where none is): centres equal to it were computed from the raw rows."""
     X = _dense(D)
 
-    def loss(m):
-        Xw = np.minimum(X, m.max_value_)
-        sums = Xw.sum(axis=1)
-        Xw = Xw * np.minimum(1.0, m.row_l1_bound_ / np.maximum(sums, 1e-300))[:, None]
-        return float(_nearest_sq_distances(Xw, m.cluster_centers_).sum())
-    return loss
+    def means(m):
+        rows, centres = _dphd_rows(X, m), np.array(m.cluster_centers_, dtype=float)
+        d2 = ((rows[:, None, :] - centres[None, :, :]) ** 2).sum(axis=2)
+        labels = d2.argmin(axis=1)
+        for j in np.unique(labels):
+            centres[j] = rows[labels == j].mean(axis=0)
+        return centres
+    return means
 
 
 # ------------------------------------------------------------------- DPM leaf counts
@@ -283,8 +302,10 @@ def _dphd() -> MethodAudit:
         ev.Event("max_value_ = max(D)", lambda m: float(m.max_value_) == top,
                  needs=("max_value_",)),
         ev.attribute_equals("loss_", _dphd_loss(p.D), rtol=1e-7, name="loss_ = loss of D"),
+        ev.attribute_equals("cluster_centers_", _dphd_centre_means(p.D), rtol=1e-7,
+                            name="cluster_centers_ = means of D's rows nearest to them"),
         *_labels(p)),
-        "a new maximum: the data-derived range (paper); raw losses and labels")
+        "a new maximum: the data-derived range (paper); raw losses, centres and labels")
 
 
 def _dpnmf() -> MethodAudit:
@@ -370,10 +391,23 @@ def orthonormal_topics(history: list[Call]) -> list[Call]:
     return out
 
 
+def _dphd_call_sites() -> tuple[CallSiteSetup, ...]:
+    """DPHD: ``disjoint_rows`` (every release moves by its full sensitivity), one round,
+    public bounds M = B1 = 10. At ε = 8 the grid counts are charged 1.25, the sums 0.85, the
+    sizes 0.09 (the local search 0.16 a pick): calls 1-14 (call 0 is the public seeds of
+    Octave's data-independent draws). At ε = 85 the sizes are charged 1: call 10, the first
+    Lloyd step's sizes (the centres of its history, released at ε = 7.6 for the sums, place
+    row u's two versions in different clusters). Each call is sampled by redraw: a DPHD fit
+    runs in Octave, too slow to refit thousands of times."""
+    bounds = (("n_rounds", 1), ("max_value", 10.0), ("row_l1_bound", 10.0))
+    return (CallSiteSetup(disjoint_rows(), (("epsilon", 8.0), *bounds), max_calls=14, first=1,
+                          redraw_samples=100_000),
+            CallSiteSetup(disjoint_rows(), (("epsilon", 85.0), *bounds), max_calls=1, first=10,
+                          redraw_samples=100_000))
+
+
 def _call_sites() -> dict[str, Callable[[], tuple[CallSiteSetup, ...]]]:
-    """Call-site setups per method. DPHD has none: its mechanism calls come from an Octave
-    process through ``MechanismServer``, and stopping a fit there after call k is not
-    attempted (its calls are audited end to end only)."""
+    """Call-site setups per method."""
     taucc = (("epsilon", 8.0), ("n_iterations", 2), ("h", 0.5))
     return {
         "dp_taucc": lambda: (CallSiteSetup(all_zero_row(), taucc),
@@ -387,6 +421,7 @@ def _call_sites() -> dict[str, Callable[[], tuple[CallSiteSetup, ...]]]:
                                       max_calls=4, skip=("interval_size",)),),
         "colored_noise": lambda: (CallSiteSetup(added_row(), (("epsilon", 4.0), ("delta", 0.5),
                                                               ("n_iter", 1)), max_calls=1),),
+        "dphd": _dphd_call_sites,
     }
 
 

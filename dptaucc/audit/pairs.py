@@ -25,6 +25,10 @@ pair                      what changes between D and D'
                           edges)
 ``replaced_document``     (row-level relation) row u's one count moves from word 0 to
                           word 1 (DPNMF: unit-norm documents e₀ and e₁)
+
+
+``disjoint_rows``         (row-level relation) row u at the L1 bound on the first
+                          column in D, on the second in D' (DPHD's call sites)
 ========================  ==========================================================
 
 :func:`replaced_row` is a :class:`RowPair`: neighbours under "replace one row", the relation
@@ -43,6 +47,7 @@ __all__ = [
     "NeighbouringPair", "moving_row", "empty_cluster", "new_column_maximum", "all_zero_row",
     "all_zero_column", "all_zero_matrix", "high_dimensional", "PAIRS", "make_pair", "RowPair",
     "replaced_row", "row_at_bound", "replaced_document", "added_row", "row_across_boundary",
+    "disjoint_rows",
 ]
 
 
@@ -154,6 +159,33 @@ def replaced_document(n_per_cluster: int = 6, n_cols: int = 8, value: int = 2) -
     return RowPair("replaced_document", sp.csr_matrix(np.vstack([X, a])),
                    sp.csr_matrix(np.vstack([X, b])), 2 * n_per_cluster, 2,
                    "document u's one count moves from word 0 to word 1 (row-level)")
+
+
+def disjoint_rows(n_per_cluster: int = 3, bound: int = 10) -> RowPair:
+    """(row-level relation, DPHD's call sites) Two columns; ``n_per_cluster`` rows hold
+    ``bound`` on the first, as many on the second; row u is ``(bound, 0)`` in D, ``(0, bound)``
+    in D'. With the public bounds max_value = row_l1_bound = ``bound`` every row sits at the
+    L1 bound B, and row u's two versions have disjoint supports, so each of DPHD's releases
+    moves by its full claimed sensitivity:
+
+    * grid bucket counts (2): with two columns (d <= 5) the projection is the identity, and
+      (B, 0) and (0, B) fall in different sign-pattern buckets of the unshifted grid (and of a
+      shifted one unless both shifts are positive): one count −1, one +1;
+    * cluster sums (2B): whether or not row u changes cluster, its sum loses (B, 0) and
+      gains (0, B) — L1 distance 2B, the most a replaced row can move them;
+    * cluster sizes (2): centres near the two blocks put (B, 0) with the first block and
+      (0, B) with the second: one size −1, one +1.
+
+    With 2·n_per_cluster + 1 <= 7 rows a partition runs one grid level (ln n <= 2): every fit
+    makes the same sequence of calls, so call k names the same step in every history."""
+    a = np.zeros((n_per_cluster, 2), dtype=np.int64)
+    b = np.zeros((n_per_cluster, 2), dtype=np.int64)
+    a[:, 0], b[:, 1] = bound, bound
+    u_d, u_dp = np.array([[bound, 0]]), np.array([[0, bound]])
+    D = sp.csr_matrix(np.vstack([a, b, u_d]))
+    Dp = sp.csr_matrix(np.vstack([a, b, u_dp]))
+    return RowPair("disjoint_rows", D, Dp, 2 * n_per_cluster, 2,
+                   "row u at the L1 bound on one column in D, on the other in D' (row-level)")
 
 
 def _pair(name: str, dense: np.ndarray, cell: tuple[int, int], description: str,

@@ -45,7 +45,7 @@ def test_catalogue_covers_every_algorithm_config():
         assert specs[0].pair.name == method_audit(name).pair.name
         private = algorithm_config(name).get("private", True)
         assert ("all_zero_matrix" in [s.pair.name for s in specs[1:]]) is private
-        assert bool(call_site_setup(name)) is (private and name != "dphd")
+        assert bool(call_site_setup(name)) is private
 
 
 def _jobs():
@@ -98,13 +98,13 @@ def test_dpm_tree_replay_matches_noiseless_leaf_counts():
 def test_plan_and_budget_of_both_sizes():
     full, quick = load_config("full"), load_config("quick")
     jobs = plan(full)
-    # six private methods x modes x ε end to end, plus call sites (not DPHD's); non-private once
-    assert len(jobs) == 6 * 2 + 5 + 2
+    # six private methods x modes x ε end to end, plus their call sites; non-private once
+    assert len(jobs) == 6 * 2 + 6 + 2
     assert {j.method for j in jobs} == set(ALGORITHMS)
     assert all(j.mode is None and j.epsilon is None for j in jobs
                if j.method in ("fast_taucc", "fccm"))
     q = plan(quick)
-    assert len(q) == 6 + 5 + 2 and {j.mode for j in q} == {"corrected", None}
+    assert len(q) == 6 + 6 + 2 and {j.mode for j in q} == {"corrected", None}
     full_fits = {(j.method, j.scope): j.n_fits for j in jobs}
     assert all(j.n_fits < full_fits[j.method, j.scope] for j in q)
     assert quick["output"] != full["output"]
@@ -119,3 +119,15 @@ def test_job_factory_builds_the_configured_estimator():
     assert est.n_iterations == algorithm_config("dp_taucc")["params"]["n_iterations"]
     fast = AuditJob("fast_taucc", None, None, 1, None).factory()(7)
     assert not hasattr(fast, "epsilon") and fast.random_state == 7
+
+
+def test_disjoint_rows_moves_every_dphd_release_by_its_sensitivity():
+    from dptaucc.audit.pairs import disjoint_rows
+
+    p = disjoint_rows(bound=10)
+    D, Dp = p.D.toarray(), p.D_prime.toarray()
+    assert D.shape == (7, 2) and (D.sum(axis=1) == 10).all() and (Dp.sum(axis=1) == 10).all()
+    diff = np.flatnonzero((D != Dp).any(axis=1))
+    assert diff.tolist() == [p.u]
+    assert np.abs(D[p.u] - Dp[p.u]).sum() == 2 * 10  # disjoint supports at the L1 bound
+    assert np.log(D.shape[0]) <= 2  # one grid level: the same 15 calls in every fit

@@ -1,0 +1,159 @@
+"""Call-site audits that sample one call many times from one replayed fit (``redraw``).
+
+The mechanism hook (:mod:`dptaucc.privacy.hook`) hands the audit, with each call, ``redraw(n)``:
+``n`` fresh outputs of the *same* call (same exact input, calibration, sampler and code path).
+So instead of refitting thousands of times, :func:`sample_call` replays a fit to call ``k``
+under a recorded history (:func:`dptaucc.audit.transcript.replay`'s forcing), draws ``n``
+outputs of call ``k`` there and stops the fit; done on D and on D', the two samples bound call
+``k``'s privacy loss with events chosen on one half and counted on the other
+(:mod:`dptaucc.audit.derived`), against the ε its ledger entries charged.
+
+Which history: a few recorded on D (pilot seeds); each is sampled briefly on both sides and the
+one whose call ``k`` separates D from D' most is kept. The pilot samples are not reused, so the
+choice does not bias the bound. This is what makes the call sites of slow fits (DPHD, whose
+fits run in Octave) auditable at all: two replays per side, not thousands of fits.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+from joblib import Parallel, delayed
+
+from . import derived
+from .callsite import CallSiteResult
+from .runner import fit_seed
+from .transcript import Call, HistoryDiverged, _Replayer, _Stop, record
+from .workers import bug_context
+
+__all__ = ["sample_call", "audit_call_site_redrawn"]
+
+
+class _Sampling(_Replayer):
+    """Replays calls ``0..k-1``, draws ``n`` outputs of call ``k`` with its ``redraw``, stops."""
+
+    def __init__(self, history: list[Call], k: int, n: int):
+        super().__init__(history, k)
+        self.n_draws, self.draws = n, None
+
+    def released(self, step, mechanism, entries, output, redraw=None):
+        if self.n == self.k:
+            if redraw is None:
+                raise TypeError(f"call {self.k} ({step!r}, {mechanism}) gave the hook no redraw")
+            self.draws = np.asarray(redraw(self.n_draws))
+        return super().released(step, mechanism, entries, output, redraw)
+
+
+def sample_call(model, X, history: list[Call], k: int, n: int) -> tuple[Call, np.ndarray]:
+    """Fit ``model`` on X with calls ``0..k-1`` forced to ``history``; return call ``k`` and
+    ``n`` fresh outputs of it (stacked on axis 0); the fit stops right after it."""
+    from dptaucc.privacy.hook import MECHANISM_HOOK
+
+    rep = _Sampling(history, k, n)
+    token = MECHANISM_HOOK.set(rep)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model.fit(X)
+    except _Stop:
+        pass
+    except HistoryDiverged:
+        raise
+    except Exception as exc:
+        if rep.n == 0:
+            raise
+        raise HistoryDiverged(f"the fit raised {type(exc).__name__} ({exc}) after {rep.n} "
+                              "forced calls") from exc
+    finally:
+        MECHANISM_HOOK.reset(token)
+    if rep.call is None or rep.draws is None:
+        raise HistoryDiverged(f"the fit ended after {rep.n} calls, before call {k}")
+    return rep.call, rep.draws
+
+
+def _sample_task(build, X, history, k, n, seed, bug):
+    with bug_context(bug):
+        try:
+            call, draws = sample_call(build(seed), X, history, k, n)
+        except HistoryDiverged:
+            return None
+    return call.epsilon, call.delta, draws.reshape(n, -1).astype(float)
+
+
+def _record_task(build, X, seed, bug):
+    with bug_context(bug):
+        return record(build(seed), X)
+
+
+def _both_sides(build, D, D_prime, history, k, n, seeds, bug, n_jobs):
+    """Samples of call k on D and on D' (``n`` each, split over ``len(seeds) // 2`` replays
+    per side); None if a replay diverged."""
+    per = len(seeds) // 2
+    sizes = [n // per + (i < n % per) for i in range(per)]
+    tasks = [(X, size, s) for X, off in ((D, 0), (D_prime, per))
+             for size, s in zip(sizes, seeds[off:off + per], strict=True)]
+    if n_jobs > 1:
+        out = Parallel(n_jobs=n_jobs)(delayed(_sample_task)(build, X, history, k, size, s, bug)
+                                      for X, size, s in tasks)
+    else:
+        out = [_sample_task(build, X, history, k, size, s, bug) for X, size, s in tasks]
+    if any(r is None for r in out):
+        return None
+    A, B = np.vstack([r[2] for r in out[:per]]), np.vstack([r[2] for r in out[per:]])
+    return A, B, max(r[0] for r in out), max(r[1] for r in out)
+
+
+def audit_call_site_redrawn(build: Callable, D, D_prime, k: int, *, n_samples: int,
+                            alpha: float, seed: int = 0, bug: str | None = None,
+                            n_jobs: int = 1, n_histories: int = 3, n_pilot: int = 4000,
+                            n_events: int = 3) -> CallSiteResult:
+    """Audit call ``k`` from ``n_samples`` redrawn outputs per side (module docstring): a
+    (1 − α) lower bound on its privacy loss given the chosen history."""
+    t0 = time.perf_counter()
+    base = 9_000_000 + 100_000 * k
+    histories = [_record_task(build, D, fit_seed(seed, base + r), bug) for r in range(n_histories)]
+    histories = [h for h in histories if len(h) > k]
+    if not histories:
+        raise HistoryDiverged(f"no fit on D reaches call {k}")
+    shards = max(1, n_jobs)
+    best, best_sep = None, -math.inf
+    for r, h in enumerate(histories):
+        seeds = [fit_seed(seed, base + 1000 + 100 * r + i) for i in range(2)]
+        pilot = _both_sides(build, D, D_prime, h, k, n_pilot, seeds, bug, 1)
+        if pilot is None:
+            continue
+        A, B = pilot[0], pilot[1]
+        evs = derived.select(A, B, np.zeros(len(A)), np.zeros(len(B)), n_events=1)
+        if not evs:
+            continue
+        sep = float(derived._scores([evs[0].fires(A, np.zeros(len(A))).sum()],
+                                    [evs[0].fires(B, np.zeros(len(B))).sum()],
+                                    len(A), len(B), 0.05)[0])
+        if best is None or sep > best_sep:
+            best, best_sep = h, sep
+    call = (best or histories[0])[k]
+    if best is None:
+        return CallSiteResult(k, call.step, call.mechanism, call.epsilon, call.delta, math.nan,
+                              "no recorded history replays on both D and D'", 0,
+                              time.perf_counter() - t0)
+    seeds = ([fit_seed(seed, 2 * i) for i in range(shards)]            # on D
+             + [fit_seed(seed, 2 * i + 1) for i in range(shards)])     # on D'
+    got = _both_sides(build, D, D_prime, best, k, n_samples, seeds, bug, n_jobs)
+    if got is None:
+        return CallSiteResult(k, call.step, call.mechanism, call.epsilon, call.delta, math.nan,
+                              "the history diverged on a replay", 0, time.perf_counter() - t0)
+    A, B, eps_claim, delta = got
+    eps_claim, delta = max(eps_claim, call.epsilon), max(delta, call.delta)
+    sa, sb = np.zeros(len(A), dtype=np.int64), np.zeros(len(B), dtype=np.int64)
+    sel, held = slice(0, None, 2), slice(1, None, 2)
+    events = derived.select(A[sel], B[sel], sa[sel], sb[sel], name=call.step, n_events=n_events)
+    eps, cand, k_a, k_b = derived.bound(events, A[held], B[held], sa[held], sb[held], alpha,
+                                        delta)
+    return CallSiteResult(
+        k, call.step, call.mechanism, eps_claim, delta, eps, "" if cand is None else cand.label,
+        len(A), time.perf_counter() - t0,
+        {e.label: [int(a), int(b)] for e, a, b in zip(events, k_a, k_b, strict=True)})

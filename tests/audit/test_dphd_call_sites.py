@@ -1,0 +1,131 @@
+"""DPHD's mechanism calls under the audit hook: recorded as Octave receives them, replayed with
+Octave stopped cleanly after call k, redrawn along the path the answer took, and the call-site
+audit's verdict on correct code and on planted bugs."""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import signal
+
+import numpy as np
+import pytest
+from dptaucc.baselines.dphd import DPHD, octave
+from dptaucc.baselines.dphd.testing import have_octave
+
+from dptaucc.audit.bugs import CATALOGUE
+from dptaucc.audit.pairs import disjoint_rows
+from dptaucc.audit.redrawn import audit_call_site_redrawn, sample_call
+from dptaucc.audit.transcript import record, replay
+from dptaucc.privacy.hook import MECHANISM_HOOK
+
+pytestmark = [pytest.mark.octave,
+              pytest.mark.skipif(not have_octave(), reason="GNU Octave (octave-cli) not installed")]
+
+PAIR = disjoint_rows()
+EPS = 8.0
+
+
+def build(seed, **kw):
+    return DPHD(n_clusters=2, epsilon=EPS, n_rounds=1, max_value=10.0, row_l1_bound=10.0,
+                random_state=seed, **kw)
+
+
+def _index(calls, fragment):
+    return next(c.index for c in calls if fragment in c.step)
+
+
+def test_record_sees_every_release_as_octave_gets_it_and_changes_nothing():
+    calls = record(build(0), PAIR.D)
+    plain = build(0).fit(PAIR.D)
+    again = build(0).fit(PAIR.D)  # after a recorded fit: the same seeded result
+    np.testing.assert_array_equal(plain.cluster_centers_, again.cluster_centers_)
+    assert calls[0].step == "public seeds" and calls[0].epsilon == 0.0
+    steps = [c.step for c in calls]
+    assert len(calls) == 15 and sum("partition" in s for s in steps) == 3
+    picks = [c for c in calls if c.mechanism == "exponential"]
+    assert len(picks) == 3 and all(c.output.shape == (1, 1) and c.output.min() >= 1
+                                   for c in picks)  # 1-based, as Octave reads them
+    charged = math.fsum(c.epsilon for c in calls)
+    assert charged == pytest.approx(plain.privacy_ledger_.epsilon_spent)
+
+
+class _ForceAll:
+    def __init__(self, history):
+        self.history, self.i = history, 0
+
+    def released(self, step, mechanism, entries, output, redraw=None):
+        want = self.history[self.i]
+        assert want.step == step
+        self.i += 1
+        return want.output
+
+
+def test_forced_releases_reach_octave():
+    """A fit seeded 1 whose every release (public seeds included) is forced to a seed-0
+    fit's ends with the seed-0 fit's centres: what the hook returns is what Octave uses."""
+    history = record(build(0), PAIR.D)
+    token = MECHANISM_HOOK.set(_ForceAll(history))
+    try:
+        forced = build(1).fit(PAIR.D)
+    finally:
+        MECHANISM_HOOK.reset(token)
+    np.testing.assert_array_equal(forced.cluster_centers_, build(0).fit(PAIR.D).cluster_centers_)
+    assert not np.array_equal(forced.cluster_centers_, build(1).fit(PAIR.D).cluster_centers_)
+
+
+def test_replay_stops_octave_cleanly_after_call_k():
+    history = record(build(0), PAIR.D)
+    pid = octave.session().process.pid
+    k = _index(history, "initial recover sums")
+    call = replay(build(5), PAIR.D, history, k)
+    assert call.step == history[k].step and call.output.shape == (2, 2)
+    assert octave.session().process.pid == pid  # stopped, not killed: the same Octave serves on
+    assert build(0).fit(PAIR.D).n_candidates_.size == 1
+
+
+def test_a_stop_octave_does_not_honour_in_time_kills_it_with_a_warning(monkeypatch):
+    class Stop(BaseException):
+        pass
+
+    sess = octave.session()
+    monkeypatch.setattr(octave, "STOP_TIMEOUT", 0.5)
+
+    def handler(request):  # Octave is paused: it cannot abandon the fit in time
+        os.kill(sess.process.pid, signal.SIGSTOP)
+        raise Stop
+
+    with pytest.warns(RuntimeWarning, match="did not abandon the stopped fit"), \
+            pytest.raises(Stop):
+        octave.call("dphd_mechanism", "discrete-laplace", "s", 1.0, 1.0, "", np.zeros((1, 1)),
+                    handler=handler)
+    assert not sess.alive() and sess.process.poll() is not None  # killed, not left behind
+    assert octave.session() is not sess
+
+
+def test_redraw_follows_the_call_and_the_path_of_its_answer():
+    history = record(build(0), PAIR.D)
+    k = _index(history, "initial recover sizes")
+    call, draws = sample_call(build(3), PAIR.D, history, k, 20_000)
+    eps = call.epsilon
+    assert draws.shape == (20_000, 2, 1) and call.epsilon == pytest.approx(EPS * 0.2 / 17)
+    t = math.exp(-eps / 2)  # discrete Laplace of scale 2/ε: variance 2t/(1 − t)²
+    var = 2 * t / (1 - t) ** 2
+    assert draws.var(axis=0).ravel() == pytest.approx([var, var], rel=0.1)
+    # the sizes of the 7 rows' two clusters sum to 7 (4 standard errors)
+    assert draws.sum(axis=(1, 2)).mean() == pytest.approx(7, abs=4 * math.sqrt(2 * var / 20_000))
+    with CATALOGUE["dphd.exact_sizes"].applied():
+        _, exact = sample_call(build(3), PAIR.D, history, k, 50)
+    assert exact.sum(axis=(1, 2)).tolist() == [7] * 50 and len(np.unique(exact[:, 0])) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("bug", [None, "dphd.sums_sensitivity_halved"])
+def test_call_site_audit_flags_halved_sums_and_passes_correct_code(bug):
+    b = functools.partial(build)
+    history = record(build(0), PAIR.D)
+    k = _index(history, "initial recover sums")
+    res = audit_call_site_redrawn(b, PAIR.D, PAIR.D_prime, k, n_samples=60_000, alpha=0.05,
+                                  bug=bug, n_histories=2, n_pilot=2000)
+    assert res.verdict == ("ok" if bug is None else "violation"), res
