@@ -168,10 +168,10 @@ def _float_noise_table(original):
 
 def _column_epsilon_doubled(original):
     """The column assignments spend 2ε while the ledger records ε (rows stay correct)."""
-    def buggy(profiles, weights, epsilon, sampler, ledger, step, *args, **kwargs):
+    def buggy(profiles, *, epsilon, ledger, step, **kwargs):
         if "column" in str(step):
             epsilon, ledger = 2 * epsilon, _UnderChargingLedger(ledger)
-        return original(profiles, weights, epsilon, sampler, ledger, step, *args, **kwargs)
+        return original(profiles, epsilon=epsilon, ledger=ledger, step=step, **kwargs)
     return buggy
 
 

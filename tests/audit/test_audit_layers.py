@@ -21,7 +21,7 @@ from dptaucc.audit.transcript import HistoryDiverged, record, replay
 from dptaucc.privacy.hook import MECHANISM_HOOK
 
 PAIR = all_zero_row()
-TAUCC = functools.partial(_construct, "dptaucc.DPTauCC", {
+TAUCC = functools.partial(_construct, {"name": "dp_taucc", "_target_": "dptaucc.DPTauCC"}, {
     "n_row_clusters": 2, "n_col_clusters": 2, "epsilon": 4.0, "n_iterations": 1, "h": 0.5,
     "mode": "corrected"})
 
@@ -57,7 +57,7 @@ def test_call_site_audit_sees_a_halved_sensitivity(bug, violates):
 
 
 def _zero_matrix_build():
-    return functools.partial(_construct, "dptaucc.DPTauCC", {
+    return functools.partial(_construct, {"name": "dp_taucc", "_target_": "dptaucc.DPTauCC"}, {
         "n_row_clusters": 2, "n_col_clusters": 2, "epsilon": 1.0, "n_iterations": 1,
         "h": 0.1, "mode": "corrected"})
 

@@ -122,9 +122,12 @@ class TwoCallRelease(BaseEstimator):
         rng = np.random.default_rng(self.random_state)
         ledger = PrivacyLedger()
         x = np.array([round(first_count(X))])
-        self.count_ = discrete_laplace_mechanism(x, 1.0, self.count_sensitivity, rng, ledger,
-                                                 "count")
+        self.count_ = discrete_laplace_mechanism(x, epsilon=1.0,
+                                                 sensitivity=self.count_sensitivity, sampler=rng,
+                                                 ledger=ledger,
+                                                 step="count")
         sigma = self.sigma_factor * analytic_gaussian_sigma(1.0, 2.0, 0.01)
-        self.value_ = gaussian_mechanism(x.astype(float), sigma, 2.0, 0.01, 1.0, rng, ledger,
-                                         "gaussian")
+        self.value_ = gaussian_mechanism(x.astype(float), sigma=sigma, epsilon=2.0, delta=0.01,
+                                         sensitivity=1.0, sampler=rng, ledger=ledger,
+                                         step="gaussian")
         return self
