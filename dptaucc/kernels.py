@@ -93,16 +93,18 @@ def sum_by_column_label(X, col_labels: np.ndarray, n_labels: int) -> np.ndarray:
 def sum_by_row_label(X, row_labels: np.ndarray, n_labels: int) -> np.ndarray:
     """``Rᵀ A`` (K×m): each column's entries summed by the label of their row; one pass.
 
-    One weighted count (``bincount``) of the flat cell index label·m + column over the
-    non-zeros in storage order; its index array (8 bytes per non-zero) is the one temporary
-    of the size of the input.
+    The non-zeros as a COO matrix (column, row label) of shape m×K, which scipy's dense
+    conversion sums in storage order; the row label of every non-zero (4 bytes each) is the
+    one temporary of the size of the input.
     """
     n, m = X.shape
     if X.nnz == 0:
         return np.zeros((n_labels, m))
-    cell = np.repeat(np.asarray(row_labels, dtype=np.int64) * m, np.diff(X.indptr))
-    cell += X.indices
-    return np.bincount(cell, weights=X.data, minlength=n_labels * m).reshape(n_labels, m)
+    labels = np.asarray(row_labels, dtype=X.indices.dtype)
+    by_label = sp.coo_matrix(
+        (np.asarray(X.data, dtype=np.float64), (X.indices, np.repeat(labels, np.diff(X.indptr)))),
+        shape=(m, n_labels))
+    return np.ascontiguousarray(by_label.toarray().T)
 
 
 def sum_rows_by_label(values: np.ndarray, labels: np.ndarray, n_groups: int) -> np.ndarray:
@@ -123,16 +125,20 @@ def value_summary(data: np.ndarray) -> tuple[float, bool, bool, int]:
     integer = data.dtype.kind in "iub"
     for start, stop in _blocks(data.size, BLOCK_NNZ):
         block = data[start:stop]
-        if not integer:
+        # a finite sum means every value is finite (inf and NaN propagate); else look closer
+        with np.errstate(over="ignore", invalid="ignore"):
+            total = np.add.reduce(block) if not integer else 0
+        if not np.isfinite(total):
             ok = np.isfinite(block)
             if not ok.all():
                 finite = False
                 block = block[ok]
-            if block.size and whole and not np.array_equal(np.floor(block), block):
-                whole = False
-        if block.size:
-            lowest = min(lowest, float(block.min()))
-            zeros += int(np.count_nonzero(block == 0))
+        if not block.size:
+            continue
+        if not integer and whole and not np.array_equal(np.floor(block), block):
+            whole = False
+        lowest = min(lowest, float(block.min()))
+        zeros += block.size - int(np.count_nonzero(block))
     return float(lowest), bool(whole), bool(finite), int(zeros)
 
 

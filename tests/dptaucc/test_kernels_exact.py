@@ -169,7 +169,7 @@ def test_value_summary_is_the_loop(monkeypatch):
                 len(finite) == data.size, sum(v == 0 for v in finite))
     for data in (np.array([1.5, np.nan, -2.0, 0.0, 4.0]), np.array([np.inf, 3.0, 0.0, 0.0]),
                  np.array([2.0, 7.0, 1.0, 0.0, 5.0, 3.0, 9.0]), np.array([], dtype=float),
-                 np.array([3, 0, 5, 0, 2]), np.array([-np.inf])):
+                 np.array([3, 0, 5, 0, 2]), np.array([-np.inf]), np.array([1e308, 1e308, 0.5])):
         assert value_summary(data) == loop(data), data
 
 
