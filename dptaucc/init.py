@@ -88,16 +88,19 @@ def blind_block_init(
     >>> init.S0.shape, init.row_labels.shape
     ((6, 2), (6,))
     """
-    x = np.repeat(np.arange(K, dtype=np.intp), block_sizes(n, K))
+    row_sizes = block_sizes(n, K)
+    x = np.repeat(np.arange(K, dtype=np.intp), row_sizes)
     y = np.repeat(np.arange(L, dtype=np.intp), block_sizes(m, L))
     P = pattern_matrix(K, L)
-    col_sizes = np.bincount(y, minlength=L).astype(float)
-    S0 = P[x].astype(float) * col_sizes[None, :]
-    flips = flip_counts(n, m, y, L, noise, rng)
-    n_flips = int(flips.sum())
-    if n_flips:
-        sign = 1.0 - 2.0 * P[x]                    # a flipped 0 adds one, a flipped 1 removes one
-        S0 += sign * flips
+    base = P * np.bincount(y, minlength=L).astype(float)[None, :]  # S0 rows without flips
+    sign = 1.0 - 2.0 * P                         # a flipped 0 adds one, a flipped 1 removes one
+    S0 = flip_counts(n, m, y, L, noise, rng)
+    n_flips = int(S0.sum())
+    bounds = np.concatenate(([0], np.cumsum(row_sizes)))
+    for k in range(K):  # in place, row block by row block: whole numbers, so exact
+        rows = S0[bounds[k]:bounds[k + 1]]
+        rows *= sign[k]
+        rows += base[k]
     row_perm = rng.permutation(n)
     col_perm = rng.permutation(m)
     return BlindInit(S0=S0[row_perm], row_labels=x[row_perm], col_labels=y[col_perm],

@@ -224,13 +224,14 @@ def _sort_columns(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         order = np.argsort(weights, axis=0, kind="stable")
         return np.take_along_axis(weights, order, axis=0), order
     # rank of j = #{i < j: w_i <= w_j} + #{i > j: w_i < w_j}; for i < j, w_i <= w_j puts i first
-    rank = np.zeros((k, b), dtype=np.intp)
+    counts = np.zeros((k, b), dtype=np.int16)  # small integers: the additions stay cheap
     first = np.empty(b, dtype=bool)
     for j in range(1, k):
         for i in range(j):
             np.less_equal(weights[i], weights[j], out=first)
-            rank[j] += first
-            rank[i] -= first
+            counts[j] += first
+            counts[i] -= first
+    rank = counts.astype(np.intp)
     rank += np.arange(k - 1, -1, -1)[:, None]
     rank *= b
     rank += np.arange(b)                      # flat position of each weight in the sorted array
