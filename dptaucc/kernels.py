@@ -160,16 +160,19 @@ def exponential_from_uniforms(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
     return out
 
 
-def choose_by_inversion(logits: np.ndarray, hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
+def choose_by_inversion(logits: np.ndarray, hi: np.ndarray, lo: np.ndarray,
+                        scale: float = 1.0) -> np.ndarray:
     """One index per row with P(j) ∝ exp(logit_j), by inverting the cumulative distribution
     of the weights exp(logit − max) taken in ascending order, with U = hi + (lo + 2⁻⁵⁴)·2⁻⁵³
     from two 53-bit uniforms per row. Small weights come first, where the 106-bit uniform
     resolves them: a choice is lost only if its probability is below about 2⁻¹⁰⁶ (or its
     weight underflows, below e⁻⁷⁴⁵).
 
-    Exactly, per row: the total is the weights summed in index order; the order is ascending
-    by weight, ties in index order; the cumulative sums run in that order from 0; the choice
-    is the first index whose cumulative sum exceeds U·total (the last one if none does).
+    With ``scale``, the logits are ``logits / scale`` (divided block by block, the same
+    values as dividing first). Exactly, per row: the total is the weights summed in index
+    order; the order is ascending by weight, ties in index order; the cumulative sums run in
+    that order from 0; the choice is the first index whose cumulative sum exceeds U·total
+    (the last one if none does).
     """
     logits = np.ascontiguousarray(logits, dtype=np.float64)
     if logits.ndim != 2 or logits.shape[1] == 0 or not (len(hi) == len(lo) == logits.shape[0]):
@@ -178,14 +181,18 @@ def choose_by_inversion(logits: np.ndarray, hi: np.ndarray, lo: np.ndarray) -> n
     lo = np.ascontiguousarray(lo, dtype=np.float64)
     out = np.empty(logits.shape[0], dtype=np.intp)
     for start, stop in _blocks(logits.shape[0], BLOCK_ROWS):
-        out[start:stop] = _choose_block(logits[start:stop], hi[start:stop], lo[start:stop])
+        out[start:stop] = _choose_block(logits[start:stop], hi[start:stop], lo[start:stop],
+                                        float(scale))
     return out
 
 
-def _choose_block(logits: np.ndarray, hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
+def _choose_block(logits: np.ndarray, hi: np.ndarray, lo: np.ndarray,
+                  scale: float) -> np.ndarray:
     """:func:`choose_by_inversion` on a block of rows, computed column by column."""
     k = logits.shape[1]
-    columns = np.ascontiguousarray(logits.T)                     # k × b
+    columns = np.array(logits.T, order="C")                     # k × b, always a copy
+    if scale != 1.0:
+        columns /= scale
     top = columns[0].copy()
     for j in range(1, k):
         np.maximum(top, columns[j], out=top)                     # NaN propagates
@@ -193,7 +200,7 @@ def _choose_block(logits: np.ndarray, hi: np.ndarray, lo: np.ndarray) -> np.ndar
     out = np.empty(logits.shape[0], dtype=np.intp)
     irregular = np.flatnonzero(~regular)
     if irregular.size:
-        out[irregular] = [_choose_row(logits[i], hi[i], lo[i]) for i in irregular]
+        out[irregular] = [_choose_row(columns[:, i], hi[i], lo[i]) for i in irregular]
         if not regular.any():
             return out
         columns, top = columns[:, regular], top[regular]

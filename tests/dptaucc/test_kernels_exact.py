@@ -194,3 +194,16 @@ def test_choose_by_inversion_agrees_on_the_boundaries():
         np.array(his)
     lo = np.zeros(hi.size)
     np.testing.assert_array_equal(choose_by_inversion(L, hi, lo), _reference_choose(L, hi, lo))
+
+
+def test_choose_by_inversion_with_a_scale_divides_first_and_leaves_the_input():
+    rng = np.random.default_rng(8)
+    for n, k in ((1, 4), (50, 1), (400, 6)):
+        scores = rng.normal(size=(n, k)) * 50
+        scores[0, 0] = 1e308  # overflows to inf once divided: the loop's NaN rules apply
+        kept = scores.copy()
+        hi, lo = rng.random(n), rng.random(n)
+        with np.errstate(over="ignore"):
+            np.testing.assert_array_equal(choose_by_inversion(scores, hi, lo, 1e-3),
+                                          _reference_choose(scores / 1e-3, hi, lo))
+        np.testing.assert_array_equal(scores, kept)
