@@ -75,9 +75,9 @@ def sum_by_column_label(X, col_labels: np.ndarray, n_labels: int) -> np.ndarray:
     with repeated indices, which scipy's dense conversion sums in storage order.
     """
     n = X.shape[0]
-    out = np.zeros((n, n_labels))
     if n == 0 or X.nnz == 0:
-        return out
+        return np.zeros((n, n_labels))
+    out = np.empty((n, n_labels))  # every row lies in one block, which toarray zeroes first
     indptr = X.indptr
     labels = np.ascontiguousarray(col_labels, dtype=indptr.dtype)
     for start, stop in _row_blocks(indptr):
