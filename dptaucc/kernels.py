@@ -28,8 +28,8 @@ __all__ = ["sum_by_column_label", "sum_by_row_label", "value_summary",
            "exponential_from_uniforms", "choose_by_inversion", "sum_rows_by_label",
            "libm_exp", "libm_log", "libm_log1p"]
 
-#: non-zeros (or values) per block of the kernels: bounds their temporaries to a few MB
-BLOCK_NNZ = 1 << 20
+#: non-zeros (or values) per block of the kernels: their temporaries stay in the cache
+BLOCK_NNZ = 1 << 18
 #: rows per block of :func:`choose_by_inversion`
 BLOCK_ROWS = 1 << 15
 #: choices up to which :func:`choose_by_inversion` ranks by pairwise comparisons (k²/2 vector
@@ -61,8 +61,12 @@ def _blocks(size: int, step: int):
 
 
 def _row_blocks(indptr: np.ndarray):
-    """(first row, end row) of consecutive row blocks holding about BLOCK_NNZ non-zeros."""
+    """(first row, end row) of consecutive row blocks holding about BLOCK_NNZ non-zeros; one
+    block up to 8·BLOCK_NNZ non-zeros (scipy copies the values of a smaller block, which only
+    pays off when the matrix is much larger than the cache)."""
     n = indptr.size - 1
+    if int(indptr[-1]) <= 8 * BLOCK_NNZ:
+        return [(0, n)]
     cuts = np.searchsorted(indptr, np.arange(BLOCK_NNZ, int(indptr[-1]), BLOCK_NNZ))
     bounds = np.unique(np.concatenate(([0], np.clip(cuts, 1, n), [n])))
     return zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)
