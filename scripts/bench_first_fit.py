@@ -34,6 +34,8 @@ from pathlib import Path
 
 from _baseline import REPO
 
+#: the folders the wheel installs (baselines, datasets and conf go inside dptaucc)
+PACKAGE_DIRS = ("dptaucc", "baselines", "datasets", "conf")
 HEAVY = ("numba", "llvmlite", "sklearn", "pandas", "pyarrow", "matplotlib", "hydra", "opendp")
 
 PROBE = r"""
@@ -59,7 +61,8 @@ print(json.dumps({"import_s": t_import, "first_fit_s": fits[0], "next_fit_s": fi
 
 
 def _copy_working_tree(dest: Path) -> None:
-    files = subprocess.run(["git", "-C", str(REPO), "ls-files", "-co", "--exclude-standard"],
+    files = subprocess.run(["git", "-C", str(REPO), "ls-files", "-co", "--exclude-standard",
+                            "--", *PACKAGE_DIRS],
                            check=True, capture_output=True, text=True).stdout.split()
     for rel in files:
         src = REPO / rel
@@ -69,8 +72,8 @@ def _copy_working_tree(dest: Path) -> None:
 
 
 def _copy_revision(rev: str, dest: Path) -> None:
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", rev], check=True,
-                             capture_output=True).stdout
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", rev, "--", *PACKAGE_DIRS],
+                             check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
 
 
@@ -81,7 +84,7 @@ def _fresh_install(dest: Path, rev: str | None) -> Path:
     else:
         _copy_working_tree(dest)
     # the layout the wheel installs: dptaucc with baselines/datasets/conf inside it
-    for sub in ("baselines", "datasets", "conf"):
+    for sub in PACKAGE_DIRS[1:]:
         if (dest / sub).is_dir():
             shutil.move(str(dest / sub), str(dest / "dptaucc" / sub))
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(dest / "dptaucc")],
