@@ -68,9 +68,10 @@ test-slurm: ## the integration tests against a running SLURM cluster (make slurm
 lint: ## ruff
 	$(PY) -m ruff check .
 
-bench: ## fit time and peak memory of every algorithm on the bundled CLUTO matrices
+bench: ## fit time and peak memory of every algorithm on the bundled CLUTO matrices, first fit of a fresh install
 	$(PY) scripts/bench_fit.py
 	$(PY) scripts/bench_baselines.py
+	$(PY) scripts/bench_first_fit.py --dataset reviews --runs 3
 
 reproduce: ## every paper/supplement experiment at paper scale into results/ (resumable), then collect, figures, report
 	$(PY) -m dptaucc.bench.reproduce --scale paper --jobs $(JOBS)

@@ -88,7 +88,6 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 from diffprivlib.utils import PrivacyLeakWarning
-from numba import njit
 from sklearn.base import ClusterMixin
 from sklearn.utils._param_validation import Interval
 
@@ -163,27 +162,6 @@ def sum_grid(eps_coord: float, bounds_max: float) -> float:
                      f"a noise scale above {MAX_NOISE_SCALE:g} steps even on a grid of 1")
 
 
-@njit(cache=True, nogil=True, boundscheck=False)
-def _column_extremes(indices, data, lo, hi, count):  # pragma: no cover - compiled
-    for p in range(indices.size):
-        j = indices[p]
-        v = data[p]
-        count[j] += 1
-        if v < lo[j]:
-            lo[j] = v
-        if v > hi[j]:
-            hi[j] = v
-
-
-@njit(cache=True, nogil=True, boundscheck=False)
-def _row_sq_norms_kernel(indptr, data, out):  # pragma: no cover - compiled
-    for i in range(out.size):
-        total = 0.0
-        for p in range(indptr[i], indptr[i + 1]):
-            total += data[p] * data[p]
-        out[i] = total
-
-
 def _rows_of(X: sp.csr_matrix) -> sp.csr_matrix | np.ndarray:
     """The validated matrix as the fit computes on it: dense when it is dense enough
     (:func:`dptaucc.validation.dense_counts`), else the CSR matrix itself."""
@@ -198,9 +176,9 @@ def feature_bounds(X: sp.csr_matrix | np.ndarray) -> tuple[np.ndarray, np.ndarra
         return X.min(axis=0), X.max(axis=0)
     n, d = X.shape
     lo, hi = np.full(d, np.inf), np.zeros(d)
-    count = np.zeros(d, dtype=np.int64)
-    _column_extremes(X.indices, X.data, lo, hi, count)
-    lo[count < n] = 0.0
+    np.minimum.at(lo, X.indices, X.data)
+    np.maximum.at(hi, X.indices, X.data)
+    lo[np.bincount(X.indices, minlength=d) < n] = 0.0
     return lo, hi
 
 
@@ -226,9 +204,10 @@ def _row_sq_norms(X: sp.csr_matrix | np.ndarray) -> np.ndarray:
     array."""
     if isinstance(X, np.ndarray):
         return np.einsum("ij,ij->i", X, X)
-    out = np.empty(X.shape[0])
-    _row_sq_norms_kernel(X.indptr, X.data, out)
-    return out
+    # Σ_j a_ij²·1 in storage order from 0 (scipy's CSR product), one pass
+    squares = sp.csr_matrix((np.square(X.data, dtype=np.float64), X.indices, X.indptr),
+                            shape=X.shape)
+    return squares @ np.ones(X.shape[1])
 
 
 def _cluster_sums(X: sp.csr_matrix | np.ndarray, labels: np.ndarray, k: int) -> np.ndarray:

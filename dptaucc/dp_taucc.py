@@ -281,6 +281,13 @@ class DPTauCC(CoClustererMixin, PrivateEstimator):
                                            ledger, step)
             return force_diversity(labels, n_choices, n_requested, rng)
 
+        def raw(weights_of, table, transpose=False):
+            """The unguarded weights, which only paper mode reads (Q4)."""
+            if not paper:
+                return None
+            weights = weights_of(table, guard=False)
+            return weights.T if transpose else weights
+
         def table_of(exact, step, note=""):
             return _noisy_table(exact, eps_table, sampler, ledger, step, paper, note)
 
@@ -288,7 +295,8 @@ class DPTauCC(CoClustererMixin, PrivateEstimator):
         # (profiles: the columns of A over the n rows; weights γ0 of S0, one row per choice).
         init = blind_block_init(n, m, K0, L0, rng)
         c, L = assign(X.T, column_weights(init.S0, guard=True).T,
-                      column_weights(init.S0, guard=False).T, L0, L0, "init/column-assignment")
+                      raw(column_weights, init.S0, transpose=True), L0, L0,
+                      "init/column-assignment")
         if paper:
             r, K = None, K0
         else:
@@ -299,7 +307,7 @@ class DPTauCC(CoClustererMixin, PrivateEstimator):
             if t > 1:  # Alg. 1 line 10: C from Aᵀ R (profiles m×K) and T̃ (weights L×K)
                 AR = aggregate_rows(X, r, K)
                 c, L = assign(AR.T, column_weights(table, guard=True).T,
-                              column_weights(table, guard=False).T, table.shape[1], L0,
+                              raw(column_weights, table, transpose=True), table.shape[1], L0,
                               f"iter{t}/column-assignment")
             AC = aggregate_columns(X, c, L)
             if r is None:  # paper Q1: all-zero row incidence, a data-independent table
@@ -307,7 +315,7 @@ class DPTauCC(CoClustererMixin, PrivateEstimator):
                                  "paper Q1: all-zero row incidence (pure noise)")
             else:
                 table = table_of(group_sum(r, AC, K), f"iter{t}/table-before-rows")
-            r, K = assign(AC, row_weights(table, guard=True), row_weights(table, guard=False),
+            r, K = assign(AC, row_weights(table, guard=True), raw(row_weights, table),
                           table.shape[0], K0, f"iter{t}/row-assignment")
             table = table_of(group_sum(r, AC, K), f"iter{t}/table-after-rows")
 

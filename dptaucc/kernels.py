@@ -1,84 +1,149 @@
-"""Compiled kernels (numba): one-pass aggregations over the non-zeros of a CSR matrix, and the
-106-bit exponential transform of the seeded sampler.
+"""Kernels in numpy/scipy (nothing compiled at run time): aggregations over the non-zeros of
+a CSR matrix, and the 106-bit transforms of the seeded sampler.
 
-Each sparse kernel streams ``indptr``/``indices``/``data`` once and writes into an output of
-size O((n + m)·k): no temporary of the size of the matrix, no cost term in n·m. Data may be
-integer or floating point (integer counts are summed exactly in float64 up to 2⁵³).
+The sparse kernels run scipy's compiled loops over ``indptr``/``indices``/``data`` (one pass,
+rows in order, each row's entries in order) and keep their temporaries to blocks of about
+:data:`BLOCK_NNZ` non-zeros: no cost term in n·m, no temporary of the size of the matrix
+beyond one index array in :func:`sum_by_row_label`. Each output entry is the sum of its terms
+in storage order, starting from 0, so results are bitwise those of a plain loop over the
+non-zeros. Data may be integer or floating point (integer counts are summed exactly in
+float64 up to 2⁵³).
+
+The sampler transforms call the C library's ``exp``, ``log`` and ``log1p`` through scipy's
+Box-Cox ufuncs at λ = 0 (``inv_boxcox(x, 0) = exp(x)``, ``boxcox(x, 0) = log(x)``,
+``boxcox1p(x, 0) = log1p(x)``): numpy's own vectorised ``exp``/``log`` differ from the C
+library in the last bit on some CPUs, which would change seeded draws from one machine to
+the next. Tests check both against :mod:`math` (the C library) value for value.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
-from numba import njit
+import scipy.sparse as sp
+from scipy.special import boxcox, boxcox1p, inv_boxcox
 
-__all__ = ["sum_by_column_label", "sum_by_row_label", "transpose_times_dense", "value_summary",
-           "exponential_from_uniforms", "choose_by_inversion", "sum_rows_by_label"]
+__all__ = ["sum_by_column_label", "sum_by_row_label", "value_summary",
+           "exponential_from_uniforms", "choose_by_inversion", "sum_rows_by_label",
+           "libm_exp", "libm_log", "libm_log1p"]
 
-_JIT = dict(cache=True, nogil=True, boundscheck=False)
-
-
-@njit(**_JIT)
-def _sum_by_column_label(indptr, indices, data, labels, n_labels, out):  # pragma: no cover
-    acc = np.zeros(n_labels)
-    for i in range(indptr.size - 1):
-        for t in range(n_labels):
-            acc[t] = 0.0
-        for p in range(indptr[i], indptr[i + 1]):
-            acc[labels[indices[p]]] += data[p]
-        base = i * n_labels
-        for t in range(n_labels):
-            out[base + t] = acc[t]
+#: non-zeros (or values) per block of the kernels: their temporaries stay in the cache
+BLOCK_NNZ = 1 << 18
+#: rows per block of :func:`choose_by_inversion`
+BLOCK_ROWS = 1 << 15
+#: choices up to which :func:`choose_by_inversion` ranks by pairwise comparisons (k²/2 vector
+#: operations); above it a stable argsort per row
+PAIRWISE_MAX_CHOICES = 16
+_TAIL_OFFSET = 2.0**-54
+_TAIL_SCALE = 2.0**-53
 
 
-@njit(**_JIT)
-def _sum_by_row_label(indptr, indices, data, labels, n_cols, out):  # pragma: no cover
-    for i in range(indptr.size - 1):
-        base = labels[i] * n_cols
-        for p in range(indptr[i], indptr[i + 1]):
-            out[base + indices[p]] += data[p]
+def libm_exp(x: np.ndarray) -> np.ndarray:
+    """The C library's ``exp``, element by element (as :func:`math.exp`)."""
+    return inv_boxcox(x, 0.0)
 
 
-@njit(**_JIT)
-def _transpose_times_dense(indptr, indices, data, dense, out):  # pragma: no cover
-    width = dense.shape[1]
-    for i in range(indptr.size - 1):
-        row = i * width
-        for p in range(indptr[i], indptr[i + 1]):
-            a = data[p]
-            col = indices[p] * width
-            for t in range(width):
-                out[col + t] += a * dense.flat[row + t]
+def libm_log(x: np.ndarray) -> np.ndarray:
+    """The C library's ``log``, element by element (as :func:`math.log`)."""
+    return boxcox(x, 0.0)
 
 
-@njit(**_JIT)
-def _value_summary(data):  # pragma: no cover
-    lowest = np.inf
-    whole = True
-    finite = True
-    zeros = 0
-    for p in range(data.size):
-        v = data[p]
-        if not np.isfinite(v):
-            finite = False
+def libm_log1p(x: np.ndarray) -> np.ndarray:
+    """The C library's ``log1p``, element by element (as :func:`math.log1p`)."""
+    return boxcox1p(x, 0.0)
+
+
+def _blocks(size: int, step: int):
+    """(start, stop) of consecutive blocks of at most ``step`` items covering range(size)."""
+    for start in range(0, size, step):
+        yield start, min(start + step, size)
+
+
+def _row_blocks(indptr: np.ndarray):
+    """(first row, end row) of consecutive row blocks holding about BLOCK_NNZ non-zeros; one
+    block up to 8·BLOCK_NNZ non-zeros (scipy copies the values of a smaller block, which only
+    pays off when the matrix is much larger than the cache)."""
+    n = indptr.size - 1
+    if int(indptr[-1]) <= 8 * BLOCK_NNZ:
+        return [(0, n)]
+    cuts = np.searchsorted(indptr, np.arange(BLOCK_NNZ, int(indptr[-1]), BLOCK_NNZ))
+    bounds = np.unique(np.concatenate(([0], np.clip(cuts, 1, n), [n])))
+    return zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)
+
+
+def sum_by_column_label(X, col_labels: np.ndarray, n_labels: int) -> np.ndarray:
+    """``A C`` (n×L): each row's entries summed by the label of their column; one pass.
+
+    A block of rows with every column index replaced by its label is an n_b×L CSR matrix
+    with repeated indices, which scipy's dense conversion sums in storage order.
+    """
+    n = X.shape[0]
+    if n == 0 or X.nnz == 0:
+        return np.zeros((n, n_labels))
+    out = np.empty((n, n_labels))  # every row lies in one block, which toarray zeroes first
+    indptr = X.indptr
+    labels = np.ascontiguousarray(col_labels, dtype=indptr.dtype)
+    for start, stop in _row_blocks(indptr):
+        lo, hi = int(indptr[start]), int(indptr[stop])
+        block = sp.csr_matrix(
+            (np.asarray(X.data[lo:hi], dtype=np.float64), labels[X.indices[lo:hi]],
+             indptr[start:stop + 1] - indptr.dtype.type(lo)),
+            shape=(stop - start, n_labels), copy=False)
+        block.toarray(out=out[start:stop])
+    return out
+
+
+def sum_by_row_label(X, row_labels: np.ndarray, n_labels: int) -> np.ndarray:
+    """``Rᵀ A`` (K×m): each column's entries summed by the label of their row; one pass.
+
+    The non-zeros as a COO matrix (column, row label) of shape m×K, which scipy's dense
+    conversion sums in storage order; the row label of every non-zero (4 bytes each) is the
+    one temporary of the size of the input.
+    """
+    n, m = X.shape
+    if X.nnz == 0:
+        return np.zeros((n_labels, m))
+    labels = np.asarray(row_labels, dtype=X.indices.dtype)
+    by_label = sp.coo_matrix(
+        (np.asarray(X.data, dtype=np.float64), (X.indices, np.repeat(labels, np.diff(X.indptr)))),
+        shape=(m, n_labels))
+    return np.ascontiguousarray(by_label.toarray().T)
+
+
+def sum_rows_by_label(values: np.ndarray, labels: np.ndarray, n_groups: int) -> np.ndarray:
+    """``Rᵀ V`` (n_groups×L): the rows of a dense ``values`` (n×L) summed by label, O(nL),
+    as the product of the one-hot (n_groups×n, CSC) with V: rows in order."""
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    n = values.shape[0]
+    one_hot = sp.csc_matrix((np.ones(n), np.asarray(labels, dtype=np.int64),
+                             np.arange(n + 1, dtype=np.int64)), shape=(n_groups, n))
+    return np.asarray(one_hot @ values)
+
+
+def value_summary(data: np.ndarray) -> tuple[float, bool, bool, int]:
+    """(minimum of the finite values, all whole numbers, all finite, number of zeros): over
+    the stored values, in blocks (the whole/zero facts count finite values only)."""
+    data = np.asarray(data)
+    lowest, whole, finite, zeros = np.inf, True, True, 0
+    integer = data.dtype.kind in "iub"
+    for start, stop in _blocks(data.size, BLOCK_NNZ):
+        block = data[start:stop]
+        # a finite sum means every value is finite (inf and NaN propagate); else look closer
+        with np.errstate(over="ignore", invalid="ignore"):
+            total = np.add.reduce(block) if not integer else 0
+        if not np.isfinite(total):
+            ok = np.isfinite(block)
+            if not ok.all():
+                finite = False
+                block = block[ok]
+        if not block.size:
             continue
-        if v < lowest:
-            lowest = v
-        if whole and v != np.floor(v):
+        if not integer and whole and not np.array_equal(np.floor(block), block):
             whole = False
-        if v == 0:
-            zeros += 1
-    return lowest, whole, finite, zeros
-
-
-@njit(**_JIT)
-def _exponential_from_uniforms(hi, lo, out):  # pragma: no cover
-    for i in range(hi.size):
-        tail = (lo[i] + 2.0**-54) * 2.0**-53
-        h = hi[i]
-        if h >= 0.5:
-            out[i] = -np.log1p(-((1.0 - h) - tail))
-        else:
-            out[i] = -np.log(h + tail)
+        lowest = min(lowest, float(block.min()))
+        zeros += block.size - int(np.count_nonzero(block))
+    return float(lowest), bool(whole), bool(finite), int(zeros)
 
 
 def exponential_from_uniforms(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
@@ -86,110 +151,131 @@ def exponential_from_uniforms(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
     Exp(1) variate from a uniform on a 2⁻¹⁰⁶ grid (midpoints) of (0, 1). For U ≥ ½ the
     logarithm is taken of 1 − U = (1 − hi) − tail, which has no cancellation."""
     hi = np.ascontiguousarray(hi, dtype=np.float64)
+    lo = np.ascontiguousarray(lo, dtype=np.float64).reshape(hi.shape)
     out = np.empty_like(hi)
-    _exponential_from_uniforms(hi.ravel(), np.ascontiguousarray(lo, dtype=np.float64).ravel(),
-                               out.ravel())
+    flat_hi, flat_lo, flat_out = hi.reshape(-1), lo.reshape(-1), out.reshape(-1)
+    for start, stop in _blocks(flat_hi.size, BLOCK_NNZ):
+        h, tail = flat_hi[start:stop], (flat_lo[start:stop] + _TAIL_OFFSET) * _TAIL_SCALE
+        upper = h >= 0.5
+        part = flat_out[start:stop]
+        part[upper] = -libm_log1p(-((1.0 - h[upper]) - tail[upper]))
+        lower = ~upper
+        part[lower] = -libm_log(h[lower] + tail[lower])
     return out
 
 
-@njit(**_JIT)
-def _choose_by_inversion(logits, hi, lo, out):  # pragma: no cover
-    n, k = logits.shape
-    weights = np.empty(k)
-    order = np.empty(k, dtype=np.intp)
-    for i in range(n):
-        top = logits[i, 0]
-        for j in range(1, k):
-            if logits[i, j] > top:
-                top = logits[i, j]
-        total = 0.0
-        for j in range(k):
-            w = np.exp(logits[i, j] - top)
-            weights[j] = w
-            total += w
-            # insertion sort of the indices by weight, ascending
-            pos = j
-            while pos > 0 and weights[order[pos - 1]] > w:
-                order[pos] = order[pos - 1]
-                pos -= 1
-            order[pos] = j
-        u = (hi[i] + (lo[i] + 2.0**-54) * 2.0**-53) * total
-        acc = 0.0
-        out[i] = order[k - 1]
-        for j in range(k):
-            acc += weights[order[j]]
-            if u < acc:
-                out[i] = order[j]
-                break
-
-
-def choose_by_inversion(logits: np.ndarray, hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
+def choose_by_inversion(logits: np.ndarray, hi: np.ndarray, lo: np.ndarray,
+                        scale: float = 1.0) -> np.ndarray:
     """One index per row with P(j) ∝ exp(logit_j), by inverting the cumulative distribution
     of the weights exp(logit − max) taken in ascending order, with U = hi + (lo + 2⁻⁵⁴)·2⁻⁵³
     from two 53-bit uniforms per row. Small weights come first, where the 106-bit uniform
     resolves them: a choice is lost only if its probability is below about 2⁻¹⁰⁶ (or its
-    weight underflows, below e⁻⁷⁴⁵)."""
+    weight underflows, below e⁻⁷⁴⁵).
+
+    With ``scale``, the logits are ``logits / scale`` (divided block by block, the same
+    values as dividing first). Exactly, per row: the total is the weights summed in index
+    order; the order is ascending by weight, ties in index order; the cumulative sums run in
+    that order from 0; the choice is the first index whose cumulative sum exceeds U·total
+    (the last one if none does).
+    """
     logits = np.ascontiguousarray(logits, dtype=np.float64)
     if logits.ndim != 2 or logits.shape[1] == 0 or not (len(hi) == len(lo) == logits.shape[0]):
         raise ValueError("need logits (n, k >= 1) and one pair of uniforms per row")
+    hi = np.ascontiguousarray(hi, dtype=np.float64)
+    lo = np.ascontiguousarray(lo, dtype=np.float64)
     out = np.empty(logits.shape[0], dtype=np.intp)
-    _choose_by_inversion(logits, np.ascontiguousarray(hi, dtype=np.float64),
-                         np.ascontiguousarray(lo, dtype=np.float64), out)
+    for start, stop in _blocks(logits.shape[0], BLOCK_ROWS):
+        out[start:stop] = _choose_block(logits[start:stop], hi[start:stop], lo[start:stop],
+                                        float(scale))
     return out
 
 
-@njit(**_JIT)
-def _sum_rows_by_label(values, labels, out):  # pragma: no cover
-    n, width = values.shape
-    for i in range(n):
-        g = labels[i]
-        for t in range(width):
-            out[g, t] += values[i, t]
-
-
-def sum_rows_by_label(values: np.ndarray, labels: np.ndarray, n_groups: int) -> np.ndarray:
-    """``Rᵀ V`` (n_groups×L): the rows of a dense ``values`` (n×L) summed by label, O(nL)."""
-    values = np.ascontiguousarray(values, dtype=np.float64)
-    out = np.zeros((n_groups, values.shape[1]))
-    _sum_rows_by_label(values, _labels(labels, n_groups), out)
+def _choose_block(logits: np.ndarray, hi: np.ndarray, lo: np.ndarray,
+                  scale: float) -> np.ndarray:
+    """:func:`choose_by_inversion` on a block of rows, computed column by column."""
+    k = logits.shape[1]
+    columns = np.array(logits.T, order="C")                     # k × b, always a copy
+    if scale != 1.0:
+        columns /= scale
+    top = columns[0].copy()
+    for j in range(1, k):
+        np.maximum(top, columns[j], out=top)                     # NaN propagates
+    regular = np.isfinite(top)
+    out = np.empty(logits.shape[0], dtype=np.intp)
+    irregular = np.flatnonzero(~regular)
+    if irregular.size:
+        out[irregular] = [_choose_row(columns[:, i], hi[i], lo[i]) for i in irregular]
+        if not regular.any():
+            return out
+        columns, top = columns[:, regular], top[regular]
+        hi, lo = hi[regular], lo[regular]
+    weights = libm_exp(columns - top)                            # k × b, largest is 1
+    total = weights[0].copy()
+    for j in range(1, k):
+        total += weights[j]
+    u = (hi + (lo + _TAIL_OFFSET) * _TAIL_SCALE) * total
+    ascending, order = _sort_columns(weights)
+    acc = np.zeros_like(total)
+    chosen = order[k - 1].copy()
+    pending = np.ones(total.size, dtype=bool)
+    for r in range(k):
+        acc += ascending[r]
+        hit = pending & (u < acc)
+        chosen[hit] = order[r][hit]
+        pending &= ~hit
+    out[regular] = chosen
     return out
 
 
-def _labels(labels: np.ndarray, n_labels: int) -> np.ndarray:
-    """Labels in the narrowest unsigned type: a small label table stays in the L1 cache, which
-    makes the per-non-zero gather about 1.5x faster."""
-    dtype = np.uint8 if n_labels <= 2**8 else np.uint16 if n_labels <= 2**16 else np.intp
-    return np.ascontiguousarray(labels, dtype=dtype)
+def _sort_columns(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(weights sorted ascending per column, their row indices), ties in index order: the
+    stable sort of each column of a k × b array without NaN."""
+    k, b = weights.shape
+    if k > PAIRWISE_MAX_CHOICES:
+        order = np.argsort(weights, axis=0, kind="stable")
+        return np.take_along_axis(weights, order, axis=0), order
+    # rank of j = #{i < j: w_i <= w_j} + #{i > j: w_i < w_j}; for i < j, w_i <= w_j puts i first
+    counts = np.zeros((k, b), dtype=np.int16)  # small integers: the additions stay cheap
+    first = np.empty(b, dtype=bool)
+    for j in range(1, k):
+        for i in range(j):
+            np.less_equal(weights[i], weights[j], out=first)
+            counts[j] += first
+            counts[i] -= first
+    rank = counts.astype(np.intp)
+    rank += np.arange(k - 1, -1, -1)[:, None]
+    rank *= b
+    rank += np.arange(b)                      # flat position of each weight in the sorted array
+    ascending = np.empty((k, b))
+    order = np.empty((k, b), dtype=np.intp)
+    for j in range(k):
+        np.put(ascending, rank[j], weights[j])
+        np.put(order, rank[j], j)
+    return ascending, order
 
 
-def sum_by_column_label(X, col_labels: np.ndarray, n_labels: int) -> np.ndarray:
-    """``A C`` (n×L): each row's entries summed by the label of their column; one pass."""
-    out = np.zeros(X.shape[0] * n_labels)
-    _sum_by_column_label(X.indptr, X.indices, X.data, _labels(col_labels, n_labels), n_labels,
-                         out)
-    return out.reshape(X.shape[0], n_labels)
-
-
-def sum_by_row_label(X, row_labels: np.ndarray, n_labels: int) -> np.ndarray:
-    """``Rᵀ A`` (K×m): each column's entries summed by the label of their row; one pass."""
-    n_cols = X.shape[1]
-    out = np.zeros(n_labels * n_cols)
-    _sum_by_row_label(X.indptr, X.indices, X.data, _labels(row_labels, n_labels), n_cols, out)
-    return out.reshape(n_labels, n_cols)
-
-
-def transpose_times_dense(X, dense: np.ndarray) -> np.ndarray:
-    """``Aᵀ G`` (m×k) for a dense G (n×k), without converting integer data to float."""
-    dense = np.ascontiguousarray(dense, dtype=np.float64)
-    out = np.zeros(X.shape[1] * dense.shape[1])
-    _transpose_times_dense(X.indptr, X.indices, X.data, dense, out)
-    return out.reshape(X.shape[1], dense.shape[1])
-
-
-def value_summary(data: np.ndarray) -> tuple[float, bool, bool, int]:
-    """(minimum of the finite values, all whole numbers, all finite, number of zeros): one
-    pass over the stored values."""
-    if data.size == 0:
-        return np.inf, True, True, 0
-    lowest, whole, finite, zeros = _value_summary(data)
-    return float(lowest), bool(whole), bool(finite), int(zeros)
+def _choose_row(logits: np.ndarray, hi: float, lo: float) -> int:
+    """One row of :func:`choose_by_inversion` element by element (rows with an infinite or
+    NaN logit: insertion sort with the comparisons' NaN semantics)."""
+    logits, k = logits.tolist(), logits.size  # Python floats: inf − inf is NaN, silently
+    top = logits[0]
+    for j in range(1, k):
+        if logits[j] > top:
+            top = logits[j]
+    weights, order, total = [0.0] * k, [0] * k, 0.0
+    for j in range(k):
+        w = math.exp(logits[j] - top)  # NaN stays NaN; the difference is <= 0 otherwise
+        weights[j] = w
+        total += w
+        pos = j
+        while pos > 0 and weights[order[pos - 1]] > w:
+            order[pos] = order[pos - 1]
+            pos -= 1
+        order[pos] = j
+    u = (hi + (lo + _TAIL_OFFSET) * _TAIL_SCALE) * total
+    acc = 0.0
+    for j in range(k):
+        acc += weights[order[j]]
+        if u < acc:
+            return order[j]
+    return order[k - 1]

@@ -1,7 +1,7 @@
 """Contingency tables, the de-normalised Goodman–Kruskal τ̂ and the DP-τCC utilities.
 
 Everything works on a CSR count matrix ``A`` (n×m) and integer label vectors; no dense n×m
-array is ever formed. Aggregations make one pass over the non-zeros, O(nnz), with a compiled
+array is ever formed. Aggregations make one pass over the non-zeros, O(nnz), with a
 scatter-add by label (:mod:`dptaucc.kernels`) whose cost does not grow with the number of
 clusters. A CSR matrix that stores every cell (the supplement's filled synthetic matrices) is
 read as the dense array its values already are (no copy), and aggregated by a BLAS product

@@ -34,20 +34,21 @@ ROW_NNZ = 100
 K = 5
 
 
-def _matrix(nnz: int, seed: int = 0):
-    """A canonical CSR float64 count matrix with ~ROW_NNZ sorted distinct columns per row."""
+def _matrix(nnz: int, seed: int = 0, row_nnz: int = ROW_NNZ, n_cols: int | None = None):
+    """A canonical CSR float64 count matrix with ~row_nnz sorted distinct columns per row
+    (n = nnz/row_nnz rows; n_cols columns, by default 10·√nnz)."""
     import numpy as np
     import scipy.sparse as sp
 
     rng = np.random.default_rng(seed)
-    n = max(10, nnz // ROW_NNZ)
-    m = max(200, int(10 * np.sqrt(nnz)))
-    per_row = rng.binomial(2 * ROW_NNZ, 0.5, size=n).clip(1, m)
+    n = max(10, nnz // row_nnz)
+    m = n_cols or max(200, int(10 * np.sqrt(nnz)))
+    per_row = rng.binomial(2 * row_nnz, 0.5, size=n).clip(1, m)
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(per_row, out=indptr[1:])
     total = int(indptr[-1])
     # distinct sorted columns per row: random positive gaps, cumulated within each row
-    gaps = rng.integers(1, max(2, 2 * m // ROW_NNZ), size=total).astype(np.int32)
+    gaps = rng.integers(1, max(2, 2 * m // row_nnz), size=total).astype(np.int32)
     starts = indptr[:-1]
     cols = np.cumsum(gaps, dtype=np.int64)
     cols -= np.repeat(cols[starts] - gaps[starts], per_row)
@@ -60,7 +61,8 @@ def _matrix(nnz: int, seed: int = 0):
     return X
 
 
-def worker(nnz: int, algorithm: str, repeats: int) -> dict:
+def worker(nnz: int, algorithm: str, repeats: int, row_nnz: int = ROW_NNZ,
+           n_cols: int | None = None, clusters: int = K) -> dict:
     import statistics
     import time
 
@@ -70,7 +72,7 @@ def worker(nnz: int, algorithm: str, repeats: int) -> dict:
     from dptaucc import DPTauCC, FastTauCC
     from dptaucc.bench.memory import PeakRSS
 
-    X = _matrix(nnz)
+    X = _matrix(nnz, row_nnz=row_nnz, n_cols=n_cols)
     v = np.ones(X.shape[1])
     X @ v
     mv = []
@@ -81,8 +83,9 @@ def worker(nnz: int, algorithm: str, repeats: int) -> dict:
     x_bytes = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
 
     def make(seed):
-        return (DPTauCC(K, K, epsilon=1.0, random_state=seed) if algorithm == "dp_taucc"
-                else FastTauCC(K, K, random_state=seed, max_iter=4))
+        return (DPTauCC(clusters, clusters, epsilon=1.0, random_state=seed)
+                if algorithm == "dp_taucc"
+                else FastTauCC(clusters, clusters, random_state=seed, max_iter=4))
 
     make(0).fit(_matrix(1000, seed=1))  # warm up: compiled kernels, lazy imports
     times, peaks = [], []
@@ -101,12 +104,13 @@ def worker(nnz: int, algorithm: str, repeats: int) -> dict:
             "x_mb": x_bytes / 2**20}
 
 
-def _run(nnz: int, algorithm: str, repeats: int, pythonpath: str | None) -> dict | None:
+def _run(nnz: int, algorithm: str, args, pythonpath: str | None) -> dict | None:
     env = dict(os.environ)
     if pythonpath:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [pythonpath, env.get("PYTHONPATH")]))
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", str(nnz), algorithm,
-           "--repeats", str(repeats)]
+           "--repeats", str(args.repeats), "--row-nnz", str(args.row_nnz),
+           "--clusters", str(args.clusters)] + (["--cols", str(args.cols)] if args.cols else [])
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         print(f"  failed ({algorithm}, {nnz:.0e}): {proc.stderr.strip().splitlines()[-1:]}",
@@ -120,11 +124,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", nargs="+", type=float, default=[1e5, 1e6, 1e7])
     ap.add_argument("--algorithms", nargs="+", default=["dp_taucc", "fast_taucc"])
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--row-nnz", type=int, default=ROW_NNZ, help="mean non-zeros per row")
+    ap.add_argument("--cols", type=int, default=None, help="columns (default 10·√nnz)")
+    ap.add_argument("--clusters", type=int, default=K, help="K = L")
     ap.add_argument("--baseline", default=None, help="git revision to measure side by side")
     ap.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
-        print(json.dumps(worker(int(float(args.worker[0])), args.worker[1], args.repeats)))
+        print(json.dumps(worker(int(float(args.worker[0])), args.worker[1], args.repeats,
+                                args.row_nnz, args.cols, args.clusters)))
         return 0
 
     with baseline_tree(args.baseline) as base:
@@ -133,14 +141,14 @@ def main(argv: list[str] | None = None) -> int:
                                                "fit s, passes, ns/nnz, mem/X" if base else ""))
         for algorithm in args.algorithms:
             for size in args.sizes:
-                rec = _run(int(size), algorithm, args.repeats, None)
+                rec = _run(int(size), algorithm, args, None)
                 if rec is None:
                     continue
                 line = (f"{algorithm:10} {rec['nnz']:>9.2e} {rec['n']:>7}x{rec['m']:<7} "
                         f"{rec['fit_s']:>8.3f} {rec['passes']:>7.1f} "
                         f"{rec['ns_per_nnz']:>7.1f} {rec['mem_over_x']:>6.2f}")
                 if base:
-                    old = _run(int(size), algorithm, args.repeats, base)
+                    old = _run(int(size), algorithm, args, base)
                     line += (" | " + (f"{old['fit_s']:.3f}, {old['passes']:.1f}, "
                                       f"{old['ns_per_nnz']:.1f}, {old['mem_over_x']:.2f}"
                                       if old else "failed"))

@@ -125,7 +125,7 @@ class SeededSampler(Sampler):
         if scale == 0.0:
             return self._argmax_ties_uniform(scores)
         n = scores.shape[0]
-        return choose_by_inversion(scores / scale, self.rng.random(n), self.rng.random(n))
+        return choose_by_inversion(scores, self.rng.random(n), self.rng.random(n), scale)
 
     def standard_normal(self, size: int | tuple[int, ...]) -> np.ndarray:
         return self.rng.standard_normal(size)

@@ -121,3 +121,38 @@ def test_init_is_data_independent_and_seeded():
     b = blind_block_init(50, 60, 3, 3, np.random.default_rng(7))
     np.testing.assert_array_equal(a.S0, b.S0)
     np.testing.assert_array_equal(a.row_labels, b.row_labels)
+
+
+@pytest.mark.parametrize("trials, p", [(1, 0.3), (7, 0.5), (2000, 0.01), (100_000, 0.01),
+                                       (3, 0.999), (50, 1e-6)])
+def test_binomial_cdf_matches_scipy(trials, p):
+    from scipy import stats
+
+    from dptaucc.init import binomial_cdf
+
+    ref = stats.binom.cdf(np.arange(trials + 1), trials, p)
+    np.testing.assert_allclose(binomial_cdf(trials, p), ref, rtol=0, atol=1e-13)
+
+
+def test_binomial_by_inversion_is_the_inverse_cdf_and_has_the_binomial_law():
+    """The guide table returns exactly the inverse CDF (on bucket edges too), and the
+    draws pass a chi-square test against the Binomial(2000, 0.01) law."""
+    from scipy import stats
+
+    from dptaucc.init import GUIDE_BUCKETS, binomial_by_inversion, binomial_cdf
+
+    rng = np.random.default_rng(12)
+    trials, p = 2000, 0.01
+    u = np.concatenate([rng.random(200_000), np.arange(GUIDE_BUCKETS) / GUIDE_BUCKETS,
+                        binomial_cdf(trials, p)[:60], [1 - 2.0**-53]])
+    draws = binomial_by_inversion(trials, p, u)
+    inverse = np.minimum(np.searchsorted(binomial_cdf(trials, p), u, side="right"), trials)
+    np.testing.assert_array_equal(draws, inverse)
+    counts = np.bincount(draws[:200_000].astype(int), minlength=trials + 1)
+    expected = stats.binom.pmf(np.arange(trials + 1), trials, p) * 200_000
+    keep = expected > 20
+    observed = np.append(counts[keep], counts[~keep].sum())
+    expected = np.append(expected[keep], expected[~keep].sum())
+    assert stats.chisquare(observed, expected * observed.sum() / expected.sum()).pvalue > 1e-3
+    assert binomial_by_inversion(5, 0.0, u[:3]).tolist() == [0.0] * 3
+    assert binomial_by_inversion(5, 1.0, u[:3]).tolist() == [5.0] * 3

@@ -1,0 +1,209 @@
+"""The vectorised kernels give, bit for bit, what a plain loop over the same inputs gives.
+
+The references below are the loops the kernels replace, written element by element with
+:mod:`math` (the C library): seeded records must not depend on how a kernel is vectorised.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import dptaucc.kernels as kernels
+from dptaucc.kernels import (
+    choose_by_inversion,
+    exponential_from_uniforms,
+    libm_exp,
+    libm_log,
+    libm_log1p,
+    sum_by_column_label,
+    sum_by_row_label,
+    sum_rows_by_label,
+    value_summary,
+)
+
+TAIL = 2.0**-54
+
+
+def _bits(a) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=np.float64).view(np.int64)
+
+
+def _reference_choose(logits, hi, lo):
+    out = []
+    for row, h, l_ in zip(logits.tolist(), hi.tolist(), lo.tolist(), strict=True):
+        k = len(row)
+        top = row[0]
+        for v in row[1:]:
+            if v > top:
+                top = v
+        weights, order, total = [0.0] * k, [0] * k, 0.0
+        for j in range(k):
+            w = math.exp(row[j] - top)
+            weights[j] = w
+            total += w
+            pos = j
+            while pos > 0 and weights[order[pos - 1]] > w:
+                order[pos] = order[pos - 1]
+                pos -= 1
+            order[pos] = j
+        u = (h + (l_ + TAIL) * 2.0**-53) * total
+        acc, pick = 0.0, order[k - 1]
+        for j in range(k):
+            acc += weights[order[j]]
+            if u < acc:
+                pick = order[j]
+                break
+        out.append(pick)
+    return np.array(out)
+
+
+def _reference_exponential(hi, lo):
+    out = []
+    for h, l_ in zip(hi.ravel().tolist(), lo.ravel().tolist(), strict=True):
+        tail = (l_ + TAIL) * 2.0**-53
+        out.append(-math.log1p(-((1.0 - h) - tail)) if h >= 0.5 else -math.log(h + tail))
+    return np.array(out).reshape(hi.shape)
+
+
+def _logits(rng, kind, n, k):
+    if kind == "spread":
+        return rng.normal(size=(n, k)) * rng.choice([1e-3, 1.0, 30.0, 1e3, 1e6])
+    if kind == "ties":
+        return rng.integers(-3, 3, size=(n, k)).astype(float)
+    if kind == "equal":
+        return np.zeros((n, k))
+    if kind == "minus-inf":
+        L = rng.normal(size=(n, k)) * 800
+        L[rng.random((n, k)) < 0.2] = -np.inf
+        return L
+    if kind == "huge":  # +inf, -inf and NaN logits: the rows the loop handles with NaN weights
+        L = rng.normal(size=(n, k)) * 1e300
+        u = rng.random((n, k))
+        L[u < 0.05], L[u > 0.97], L[(u > 0.5) & (u < 0.52)] = np.inf, -np.inf, np.nan
+        return L
+    L = np.repeat(rng.normal(size=(n, 1)), k, axis=1)  # near ties, underflowing weights
+    L[:, 0] -= 1e-12
+    L[: n // 2, -1] = -745.2
+    return L
+
+
+def test_libm_functions_are_the_c_library_value_for_value():
+    rng = np.random.default_rng(0)
+    x = np.concatenate([-rng.exponential(20, 20_000), -rng.exponential(300, 2_000),
+                        [0.0, -0.0, -745.2, -708.4, -np.inf, 1.5]])
+    u = np.concatenate([rng.random(20_000), rng.random(2_000) * 1e-300, [2.0**-1074, 1.0]])
+    np.testing.assert_array_equal(_bits(libm_exp(x)), _bits([math.exp(v) for v in x]))
+    np.testing.assert_array_equal(_bits(libm_log(u)), _bits([math.log(v) for v in u]))
+    np.testing.assert_array_equal(_bits(libm_log1p(-u[u < 1])),
+                                  _bits([math.log1p(-v) for v in u[u < 1]]))
+
+
+@pytest.mark.parametrize("kind", ["spread", "ties", "equal", "minus-inf", "huge", "near"])
+def test_choose_by_inversion_is_the_loop(kind, monkeypatch):
+    rng = np.random.default_rng(len(kind))
+    monkeypatch.setattr(kernels, "BLOCK_ROWS", 97)  # several blocks, a ragged last one
+    for k in (1, 2, 3, 10, 17, 24):  # 17 and 24: the argsort path
+        n = 300
+        L = _logits(rng, kind, n, k)
+        hi, lo = rng.random(n), rng.random(n)
+        hi[:30], lo[:15] = 0.0, 0.0
+        hi[-1] = lo[-1] = 1 - 2.0**-53
+        np.testing.assert_array_equal(choose_by_inversion(L, hi, lo),
+                                      _reference_choose(L, hi, lo), err_msg=f"k={k}")
+
+
+def test_exponential_from_uniforms_is_the_loop(monkeypatch):
+    rng = np.random.default_rng(3)
+    monkeypatch.setattr(kernels, "BLOCK_NNZ", 1000)
+    hi, lo = rng.random((2500, 3)), rng.random((2500, 3))
+    hi[0], lo[0] = [0.0, 0.5, 1 - 2.0**-53], [0.0, 1 - 2.0**-53, 1 - 2.0**-53]
+    hi[1], lo[1] = [2.0**-53, 0.4999999999999999, 0.5], [0.0, 0.5, 0.0]
+    np.testing.assert_array_equal(_bits(exponential_from_uniforms(hi, lo)),
+                                  _bits(_reference_exponential(hi, lo)))
+    assert exponential_from_uniforms(np.empty(0), np.empty(0)).shape == (0,)
+
+
+def _random_csr(rng, n, m, density, data_kind):
+    X = sp.random(n, m, density=density, format="csr", random_state=int(rng.integers(2**31)))
+    if data_kind == "counts":
+        X.data = rng.integers(1, 9, X.nnz).astype(float)
+    elif data_kind == "int":
+        X.data = rng.integers(1, 9, X.nnz)
+    else:  # fractions of very different sizes: the order of summation shows
+        X.data = rng.random(X.nnz) * 10 ** rng.uniform(-6, 6, X.nnz)
+    return X
+
+
+@pytest.mark.parametrize("data_kind", ["counts", "int", "fractions"])
+def test_label_sums_are_the_loops(data_kind, monkeypatch):
+    rng = np.random.default_rng(11)
+    monkeypatch.setattr(kernels, "BLOCK_NNZ", 50)
+    for n, m, K, L, density in [(120, 90, 4, 7, 0.2), (1, 40, 1, 3, 0.5), (60, 1, 3, 1, 0.6),
+                                (30, 20, 2, 2, 0.0)]:
+        X = _random_csr(rng, n, m, density, data_kind)
+        r, c = rng.integers(0, K, n), rng.integers(0, L, m)
+        ac, ra = np.zeros((n, L)), np.zeros((K, m))
+        for i in range(n):
+            for p in range(X.indptr[i], X.indptr[i + 1]):
+                ac[i, c[X.indices[p]]] += X.data[p]
+                ra[r[i], X.indices[p]] += X.data[p]
+        np.testing.assert_array_equal(_bits(sum_by_column_label(X, c, L)), _bits(ac))
+        np.testing.assert_array_equal(_bits(sum_by_row_label(X, r, K)), _bits(ra))
+        V = rng.normal(size=(n, L)) * 10 ** rng.uniform(-6, 6, size=(n, L))
+        rv = np.zeros((K, L))
+        for i in range(n):
+            rv[r[i]] += V[i]
+        np.testing.assert_array_equal(_bits(sum_rows_by_label(V, r, K)), _bits(rv))
+
+
+def test_value_summary_is_the_loop(monkeypatch):
+    monkeypatch.setattr(kernels, "BLOCK_NNZ", 3)
+
+    def loop(data):
+        finite = [v for v in data.tolist() if math.isfinite(v)]
+        return (min(finite, default=math.inf), all(v == math.floor(v) for v in finite),
+                len(finite) == data.size, sum(v == 0 for v in finite))
+    for data in (np.array([1.5, np.nan, -2.0, 0.0, 4.0]), np.array([np.inf, 3.0, 0.0, 0.0]),
+                 np.array([2.0, 7.0, 1.0, 0.0, 5.0, 3.0, 9.0]), np.array([], dtype=float),
+                 np.array([3, 0, 5, 0, 2]), np.array([-np.inf]), np.array([1e308, 1e308, 0.5])):
+        assert value_summary(data) == loop(data), data
+
+
+def test_choose_by_inversion_agrees_on_the_boundaries():
+    """Uniforms at and next to every cumulative boundary acc_j/total of a row: one ulp of
+    difference in the total, the order or a partial sum changes the choice there."""
+    rng = np.random.default_rng(5)
+    rows, his = [], []
+    for _ in range(200):
+        k = int(rng.integers(2, 13))
+        row = rng.normal(size=k) * rng.choice([0.1, 3.0])
+        w = [math.exp(v - row.max()) for v in row]
+        total = sum(w)  # index order, as the loop
+        acc = 0.0
+        for v in sorted(w):
+            acc += v
+            for h in (acc / total, *np.nextafter(acc / total, [0.0, 1.0])):
+                if h < 1.0:
+                    rows.append(row)
+                    his.append(h)
+    L, hi = np.array([np.pad(r, (0, 12 - r.size), constant_values=-np.inf) for r in rows]), \
+        np.array(his)
+    lo = np.zeros(hi.size)
+    np.testing.assert_array_equal(choose_by_inversion(L, hi, lo), _reference_choose(L, hi, lo))
+
+
+def test_choose_by_inversion_with_a_scale_divides_first_and_leaves_the_input():
+    rng = np.random.default_rng(8)
+    for n, k in ((1, 4), (50, 1), (400, 6)):
+        scores = rng.normal(size=(n, k)) * 50
+        scores[0, 0] = 1e308  # overflows to inf once divided: the loop's NaN rules apply
+        kept = scores.copy()
+        hi, lo = rng.random(n), rng.random(n)
+        with np.errstate(over="ignore"):
+            np.testing.assert_array_equal(choose_by_inversion(scores, hi, lo, 1e-3),
+                                          _reference_choose(scores / 1e-3, hi, lo))
+        np.testing.assert_array_equal(scores, kept)
