@@ -24,7 +24,13 @@ __all__ = ["Draw", "RecordingSampler", "ScaledSampler", "discrete_laplace_pmf",
 class Draw:
     """One sampler call: ``kind`` is "discrete_laplace", "choose" or "standard_normal";
     ``inputs`` the scores of a choice (None for noise draws); ``output`` the noise or the
-    chosen indices."""
+    chosen indices.
+
+    >>> import numpy as np
+    >>> draw = Draw("discrete_laplace", 2.0, None, np.array([1, -3]))
+    >>> draw.kind, draw.scale, draw.output.tolist()
+    ('discrete_laplace', 2.0, [1, -3])
+    """
 
     kind: str
     scale: float
@@ -33,7 +39,17 @@ class Draw:
 
 
 class RecordingSampler(Sampler):
-    """A sampler that delegates to ``inner`` and records every call (see :class:`Draw`)."""
+    """A sampler that delegates to ``inner`` and records every call (see :class:`Draw`).
+
+    >>> import numpy as np
+    >>> sampler = RecordingSampler(0)
+    >>> noise = sampler.discrete_laplace(4, 3.0)
+    >>> chosen = sampler.choose(np.array([[0.0, 1.0]]), 0.5)
+    >>> [(d.kind, d.scale) for d in sampler.draws]  # in call order, with the scale drawn at
+    [('discrete_laplace', 3.0), ('choose', 0.5)]
+    >>> bool(np.array_equal(sampler.of_kind("discrete_laplace")[0].output, noise))
+    True
+    """
 
     def __init__(self, inner: Sampler | np.random.Generator | int | None = None):
         if not isinstance(inner, Sampler):
@@ -65,7 +81,15 @@ class RecordingSampler(Sampler):
 
 class ScaledSampler(Sampler):
     """A deliberately broken sampler for power tests: every noise scale multiplied by
-    ``factor`` (½ is what a halved sensitivity or a doubled ε at a call site does)."""
+    ``factor`` (½ is what a halved sensitivity or a doubled ε at a call site does).
+
+    >>> import numpy as np
+    >>> honest = RecordingSampler(ScaledSampler(SeededSampler(np.random.default_rng(1)), 1.0))
+    >>> broken = RecordingSampler(ScaledSampler(SeededSampler(np.random.default_rng(1)), 0.5))
+    >>> a, b = honest.discrete_laplace(2000, 8.0), broken.discrete_laplace(2000, 8.0)
+    >>> bool(np.abs(b).mean() < 0.6 * np.abs(a).mean())  # half the noise is drawn
+    True
+    """
 
     def __init__(self, inner: Sampler | np.random.Generator | int | None = None,
                  factor: float = 0.5):
@@ -87,7 +111,13 @@ class ScaledSampler(Sampler):
 
 
 def discrete_laplace_pmf(z: np.ndarray, scale: float) -> np.ndarray:
-    """P(Z = z) = (1 − q)/(1 + q)·q^|z| with q = e^{−1/scale}."""
+    """P(Z = z) = (1 − q)/(1 + q)·q^|z| with q = e^{−1/scale}.
+
+    >>> import numpy as np
+    >>> pmf = discrete_laplace_pmf(np.arange(-200, 201), 3.0)
+    >>> round(float(pmf.sum()), 12), bool(pmf[200] > pmf[201] == pmf[199])
+    (1.0, True)
+    """
     q = math.exp(-1.0 / scale)
     return (1.0 - q) / (1.0 + q) * np.power(q, np.abs(np.asarray(z, dtype=float)))
 
@@ -97,6 +127,11 @@ def discrete_laplace_pvalue(samples: np.ndarray, scale: float, min_expected: flo
 
     Central integers with at least ``min_expected`` expected counts are bins of their own;
     each tail beyond them is one bin.
+
+    >>> import numpy as np
+    >>> noise = SeededSampler(np.random.default_rng(0)).discrete_laplace(5000, 2.0)
+    >>> discrete_laplace_pvalue(noise, 2.0) > 1e-3, discrete_laplace_pvalue(noise, 1.0) < 1e-9
+    (True, True)
     """
     samples = np.asarray(samples, dtype=np.int64).ravel()
     n = samples.size
@@ -113,7 +148,13 @@ def discrete_laplace_pvalue(samples: np.ndarray, scale: float, min_expected: flo
 
 
 def choice_pvalue(choices: np.ndarray, probabilities: np.ndarray) -> float:
-    """Chi-square goodness of fit of sampled indices to the given probabilities."""
+    """Chi-square goodness of fit of sampled indices to the given probabilities.
+
+    >>> import numpy as np
+    >>> choices = np.random.default_rng(0).choice(3, size=3000, p=[0.2, 0.3, 0.5])
+    >>> choice_pvalue(choices, [0.2, 0.3, 0.5]) > 1e-3, choice_pvalue(choices, [1/3] * 3) < 1e-9
+    (True, True)
+    """
     probabilities = np.asarray(probabilities, dtype=float)
     observed = np.bincount(np.asarray(choices), minlength=probabilities.size)
     return float(stats.chisquare(observed, probabilities * observed.sum()).pvalue)
@@ -125,6 +166,10 @@ def neighbour_log_ratio_bounds(hits_a: int, n_a: int, hits_b: int, n_b: int,
 
     Returns (lower, upper): with probability ≥ 1 − α the true log ratio lies between them.
     A mechanism claimed ε-DP fails a neighbour test when ``lower > ε``.
+
+    >>> lower, upper = neighbour_log_ratio_bounds(3000, 5000, 1000, 5000)  # ratio 3: log 1.0986
+    >>> bool(lower < 1.0986 < upper), bool(lower > 0.9)  # an ε = 0.9 claim fails
+    (True, True)
     """
     a = alpha / 4.0
     lo_a = stats.beta.ppf(a, hits_a, n_a - hits_a + 1) if hits_a > 0 else 0.0

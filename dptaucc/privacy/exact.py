@@ -47,7 +47,12 @@ _MAX_BITS = 53 + 64 * 63
 
 
 def os_words(count: int) -> np.ndarray:
-    """``count`` uniform 64-bit words from the operating system (``os.urandom``)."""
+    """``count`` uniform 64-bit words from the operating system (``os.urandom``).
+
+    >>> words = os_words(4)
+    >>> words.dtype, words.shape
+    (dtype('uint64'), (4,))
+    """
     return np.frombuffer(os.urandom(8 * int(count)), dtype=np.uint64).copy()
 
 
@@ -71,7 +76,17 @@ def _series_bounds(x: Fraction, bits: int) -> tuple[Fraction, Fraction]:
 
 
 def exp_neg_bounds(gamma: Fraction, bits: int) -> tuple[Fraction, Fraction]:
-    """Rational [lo, hi] ∋ e^(−γ) for γ ≥ 0 with hi − lo ≤ 2⁻ᵇⁱᵗˢ (exact arithmetic)."""
+    """Rational [lo, hi] ∋ e^(−γ) for γ ≥ 0 with hi − lo ≤ 2⁻ᵇⁱᵗˢ (exact arithmetic).
+
+    >>> from decimal import Decimal, localcontext
+    >>> from fractions import Fraction
+    >>> lo, hi = exp_neg_bounds(Fraction(5, 2), 60)
+    >>> with localcontext() as ctx:
+    ...     ctx.prec = 50
+    ...     reference = Fraction(Decimal(-2.5).exp())  # e^-2.5 to 50 digits
+    >>> bool(lo <= reference <= hi), bool(hi - lo <= Fraction(1, 2**60))
+    (True, True)
+    """
     if gamma < 0:
         raise ValueError("gamma must be >= 0")
     if gamma >= bits:  # e^(−γ) ≤ e^(−bits) < 2^(−bits)
@@ -138,7 +153,18 @@ def exact_choose(scores: np.ndarray, scale: float,
                  words: Callable[[int], np.ndarray] = os_words) -> np.ndarray:
     """One index per row of ``scores`` with P(k) ∝ exp(score_k/scale), exactly (module
     docstring). ``scale`` must be finite and > 0; ``words(n)`` returns n uniform uint64 (OS
-    randomness by default; tests inject their own)."""
+    randomness by default; tests inject their own).
+
+    >>> import numpy as np
+    >>> scores = np.array([[0.0, 1000.0], [1000.0, 0.0], [3.0, 3.0]])
+    >>> chosen = exact_choose(scores, 1.0)  # P(the low score) = e^-1000 in the first two rows
+    >>> chosen[:2].tolist(), int(chosen[2]) in (0, 1)
+    ([1, 0], True)
+    >>> exact_choose(scores, 0.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: scale must be finite and > 0, got 0.0
+    """
     scores = np.asarray(scores, dtype=float)
     if scores.ndim != 2 or scores.shape[1] == 0:
         raise ValueError("scores must be a 2-D array with at least one choice per row")

@@ -23,6 +23,20 @@ __all__ = ["MECHANISM_HOOK", "MechanismHook", "watch"]
 
 
 class MechanismHook(Protocol):
+    """What the audit sets in :data:`MECHANISM_HOOK`: sees every mechanism call, returns the
+    release.
+
+    >>> from dptaucc.privacy.ledger import PrivacyLedger
+    >>> class AddOne:  # a hook that changes what the mechanism releases
+    ...     def released(self, step, mechanism, entries, output, redraw=None):
+    ...         return output + 1
+    >>> ledger = PrivacyLedger()
+    >>> token = MECHANISM_HOOK.set(AddOne())
+    >>> watch(ledger).released("table", "discrete_laplace", 41)
+    42
+    >>> MECHANISM_HOOK.reset(token)
+    """
+
     def released(self, step: str, mechanism: str, entries: list, output: Any,
                  redraw: Callable[[int], Any] | None = None) -> Any:
         """Called once per mechanism call with the entries it charged; returns the release."""
@@ -55,6 +69,22 @@ def _batch(draw: Callable[[], Any]) -> Callable[[int], np.ndarray]:
 def watch(ledger) -> _Watch | None:
     """None when no hook is set (the usual case); else a watch of the entries ``ledger``
     gets from now on, whose ``released(step, mechanism, output, draw)`` hands the call to the
-    hook."""
+    hook.
+
+    >>> from dptaucc.privacy.ledger import PrivacyLedger
+    >>> watch(PrivacyLedger()) is None  # no hook set: mechanisms run untouched
+    True
+    >>> class Seen:
+    ...     def released(self, step, mechanism, entries, output, redraw=None):
+    ...         return [e.step for e in entries], output, redraw(3).shape
+    >>> ledger = PrivacyLedger()
+    >>> _ = ledger.charge("before", "discrete_laplace", 0.5)  # charged before the watch
+    >>> token = MECHANISM_HOOK.set(Seen())
+    >>> watched = watch(ledger)
+    >>> _ = ledger.charge("table", "discrete_laplace", 0.5)
+    >>> watched.released("table", "discrete_laplace", 7, draw=lambda: [0, 0])
+    (['table'], 7, (3, 2))
+    >>> MECHANISM_HOOK.reset(token)
+    """
     hook = MECHANISM_HOOK.get()
     return None if hook is None else _Watch(hook, ledger)

@@ -78,12 +78,28 @@ def fitted_attributes(estimator) -> list[str]:
 
 
 def undeclared_attributes(estimator) -> list[str]:
-    """Fitted attributes the estimator does not declare."""
+    """Fitted attributes the estimator does not declare.
+
+    >>> class Toy(ReleaseKindsMixin):
+    ...     _release_kinds = {"centers_": DP}
+    >>> toy = Toy()
+    >>> toy.centers_, toy.labels_ = [0.5], [0, 1]
+    >>> undeclared_attributes(toy)
+    ['labels_']
+    """
     kinds = estimator.release_kinds() if hasattr(estimator, "release_kinds") else {}
     return [a for a in fitted_attributes(estimator) if a not in kinds]
 
 
 def attributes_of_kind(estimator, kind: str) -> list[str]:
-    """Fitted attributes declared as ``kind``."""
+    """Fitted attributes declared as ``kind``.
+
+    >>> class Toy(ReleaseKindsMixin):
+    ...     _release_kinds = {"centers_": DP, "scale_": PUBLIC, "labels_": POST_PROCESSING}
+    >>> toy = Toy()
+    >>> toy.centers_, toy.scale_, toy.labels_ = [0.5], 2.0, [0, 1]
+    >>> attributes_of_kind(toy, DP), attributes_of_kind(toy, PUBLIC)
+    (['centers_'], ['scale_'])
+    """
     kinds = estimator.release_kinds()
     return [a for a in fitted_attributes(estimator) if kinds.get(a) == kind]

@@ -48,6 +48,13 @@ class Sampler:
     ``rng`` serves the random choices that are not mechanism noise (data-independent
     initialisations, tie-breaking, post-processing); ``exact`` tells whether the mechanism
     samplers are OpenDP's exact ones.
+
+    >>> import numpy as np
+    >>> sampler = make_sampler(0)
+    >>> isinstance(sampler, Sampler), sampler.exact
+    (True, False)
+    >>> sampler.choose(np.array([[0.0, 5.0, 1.0], [2.0, 0.0, 0.0]]), 0.0)  # scale 0: argmax
+    array([1, 0])
     """
 
     exact: bool = False
@@ -80,7 +87,18 @@ def _check_scale(scale: float) -> float:
 
 
 class SeededSampler(Sampler):
-    """Noise from one seeded ``numpy.random.Generator`` (see the module docstring)."""
+    """Noise from one seeded ``numpy.random.Generator`` (see the module docstring).
+
+    >>> import numpy as np
+    >>> a = SeededSampler(np.random.default_rng(7)).discrete_laplace(5, 2.0)
+    >>> b = SeededSampler(np.random.default_rng(7)).discrete_laplace(5, 2.0)
+    >>> a.dtype, bool(np.array_equal(a, b))  # integers, replayed exactly from the seed
+    (dtype('int64'), True)
+    >>> SeededSampler(np.random.default_rng(7)).discrete_laplace(3, -1.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: noise scale must lie in [0, 3.51844e+13], got -1.0
+    """
 
     exact = False
 
@@ -137,6 +155,14 @@ class SecureSampler(Sampler):
     Cost: :meth:`choose` samples every row of a call together (about 1 µs per row);
     :meth:`discrete_laplace` is one OpenDP call per array (about 8 µs per value);
     :meth:`standard_normal` samples OpenDP's exact Gaussian (about 80 µs per value).
+
+    >>> import numpy as np
+    >>> sampler = SecureSampler()
+    >>> sampler.exact, sampler.discrete_laplace(3, 0.0)
+    (True, array([0, 0, 0]))
+    >>> # P(index 0) = e^-1000 / (1 + e^-1000): index 1 in every row
+    >>> sampler.choose(np.array([[0.0, 1000.0], [0.0, 1000.0]]), 1.0)
+    array([1, 1])
     """
 
     exact = True
@@ -188,6 +214,13 @@ def make_sampler(random_state=None, secure: bool = False) -> Sampler:
     """The fit's noise source: seeded from ``random_state``, or secure (``random_state`` None).
 
     A :class:`Sampler` passed as ``random_state`` is used as is (tests inject recording ones).
+
+    >>> type(make_sampler(0)).__name__, type(make_sampler(secure=True)).__name__
+    ('SeededSampler', 'SecureSampler')
+    >>> make_sampler(0, secure=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: secure=True draws unpredictable OS randomness: leave random_state None (got 0); ...
     """
     if isinstance(random_state, Sampler):
         if secure and not random_state.exact:
