@@ -25,6 +25,15 @@ def block_sizes(N: int, G: int) -> np.ndarray:
     """CreateMatrix's f(N, G): alternate round(N/G), ⌊N/G⌋; the last block takes the remainder.
 
     Python ``round`` (half to even), as the reference. E.g. f(475, 4) = [119, 118, 119, 119].
+
+    >>> block_sizes(475, 4).tolist()
+    [119, 118, 119, 119]
+    >>> int(block_sizes(10, 3).sum())  # the blocks cover every row
+    10
+    >>> block_sizes(3, 4)
+    Traceback (most recent call last):
+    ...
+    ValueError: need 1 <= G <= N, got N=3, G=4
     """
     if not (1 <= G <= N):
         raise ValueError(f"need 1 <= G <= N, got N={N}, G={G}")
@@ -44,6 +53,13 @@ def pattern_matrix(K: int, L: int) -> np.ndarray:
     by Hamming weight; rows of P if K >= L, columns if L > K. For K = L this is the identity.
     The reference raises when fewer than S patterns exist (S >= 2^s); we then cycle through the
     available patterns instead (documented extension, e.g. K = 1).
+
+    >>> pattern_matrix(3, 3).tolist()  # K = L: the identity
+    [[1, 0, 0], [0, 1, 0], [0, 0, 1]]
+    >>> pattern_matrix(3, 2).tolist()  # the two unit rows, then (1, 1)
+    [[1, 0], [0, 1], [1, 1]]
+    >>> bool((pattern_matrix(2, 3) == pattern_matrix(3, 2).T).all())
+    True
     """
     s, S = min(K, L), max(K, L)
     units = [tuple(int(i == j) for j in range(s)) for i in range(s)]
@@ -57,7 +73,16 @@ def pattern_matrix(K: int, L: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class BlindInit:
-    """Result of the blind initialisation (all data-independent)."""
+    """Result of the blind initialisation (all data-independent).
+
+    >>> import numpy as np
+    >>> init = blind_block_init(8, 6, 2, 3, np.random.default_rng(0), noise=0.0)
+    >>> # no flips: S0[i, l] = P[x_i, l]·|C0_l|, here with blocks of two columns
+    >>> init.n_flips, bool(np.array_equal(init.S0, pattern_matrix(2, 3)[init.row_labels] * 2))
+    (0, True)
+    >>> sorted(np.bincount(init.col_labels).tolist())
+    [2, 2, 2]
+    """
 
     S0: np.ndarray        # n×L0 aggregate M C0 (float64)
     row_labels: np.ndarray  # x: synthetic row clusters R⁽⁰⁾ (n,)
@@ -120,6 +145,14 @@ def flip_counts(
     row and column block, never per cell, and still data-independent. Those binomial counts
     come from :func:`binomial_by_inversion`, one uniform per group (numpy's own sampler costs
     ~180 ns per group, 0.9 s at n·L = 5e6).
+
+    >>> import numpy as np
+    >>> y = np.array([0, 0, 0, 1, 1, 2])
+    >>> flips = flip_counts(10, 6, y, 3, 0.1, np.random.default_rng(0))
+    >>> flips.shape, int(flips.sum())  # exactly round(0.1·10·6) flips
+    ((10, 3), 6)
+    >>> bool((flips <= np.bincount(y)).all())  # never more flips than cells in a group
+    True
     """
     sizes = np.bincount(y, minlength=L)
     if n * m < MARGINALS_LIMIT:
@@ -150,7 +183,14 @@ GUIDE_BUCKETS = 1 << 12
 def binomial_cdf(trials: int, p: float) -> np.ndarray:
     """P(X ≤ k), k = 0..trials, of Binomial(trials, p), 0 < p < 1: the probabilities by the
     ratio recurrence P(k+1)/P(k) = (trials−k)/(k+1) · p/(1−p) outward from the mode (each a
-    product of at most ``trials`` ratios, relative error below trials·2⁻⁵³), normalised."""
+    product of at most ``trials`` ratios, relative error below trials·2⁻⁵³), normalised.
+
+    >>> import numpy as np
+    >>> from scipy import stats
+    >>> cdf = binomial_cdf(20, 0.3)
+    >>> bool(np.allclose(cdf, stats.binom.cdf(np.arange(21), 20, 0.3))), round(float(cdf[-1]), 12)
+    (True, 1.0)
+    """
     k = np.arange(trials + 1, dtype=float)
     mode = int(np.floor((trials + 1) * p))
     mode = min(mode, trials)
@@ -166,7 +206,15 @@ def binomial_cdf(trials: int, p: float) -> np.ndarray:
 def binomial_by_inversion(trials: int, p: float, uniforms: np.ndarray) -> np.ndarray:
     """Binomial(trials, p) variates as floats, one per uniform U: the number of k with
     P(X ≤ k) ≤ U (inversion of :func:`binomial_cdf`; exact up to its rounding, values whose
-    tail probability is below 2⁻⁵³ are not drawn)."""
+    tail probability is below 2⁻⁵³ are not drawn).
+
+    >>> import numpy as np
+    >>> binomial_by_inversion(10, 0.5, np.array([0.0, 0.999999])).tolist()  # the two ends
+    [0.0, 10.0]
+    >>> draws = binomial_by_inversion(40, 0.25, np.random.default_rng(0).random(20000))
+    >>> bool(abs(draws.mean() - 10.0) < 0.1), bool(abs(draws.var() - 7.5) < 0.3)
+    (True, True)
+    """
     return _BinomialInversion(trials, p)(uniforms)
 
 

@@ -50,7 +50,15 @@ __all__ = [
 
 
 def nnz_row_indices(X: sp.csr_matrix) -> np.ndarray:
-    """Row index of every stored entry of a CSR matrix (the COO ``row`` array)."""
+    """Row index of every stored entry of a CSR matrix (the COO ``row`` array).
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> X = sp.csr_matrix(np.array([[0, 5, 1], [0, 0, 0], [2, 0, 0]]))
+    >>> nnz_row_indices(X).tolist(), X.tocoo().row.tolist()
+    ([0, 0, 2], [0, 0, 2])
+    """
     return np.repeat(np.arange(X.shape[0], dtype=np.intp), np.diff(X.indptr))
 
 
@@ -80,13 +88,6 @@ def aggregate_columns(X: sp.csr_matrix, col_labels: np.ndarray, n_col_clusters: 
     >>> from dptaucc.objective import aggregate_columns
     >>> aggregate_columns(sp.csr_matrix(np.array([[1, 2, 3]])), np.array([0, 1, 0]), 2).tolist()
     [[4.0, 2.0]]
-
-    Examples
-    --------
-    >>> import numpy as np, scipy.sparse as sp
-    >>> from dptaucc.objective import aggregate_rows
-    >>> aggregate_rows(sp.csr_matrix(np.array([[1, 2], [3, 4]])), np.array([0, 0]), 1).tolist()
-    [[4.0, 6.0]]
     """
     dense = _full_array(X, n_col_clusters)
     if dense is not None:  # (Cᵀ Aᵀ)ᵀ: BLAS streams A once
@@ -95,7 +96,19 @@ def aggregate_columns(X: sp.csr_matrix, col_labels: np.ndarray, n_col_clusters: 
 
 
 def aggregate_rows(X: sp.csr_matrix, row_labels: np.ndarray, n_row_clusters: int) -> np.ndarray:
-    """``Rᵀ A`` (K×m): column profiles summed over row clusters, one pass over the non-zeros."""
+    """``Rᵀ A`` (K×m): column profiles summed over row clusters, one pass over the non-zeros.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from dptaucc.objective import aggregate_rows
+    >>> aggregate_rows(sp.csr_matrix(np.array([[1, 2], [3, 4]])), np.array([0, 0]), 1).tolist()
+    [[4.0, 6.0]]
+    >>> labels = np.array([1, 0, 1, 2, 0])  # a sparse matrix: the same sums as R^T A
+    >>> X = sp.random(5, 4, density=0.5, format="csr", random_state=0)
+    >>> bool(np.allclose(aggregate_rows(X, labels, 3), np.eye(3)[labels].T @ X.toarray()))
+    True
+    """
     dense = _full_array(X, n_row_clusters)
     if dense is not None:
         return _one_hot(row_labels, n_row_clusters) @ dense
@@ -128,13 +141,6 @@ def contingency_table(
     >>> X = sp.csr_matrix(np.array([[2, 0], [1, 3], [0, 4]]))
     >>> contingency_table(X, np.array([0, 0, 1]), np.array([0, 1]), 2, 2).tolist()
     [[3.0, 3.0], [0.0, 4.0]]
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from dptaucc.objective import tau_hat
-    >>> [round(t, 4) for t in tau_hat(np.array([[5.0, 0.0], [0.0, 5.0]]))]
-    [0.5, 0.5]
     """
     return group_sum(row_labels, aggregate_columns(X, col_labels, n_col_clusters),
                      n_row_clusters)
@@ -154,10 +160,10 @@ def tau_hat(T: np.ndarray) -> tuple[float, float]:
     Examples
     --------
     >>> import numpy as np
-    >>> from dptaucc.objective import goodman_kruskal_tau
-    >>> goodman_kruskal_tau(np.array([[5.0, 0.0], [0.0, 5.0]]))
-    (1.0, 1.0)
-    >>> goodman_kruskal_tau(np.ones((2, 2)))
+    >>> from dptaucc.objective import tau_hat
+    >>> [round(t, 4) for t in tau_hat(np.array([[5.0, 0.0], [0.0, 5.0]]))]
+    [0.5, 0.5]
+    >>> tau_hat(np.zeros((2, 2)))
     (0.0, 0.0)
     """
     T = np.asarray(T, dtype=float)
@@ -175,6 +181,17 @@ def goodman_kruskal_tau(T: np.ndarray) -> tuple[float, float]:
     """Normalised Goodman–Kruskal τ_{R|C}, τ_{C|R}: τ̂ / (1 − Σ q_k·²) (resp. Σ q_·l²).
 
     A table with a single row (column) cluster has nothing to predict: its τ is 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dptaucc.objective import goodman_kruskal_tau
+    >>> goodman_kruskal_tau(np.array([[5.0, 0.0], [0.0, 5.0]]))
+    (1.0, 1.0)
+    >>> goodman_kruskal_tau(np.ones((2, 2)))
+    (0.0, 0.0)
+    >>> goodman_kruskal_tau(np.array([[3.0, 4.0]]))[0]  # one row cluster: nothing to predict
+    0.0
     """
     T = np.asarray(T, dtype=float)
     total = T.sum()
@@ -195,6 +212,15 @@ def tau_hat_prototype(
     """τ̂_{R|C} as Σ_i σ(p_i, q_{r_i}) with σ of eq. (3.5), i.e. eqs. (3.4)/(3.6).
 
     σ(p_i, q_k) = Σ_l (p_il / p_·l) q_kl − p_i· q_k·, evaluated at each row's own cluster.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> X = sp.csr_matrix(np.array([[3, 0, 1], [2, 1, 0], [0, 4, 2], [1, 0, 5]]))
+    >>> rows, cols = np.array([0, 0, 1, 1]), np.array([0, 1, 1])
+    >>> table = contingency_table(X, rows, cols, 2, 2)
+    >>> bool(np.isclose(tau_hat_prototype(X, rows, cols, 2, 2), tau_hat(table)[0]))
+    True
     """
     total = X.sum()
     PC = aggregate_columns(X, col_labels, n_col_clusters) / total      # p_il
@@ -218,10 +244,12 @@ def row_weights(T: np.ndarray, guard: bool = True) -> np.ndarray:
     Examples
     --------
     >>> import numpy as np
-    >>> from dptaucc.objective import relabel
-    >>> labels, k = relabel(np.array([4, 4, 1, 7]))
-    >>> labels.tolist(), k
-    ([1, 1, 0, 2], 3)
+    >>> from dptaucc.objective import row_weights
+    >>> T = np.array([[4.0, 0.0], [1.0, 5.0]])
+    >>> row_weights(T).round(4).tolist()  # β_00 = 4/5 − 4/10
+    [[0.4, -0.4], [-0.4, 0.4]]
+    >>> row_weights(np.zeros((1, 2))).tolist()  # guarded: empty marginals give 0, not NaN
+    [[0.0, 0.0]]
     """
     T = np.asarray(T, dtype=float)
     t_k, t_l, t = T.sum(axis=1), T.sum(axis=0), T.sum()
@@ -230,7 +258,17 @@ def row_weights(T: np.ndarray, guard: bool = True) -> np.ndarray:
 
 
 def column_weights(T: np.ndarray, guard: bool = True) -> np.ndarray:
-    """γ_kl = t_kl/t_k· − t_·l/t (K×L): column utility u(j,l) = Σ_k (Rᵀ A)_kj γ_kl."""
+    """γ_kl = t_kl/t_k· − t_·l/t (K×L): column utility u(j,l) = Σ_k (Rᵀ A)_kj γ_kl.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> T = np.array([[4.0, 0.0], [1.0, 5.0]])
+    >>> column_weights(T).round(4).tolist()  # γ_00 = 4/4 − 5/10
+    [[0.5, -0.5], [-0.3333, 0.3333]]
+    >>> bool(np.allclose(column_weights(T), row_weights(T.T).T))  # the rows' rule, transposed
+    True
+    """
     T = np.asarray(T, dtype=float)
     t_k, t_l, t = T.sum(axis=1), T.sum(axis=0), T.sum()
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -238,7 +276,16 @@ def column_weights(T: np.ndarray, guard: bool = True) -> np.ndarray:
 
 
 def row_range_sensitivity(beta: np.ndarray) -> float:
-    """Eq. (4.10): Δ = max_l (max_k β_kl − min_k β_kl); NaN if any weight is NaN."""
+    """Eq. (4.10): Δ = max_l (max_k β_kl − min_k β_kl); NaN if any weight is NaN.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> row_range_sensitivity(np.array([[0.5, -0.1], [-0.25, 0.25]]))  # column 0: 0.5 + 0.25
+    0.75
+    >>> row_range_sensitivity(np.array([[0.5, np.nan]]))
+    nan
+    """
     beta = np.asarray(beta, dtype=float)
     if np.isnan(beta).any():
         return float("nan")
@@ -246,7 +293,14 @@ def row_range_sensitivity(beta: np.ndarray) -> float:
 
 
 def column_range_sensitivity(gamma: np.ndarray) -> float:
-    """Eq. (4.10) for columns: Δ = max_k (max_l γ_kl − min_l γ_kl); NaN if any weight is NaN."""
+    """Eq. (4.10) for columns: Δ = max_k (max_l γ_kl − min_l γ_kl); NaN if any weight is NaN.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> column_range_sensitivity(np.array([[0.5, -0.125], [-0.25, 0.25]]))  # row 0
+    0.625
+    """
     gamma = np.asarray(gamma, dtype=float)
     if np.isnan(gamma).any():
         return float("nan")
@@ -254,7 +308,16 @@ def column_range_sensitivity(gamma: np.ndarray) -> float:
 
 
 def relabel(labels: np.ndarray) -> tuple[np.ndarray, int]:
-    """Map the labels that occur to 0..K'-1 keeping their order; empty clusters disappear."""
+    """Map the labels that occur to 0..K'-1 keeping their order; empty clusters disappear.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dptaucc.objective import relabel
+    >>> labels, k = relabel(np.array([4, 4, 1, 7]))
+    >>> labels.tolist(), k
+    ([1, 1, 0, 2], 3)
+    """
     labels = np.asarray(labels)
     if labels.size == 0:
         return labels.astype(np.intp), 0
