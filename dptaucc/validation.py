@@ -114,6 +114,16 @@ def dense_counts(X: sp.csr_matrix, min_density: float = DENSE_MIN_DENSITY) -> np
     matrices) is a row-major array already: its values are returned as an n×m view, with no
     copy and no pass over them. Otherwise the dense array is a new one (one pass). The caller
     gets the same numbers either way; a sparse matrix is never densified.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> X = check_count_matrix(np.array([[1, 2], [0, 3]]))
+    >>> dense = dense_counts(X)  # 3 of 4 cells are non-zero: dense
+    >>> dense.tolist(), dense.flags.writeable
+    ([[1.0, 2.0], [0.0, 3.0]], False)
+    >>> dense_counts(check_count_matrix(sp.eye(4, format="csr"))) is None  # 1 in 4: stays sparse
+    True
     """
     n, m = X.shape
     if X.nnz < min_density * n * m:
@@ -130,18 +140,7 @@ def dense_counts(X: sp.csr_matrix, min_density: float = DENSE_MIN_DENSITY) -> np
 
 def _as_canonical_csr(X) -> sp.csr_matrix:
     """CSR float64 with sorted, summed indices; the input's arrays are reused when they can be
-    (never modified).
-
-    Examples
-    --------
-    >>> from dptaucc.validation import check_n_clusters
-    >>> check_n_clusters(3, 10, "n_clusters", "rows")
-    3
-    >>> check_n_clusters(11, 10, "n_clusters", "rows")
-    Traceback (most recent call last):
-    ...
-    ValueError: n_clusters=11 is larger than the number of rows (n_samples=10)
-    """
+    (never modified)."""
     if X.format != "csr":
         X = sp.csr_matrix(X)  # a conversion: a new matrix
     elif not isinstance(X, sp.csr_matrix):
@@ -155,7 +154,22 @@ def _as_canonical_csr(X) -> sp.csr_matrix:
 
 
 def check_n_clusters(value, upper: int, name: str, axis: str) -> int:
-    """An integer number of clusters in [1, upper]; ``axis`` is 'rows' or 'columns'."""
+    """An integer number of clusters in [1, upper]; ``axis`` is 'rows' or 'columns'.
+
+    Examples
+    --------
+    >>> from dptaucc.validation import check_n_clusters
+    >>> check_n_clusters(3, 10, "n_clusters", "rows")
+    3
+    >>> check_n_clusters(11, 10, "n_clusters", "rows")
+    Traceback (most recent call last):
+    ...
+    ValueError: n_clusters=11 is larger than the number of rows (n_samples=10)
+    >>> check_n_clusters(2.0, 10, "n_col_clusters", "columns")
+    Traceback (most recent call last):
+    ...
+    TypeError: n_col_clusters must be an int, got float
+    """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
     value = int(value)

@@ -16,9 +16,10 @@ import dptaucc
 #: the library (the benchmark engine ``dptaucc.bench`` and the audit have their own tests)
 SKIP = ("dptaucc.bench", "dptaucc.audit", "dptaucc.conf", "dptaucc.datasets.__main__",
         "dptaucc.baselines.fccm.__main__")
-#: the entry points of the engine and the audit a user calls, whose examples run too
+#: the modules of the engine and the audit whose examples run too (entry points a user calls,
+#: and every module whose public names carry examples)
 ENTRY_POINTS = ("dptaucc.audit.runner", "dptaucc.audit.stats", "dptaucc.bench.configs",
-                "dptaucc.bench.run", "dptaucc.bench.validate")
+                "dptaucc.bench.metrics", "dptaucc.bench.run", "dptaucc.bench.validate")
 MODULES = sorted([
     *(info.name
       for package in (dptaucc, dptaucc.baselines, dptaucc.datasets)
