@@ -22,7 +22,16 @@ CACHE_VERSION = 1
 
 
 def write_parsed(path: Path, X: sp.csr_matrix, row_labels: np.ndarray, sources: dict) -> None:
-    """Store a parsed dataset at ``path`` (atomic: readers see the old file or the new one)."""
+    """Store a parsed dataset at ``path`` (atomic: readers see the old file or the new one).
+
+    >>> import pathlib, tempfile
+    >>> import numpy as np, scipy.sparse as sp
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "toy.npz"
+    >>> X = sp.csr_matrix(np.array([[0, 3], [1, 0]], dtype=np.int64))
+    >>> write_parsed(path, X, np.array([0, 1]), {"toy.txt": "ab12"})
+    >>> sorted(p.name for p in path.parent.iterdir())  # no temporary file left behind
+    ['toy.npz']
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     header = json.dumps({"version": CACHE_VERSION, "sources": sources}, sort_keys=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
@@ -39,7 +48,19 @@ def write_parsed(path: Path, X: sp.csr_matrix, row_labels: np.ndarray, sources: 
 
 
 def read_parsed(path: Path, sources: dict) -> tuple[sp.csr_matrix, np.ndarray] | None:
-    """The cached ``(X, row_labels)`` if ``path`` holds a valid cache of ``sources``, else None."""
+    """The cached ``(X, row_labels)`` if ``path`` holds a valid cache of ``sources``, else None.
+
+    >>> import pathlib, tempfile
+    >>> import numpy as np, scipy.sparse as sp
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "toy.npz"
+    >>> X = sp.csr_matrix(np.array([[0, 3], [1, 0]], dtype=np.int64))
+    >>> write_parsed(path, X, np.array([0, 1]), {"toy.txt": "ab12"})
+    >>> Y, labels = read_parsed(path, {"toy.txt": "ab12"})
+    >>> Y.toarray().tolist(), labels.tolist()
+    ([[0, 3], [1, 0]], [0, 1])
+    >>> read_parsed(path, {"toy.txt": "other hash"}) is None  # a stale cache is not used
+    True
+    """
     if not path.is_file():
         return None
     try:

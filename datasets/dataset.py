@@ -71,7 +71,15 @@ def _check_seed(seed) -> int:
 
 def permute(X: sp.csr_matrix, row_labels: np.ndarray | None, col_labels: np.ndarray | None,
             seed: int) -> tuple[sp.csr_matrix, np.ndarray | None, np.ndarray | None]:
-    """Apply ``permutation(seed, ...)``: new row i is old row ``rows[i]`` (labels follow)."""
+    """Apply ``permutation(seed, ...)``: new row i is old row ``rows[i]`` (labels follow).
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> X = sp.csr_matrix(np.array([[1, 0, 0], [0, 2, 0], [0, 0, 3], [4, 0, 0]]))
+    >>> Xp, rows_p, cols_p = permute(X, np.array([0, 1, 2, 3]), np.array([0, 1, 2]), seed=5)
+    >>> rows, cols = permutation(5, 4, 3)
+    >>> rows_p.tolist() == rows.tolist(), bool((Xp.toarray() == X.toarray()[rows][:, cols]).all())
+    (True, True)
+    """
     rows, cols = permutation(seed, *X.shape)
     Xp = X[rows][:, cols].tocsr()
     Xp.sort_indices()
@@ -81,7 +89,17 @@ def permute(X: sp.csr_matrix, row_labels: np.ndarray | None, col_labels: np.ndar
 
 def describe(X: sp.csr_matrix, row_labels: np.ndarray | None, seed: int | None) -> dict:
     """The metadata every Dataset carries (plain Python types, JSON-serialisable); without
-    row labels, ``n_classes`` and ``class_sizes`` are None."""
+    row labels, ``n_classes`` and ``class_sizes`` are None.
+
+    >>> import json
+    >>> import numpy as np, scipy.sparse as sp
+    >>> X = sp.csr_matrix(np.array([[2, 0], [0, 5], [1, 0]]))
+    >>> meta = describe(X, np.array([0, 1, 0]), seed=3)
+    >>> meta["nnz"], meta["density"], meta["class_sizes"], meta["total_count"], meta["max_count"]
+    (3, 50.0, [2, 1], 8, 5)
+    >>> describe(X, None, None)["n_classes"], json.loads(json.dumps(meta)) == meta
+    (None, True)
+    """
     n_rows, n_cols = X.shape
     if row_labels is None:
         sizes = None

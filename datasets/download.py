@@ -34,19 +34,37 @@ MIRROR_ENV = "DPTAUCC_MIRROR"
 
 
 class DatasetError(RuntimeError):
-    """A dataset file could not be obtained."""
+    """A dataset file could not be obtained.
+
+    One ``except DatasetError`` catches the two ways a file can be missing:
+
+    >>> issubclass(ChecksumError, DatasetError), issubclass(DatasetUnavailableError, DatasetError)
+    (True, True)
+    """
 
 
 class ChecksumError(DatasetError, ValueError):
-    """A file's SHA-256 differs from the registry's; the bad file was not kept."""
+    """A file's SHA-256 differs from the registry's; the bad file was not kept.
+
+    >>> issubclass(ChecksumError, ValueError)  # bad content: a ValueError too
+    True
+    """
 
 
 class DatasetUnavailableError(DatasetError):
-    """A file is neither cached nor downloadable (no network, 404, missing from the mirror)."""
+    """A file is neither cached nor downloadable (no network, 404, missing from the mirror).
+
+    >>> issubclass(DatasetUnavailableError, ValueError)  # not bad content: no ValueError
+    False
+    """
 
 
 class UnverifiedDownloadWarning(UserWarning):
-    """A file without a known checksum was downloaded (explicit ``allow_unverified=True``)."""
+    """A file without a known checksum was downloaded (explicit ``allow_unverified=True``).
+
+    >>> issubclass(UnverifiedDownloadWarning, UserWarning)  # shown once by default
+    True
+    """
 
 
 def cache_dir(path: str | os.PathLike | None = None) -> Path:
@@ -65,7 +83,19 @@ def cache_dir(path: str | os.PathLike | None = None) -> Path:
 
 
 def resolve_mirror(mirror: str | os.PathLike | None) -> str | Path | None:
-    """``mirror``, else ``$DPTAUCC_MIRROR``: a ``Path`` (directory), a base URL, or None."""
+    """``mirror``, else ``$DPTAUCC_MIRROR``: a ``Path`` (directory), a base URL, or None.
+
+    >>> import tempfile
+    >>> resolve_mirror("https://example.org/data/")
+    'https://example.org/data'
+    >>> folder = tempfile.mkdtemp()
+    >>> resolve_mirror("file://" + folder).is_dir()
+    True
+    >>> resolve_mirror(folder + "/missing")
+    Traceback (most recent call last):
+    ...
+    ValueError: mirror '.../missing' is neither an http(s) URL nor an existing directory
+    """
     if mirror is None:
         mirror = os.environ.get(MIRROR_ENV) or None
     if mirror is None:
@@ -82,7 +112,14 @@ def resolve_mirror(mirror: str | os.PathLike | None) -> str | Path | None:
 
 
 def sha256_of(path: str | os.PathLike) -> str:
-    """Hex SHA-256 of a file, read in 1 MiB chunks."""
+    """Hex SHA-256 of a file, read in 1 MiB chunks.
+
+    >>> import hashlib, pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "blob"
+    >>> _ = path.write_bytes(b"x" * (3 << 20))  # three chunks
+    >>> sha256_of(path) == hashlib.sha256(b"x" * (3 << 20)).hexdigest()
+    True
+    """
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
@@ -180,6 +217,21 @@ def fetch_file(entry: FileEntry, *, cache: str | os.PathLike | None = None,
     Files without a known SHA-256 (sports) are fetched only with ``allow_unverified=True``;
     the hash seen on that first download is written next to the file (``<file>.sha256``)
     and checked on every later use (trust on first use).
+
+    >>> import pathlib, tempfile
+    >>> from dptaucc.datasets.registry import FileEntry
+    >>> mirror, cache = pathlib.Path(tempfile.mkdtemp()), tempfile.mkdtemp()
+    >>> _ = (mirror / "toy.txt").write_text("row,col,count\\n0,0,1\\n")
+    >>> entry = FileEntry("toy", "matrix", "toy.txt", "https://example.org/toy.txt",
+    ...                   sha256_of(mirror / "toy.txt"), "triplets")
+    >>> path = fetch_file(entry, cache=cache, mirror=mirror, progress=False)  # from the mirror
+    >>> path.name, path.parent.name, sha256_of(path) == entry.sha256
+    ('toy.txt', 'raw', True)
+    >>> bad = FileEntry("toy", "matrix", "toy.txt", entry.url, "0" * 64, "triplets")
+    >>> fetch_file(bad, cache=tempfile.mkdtemp(), mirror=mirror, progress=False)
+    Traceback (most recent call last):
+    ...
+    dptaucc.datasets.download.ChecksumError: ...
     """
     raw = cache_dir(cache) / "raw"
     target = raw / entry.file

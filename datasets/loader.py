@@ -20,7 +20,25 @@ __all__ = ["load", "parse_dataset"]
 
 def parse_dataset(entry: DatasetEntry, matrix_path, labels_path) -> tuple[sp.csr_matrix,
                                                                           np.ndarray]:
-    """Parse the two files of ``entry`` into (CSR int64 counts, labels 0..k-1), checked."""
+    """Parse the two files of ``entry`` into (CSR int64 counts, labels 0..k-1), checked.
+
+    >>> import pathlib, tempfile
+    >>> from dptaucc.datasets.registry import DatasetEntry, FileEntry
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "m.csv").write_text("doc,word,cluster\\n0,0,2\\n1,1,3\\n2,0,1\\n")
+    >>> _ = (folder / "l.txt").write_text("4\\n7\\n4\\n")
+    >>> entry = DatasetEntry("toy", FileEntry("toy", "matrix", "m.csv", "", "0" * 64, "triplets"),
+    ...                      FileEntry("toy", "labels", "l.txt", "", "0" * 64, "labels-txt"),
+    ...                      n_rows=3, n_cols=2, n_classes=2)
+    >>> X, labels = parse_dataset(entry, folder / "m.csv", folder / "l.txt")
+    >>> X.toarray().tolist(), labels.tolist()
+    ([[2, 0], [0, 3], [1, 0]], [0, 1, 0])
+    >>> _ = (folder / "l.txt").write_text("4\\n7\\n")
+    >>> parse_dataset(entry, folder / "m.csv", folder / "l.txt")
+    Traceback (most recent call last):
+    ...
+    ValueError: l.txt has 2 labels but m.csv has 3 rows
+    """
     raw_labels = parse_labels(labels_path)
     if entry.matrix.format == "triplets":
         X = parse_triplets(matrix_path)

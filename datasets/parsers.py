@@ -150,7 +150,19 @@ def _canonical(X: sp.spmatrix) -> sp.csr_matrix:
 
 
 def parse_labels(path: str | os.PathLike) -> np.ndarray:
-    """Parse a label file, one integer per line (row order of the matrix), as int64."""
+    """Parse a label file, one integer per line (row order of the matrix), as int64.
+
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "labels.txt"
+    >>> _ = path.write_text("3\\n1\\n3\\n")
+    >>> parse_labels(path).tolist()  # as written: relabel() maps them to 0..k-1
+    [3, 1, 3]
+    >>> _ = path.write_text("3\\nsports\\n")
+    >>> parse_labels(path)
+    Traceback (most recent call last):
+    ...
+    ValueError: labels.txt: malformed label file (...)
+    """
     path = Path(path)
     try:
         with warnings.catch_warnings():
@@ -185,6 +197,20 @@ def parse_matlab_dtm(path: str | os.PathLike, n_rows: int, n_cols: int
 
     ``n_rows``/``n_cols`` are the registry's shape: a transposed ``dtm`` is turned around,
     any other shape is an error. Returns the CSR int64 matrix and ``classid`` as int64.
+
+    >>> import pathlib, tempfile
+    >>> import numpy as np
+    >>> from scipy.io import savemat
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "toy.mat"
+    >>> words_by_docs = np.array([[1, 0, 2], [0, 4, 0]], dtype=np.int32)
+    >>> savemat(path, {"dtm": words_by_docs, "classid": np.array([[1], [2], [1]])})
+    >>> X, classid = parse_matlab_dtm(path, n_rows=3, n_cols=2)  # stored transposed
+    >>> X.toarray().tolist(), X.dtype, classid.tolist()
+    ([[1, 0], [0, 4], [2, 0]], dtype('int64'), [1, 2, 1])
+    >>> parse_matlab_dtm(path, n_rows=4, n_cols=2)
+    Traceback (most recent call last):
+    ...
+    ValueError: toy.mat: 'dtm' has shape (2, 3), expected (4, 2)
     """
     from scipy.io import loadmat
     from scipy.io.matlab import MatReadError

@@ -21,7 +21,12 @@ _FORMATS = {"matrix": ("triplets", "matlab-dtm"), "labels": ("labels-txt",)}
 
 @dataclass(frozen=True)
 class FileEntry:
-    """One file of a dataset: where it lives upstream and how to check and parse it."""
+    """One file of a dataset: where it lives upstream and how to check and parse it.
+
+    >>> entry = get_entry("cstr").matrix
+    >>> entry.file, entry.format, entry.verified, len(entry.sha256)
+    ('cstr.txt', 'triplets', True, 64)
+    """
 
     dataset: str
     role: str
@@ -38,7 +43,12 @@ class FileEntry:
 
 @dataclass(frozen=True)
 class DatasetEntry:
-    """A dataset of Table 1: its matrix file, its label file, and the shape the paper reports."""
+    """A dataset of Table 1: its matrix file, its label file, and the shape the paper reports.
+
+    >>> entry = get_entry("cstr")
+    >>> (entry.n_rows, entry.n_cols, entry.n_classes), entry.labels.role
+    ((475, 1000, 4), 'labels')
+    """
 
     name: str
     matrix: FileEntry

@@ -135,7 +135,18 @@ def read_matrix(path: str | os.PathLike, format: str | None = None, *,
 
 
 def read_labels(path: str | os.PathLike, n_rows: int, what: str = "labels") -> np.ndarray:
-    """One class per line (integers or names), ``n_rows`` of them; returned as 0..k-1."""
+    """One class per line (integers or names), ``n_rows`` of them; returned as 0..k-1.
+
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "classes.txt"
+    >>> _ = path.write_text("sports\\nnews\\nsports\\n")
+    >>> read_labels(path, 3).tolist()  # names sorted: news -> 0, sports -> 1
+    [1, 0, 1]
+    >>> read_labels(path, 4)
+    Traceback (most recent call last):
+    ...
+    ValueError: ...classes.txt: 3 labels for a matrix with 4 rows
+    """
     p = _existing_file(path, f"{what} file")
     try:
         lines = p.read_text(encoding="utf-8").splitlines()
