@@ -131,7 +131,11 @@ MIN_SEPARATION = 1e-5
 
 def calc_iters(epsilon: float, n_clusters: int, n_samples: int, n_dims: int,
                rho: float = RHO) -> int:
-    """diffprivlib's iteration rule: ``int(max(min(ε/ε_m, 7), 2))``."""
+    """diffprivlib's iteration rule: ``int(max(min(ε/ε_m, 7), 2))``.
+
+    >>> calc_iters(1.0, 3, 1000, 50), calc_iters(100.0, 3, 100000, 5)  # clamped to [2, 7]
+    (2, 7)
+    """
     eps_m = math.sqrt(500 * n_clusters**3 / n_samples**2
                       * (n_dims + np.cbrt(4 * n_dims * rho**2)) ** 3)
     return int(max(min(epsilon / eps_m, 7), 2))
@@ -142,6 +146,10 @@ def su_split(epsilon: float, n_dims: int, iters: int, rho: float = RHO) -> tuple
 
     diffprivlib's ``_split_epsilon`` returns ``(N, c·N)`` and its caller reads the pair as
     ``(ε_count, ε_coord)``: the swap that ``mode="paper"`` reproduces.
+
+    >>> eps_count, eps_coord = su_split(1.0, n_dims=4, iters=2)
+    >>> round(2 * (eps_count + 4 * eps_coord), 12)  # iters·(ε_count + d·ε_coord) = ε
+    1.0
     """
     c = float(np.cbrt(4 * n_dims * rho**2))
     unit = epsilon / iters / (n_dims + c)
@@ -151,7 +159,15 @@ def su_split(epsilon: float, n_dims: int, iters: int, rho: float = RHO) -> tuple
 def sum_grid(eps_coord: float, bounds_max: float) -> float:
     """The public grid step g = 2^-j of corrected mode: j = :data:`SUM_GRID_BITS`, lowered
     only as far as needed for the sums' noise scale (at most 2·(B/g + 1)/ε_coord grid steps)
-    to stay within the samplers' limit of 2⁴⁵ steps."""
+    to stay within the samplers' limit of 2⁴⁵ steps.
+
+    >>> sum_grid(1.0, 5.0) == 2.0**-SUM_GRID_BITS, sum_grid(1e-12, 5.0)  # a coarser grid
+    (True, 0.5)
+    >>> sum_grid(1e-15, 5.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: epsilon is too small for DP-KMeans: ...
+    """
     if math.isinf(eps_coord):
         return math.ldexp(1.0, -SUM_GRID_BITS)
     for bits in range(SUM_GRID_BITS, -1, -1):
@@ -171,7 +187,14 @@ def _rows_of(X: sp.csr_matrix) -> sp.csr_matrix | np.ndarray:
 
 def feature_bounds(X: sp.csr_matrix | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per-feature (min, max) of a non-negative CSR matrix without explicit zeros, implicit
-    zeros included (one pass over the non-zeros), or of a dense array."""
+    zeros included (one pass over the non-zeros), or of a dense array.
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> A = np.array([[2.0, 0.0, 1.0], [3.0, 5.0, 4.0]])
+    >>> lo, hi = feature_bounds(sp.csr_matrix(A))  # column 1's implicit zero counts
+    >>> lo.tolist(), hi.tolist()
+    ([2.0, 0.0, 1.0], [3.0, 5.0, 4.0])
+    """
     if isinstance(X, np.ndarray):
         return X.min(axis=0), X.max(axis=0)
     n, d = X.shape
@@ -185,7 +208,13 @@ def feature_bounds(X: sp.csr_matrix | np.ndarray) -> tuple[np.ndarray, np.ndarra
 def widen_bounds(lower: np.ndarray, upper: np.ndarray,
                  min_separation: float = MIN_SEPARATION) -> tuple[np.ndarray, np.ndarray]:
     """diffprivlib's ``check_bounds`` for per-feature arrays, vectorised (same arithmetic):
-    a feature whose bounds are closer than ``min_separation`` gets ``mid ± min_separation/2``."""
+    a feature whose bounds are closer than ``min_separation`` gets ``mid ± min_separation/2``.
+
+    >>> import numpy as np
+    >>> lo, hi = widen_bounds(np.array([0.0, 2.0]), np.array([4.0, 2.0]), min_separation=1.0)
+    >>> lo.tolist(), hi.tolist()
+    ([0.0, 1.5], [4.0, 2.5])
+    """
     lower = np.asarray(lower, dtype=float).copy()
     upper = np.asarray(upper, dtype=float).copy()
     if lower.shape != upper.shape or lower.ndim != 1:
@@ -267,6 +296,26 @@ def corrected_statistics(X_grid: sp.csr_matrix | np.ndarray, labels: np.ndarray,
     ``bound_steps·grid``). Counts: exact discrete Laplace, L1 sensitivity 2 (a row moving
     between two clusters), folded about ½. Sums: bounded-domain discrete Laplace on
     ``{0, …, bound_steps·ñ}``, sensitivity ``bound_steps`` per value, at most 2d values change.
+
+    >>> import numpy as np
+    >>> from dptaucc.privacy.ledger import PrivacyLedger
+    >>> from dptaucc.privacy.samplers import make_sampler
+    >>> X = np.array([[1.0, 0.0], [2.0, 1.0], [0.0, 3.0]])  # on a grid of 1, bound 3
+    >>> ledger = PrivacyLedger()
+    >>> sizes, sums = corrected_statistics(X, np.array([0, 0, 1]), 2, bound_steps=3, grid=1.0,
+    ...                                    eps_count=np.inf, eps_coord=np.inf,
+    ...                                    sampler=make_sampler(0), ledger=ledger, step="it 0")
+    >>> sizes.tolist(), sums.tolist()  # ε = ∞: the exact counts and sums
+    ([2, 1], [[3, 1], [0, 3]])
+    >>> [e.noise_scale for e in ledger.entries]
+    [0.0, 0.0]
+    >>> ledger = PrivacyLedger()
+    >>> _ = corrected_statistics(X, np.array([0, 0, 1]), 2, bound_steps=3, grid=1.0,
+    ...                          eps_count=0.5, eps_coord=0.25, sampler=make_sampler(0),
+    ...                          ledger=ledger, step="it 0")
+    >>> # counts: sensitivity 2 at 2·ε_count; sums: 2d changed values at ε_coord each
+    >>> [(e.epsilon, round(e.noise_scale, 2)) for e in ledger.entries]
+    [(1.0, 2.0), (1.0, 16.79)]
     """
     d = X_grid.shape[1]
     counts = np.bincount(labels, minlength=k)
@@ -319,7 +368,18 @@ def paper_update_centers(X: sp.csr_matrix | np.ndarray, centers: np.ndarray, lab
                          eps_coord: float, sens_coord: np.ndarray,
                          rng: np.random.Generator) -> np.ndarray:
     """diffprivlib's ``_update_centers``, vectorised: clusters with a true count of zero are
-    skipped (keep their centre); folded-geometric counts, float bounded-domain Laplace sums."""
+    skipped (keep their centre); folded-geometric counts, float bounded-domain Laplace sums.
+
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 0.0], [3.0, 2.0], [0.0, 4.0]])
+    >>> centers = np.array([[0.0, 0.0], [9.0, 9.0], [1.0, 1.0]])
+    >>> new = paper_update_centers(X, centers, np.array([0, 0, 2]), np.zeros(2), np.full(2, 4.0),
+    ...                            1.0, 1.0, np.full(2, 4.0), np.random.default_rng(0))
+    >>> new[1].tolist()  # an empty cluster keeps its centre
+    [9.0, 9.0]
+    >>> bool(((new >= 0) & (new <= 9)).all())
+    True
+    """
     k = centers.shape[0]
     counts = np.bincount(labels, minlength=k)
     present = np.flatnonzero(counts)

@@ -37,6 +37,14 @@ def bounded_laplace_scale(
     ``Δ_C(b) = (2 − e^{−Δ/b} − e^{−(D−Δ)/b}) / (1 − e^{−D/b})`` (D = domain diameter) by the
     same bisection and stopping rule as ``LaplaceBoundedDomain._find_scale``: halve until the
     bracket stops shrinking in floating point.
+
+    >>> import numpy as np
+    >>> from diffprivlib.mechanisms import LaplaceBoundedDomain
+    >>> reference = LaplaceBoundedDomain(epsilon=0.5, delta=0.0, sensitivity=1.0, lower=0,
+    ...                                  upper=10)._find_scale()
+    >>> scales = bounded_laplace_scale(0.5, 1.0, np.array([10.0, 1e9]))
+    >>> bool(scales[0] == reference), bool(scales.min() > 1 / 0.5)  # wider than Laplace's Δ/ε
+    (True, True)
     """
     eps, dq, diam = np.broadcast_arrays(
         np.asarray(epsilon, dtype=float), np.asarray(sensitivity, dtype=float),
@@ -77,6 +85,14 @@ def bounded_domain_laplace(
     Exact inverse-CDF sampling: pick the side of v with probability proportional to its
     Laplace mass inside the domain, then a truncated exponential on that side
     (``log1p``/``expm1`` keep precision when a side is short or long relative to b).
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> out = bounded_domain_laplace(np.full(5000, 9.0), 3.0, 0.0, 10.0, rng)
+    >>> bool(out.min() >= 0.0), bool(out.max() <= 10.0), bool(np.median(out) < 9.0)
+    (True, True, True)
+    >>> bounded_domain_laplace(np.array([5.0, 12.0]), 0.0, 0.0, 10.0, rng).tolist()  # b = 0
+    [5.0, 10.0]
     """
     v, b, lo, hi = np.broadcast_arrays(
         np.asarray(values, dtype=float), np.asarray(scale, dtype=float),
@@ -119,6 +135,16 @@ def folded_geometric(
     A uniform of exactly ½ gives u = 0 and ln 0 (diffprivlib then fails converting an infinite
     noise); such a draw (probability 2⁻⁵³) is redrawn, which is the law of u conditioned on
     u ≠ 0, an event of probability 1 for the continuous uniform the formula assumes.
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> out = folded_geometric(np.full(4000, 1), 0.5, 1, 0.5, np.inf, rng)
+    >>> out.dtype.kind, bool(out.min() >= 1), bool(out.std() > 1)  # folded about ½: ≥ 1
+    ('i', True, True)
+    >>> folded_geometric(np.array([1.5]), 0.5, 1, 0.5, np.inf, rng)
+    Traceback (most recent call last):
+    ...
+    TypeError: folded_geometric randomises integer values
     """
     if not (lower <= upper):
         raise ValueError("lower bound greater than upper bound")
