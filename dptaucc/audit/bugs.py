@@ -15,8 +15,8 @@ the correct code is no evidence. Worker processes must enter :meth:`Bug.applied`
 >>> from dptaucc.audit.bugs import CATALOGUE
 >>> len(CATALOGUE) >= 12
 True
->>> sorted({bug.method for bug in CATALOGUE.values()})[:3]
-['dp_kmeans', 'dp_taucc', 'dphd']
+>>> {"dp_kmeans", "dp_taucc", "dphd"} <= {bug.method for bug in CATALOGUE.values()}
+True
 """
 
 from __future__ import annotations
@@ -399,6 +399,13 @@ CATALOGUE: dict[str, Bug] = {bug.name: bug for bug in _BUGS}
 
 
 def bugs_of(method: str) -> list[Bug]:
-    """The catalogue bugs planted in ``method`` (an algorithm config name)."""
+    """The catalogue bugs planted in ``method`` (an algorithm config name).
+
+    >>> bugs = bugs_of("dp_taucc")
+    >>> len(bugs) > 0, all(b.method == "dp_taucc" and b.name in CATALOGUE for b in bugs)
+    (True, True)
+    >>> bugs_of("no_such_method")
+    []
+    """
     return [bug for bug in _BUGS if bug.method == method]
 

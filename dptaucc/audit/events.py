@@ -39,7 +39,16 @@ __all__ = [
 
 
 class AuditEventError(RuntimeError):
-    """An event raised while evaluated on a fitted model: the audit stops (CLI exit code 2)."""
+    """An event raised while evaluated on a fitted model: the audit stops (CLI exit code 2).
+
+    >>> from types import SimpleNamespace
+    >>> model = SimpleNamespace(row_labels_=[0, 1])
+    >>> try:
+    ...     evaluate_events(as_events({"typo": lambda m: m.labels_[0] == 0}), model)
+    ... except AuditEventError as error:
+    ...     print(error.event, error.attribute)
+    typo labels_
+    """
 
     def __init__(self, event: str, error: BaseException, attribute: str | None = None):
         if attribute is None and isinstance(error, AttributeError):
@@ -54,7 +63,13 @@ class AuditEventError(RuntimeError):
 
 @dataclass(frozen=True)
 class Event:
-    """A named event; ``fn(model)`` is truthy when the event occurred."""
+    """A named event; ``fn(model)`` is truthy when the event occurred.
+
+    >>> from types import SimpleNamespace
+    >>> event = Event("two clusters", lambda m: m.n_clusters_ == 2, needs=("n_clusters_",))
+    >>> event(SimpleNamespace(n_clusters_=2)), event(SimpleNamespace(n_clusters_=3))
+    (True, False)
+    """
 
     name: str
     fn: Callable[[Any], Any]
@@ -67,7 +82,15 @@ class Event:
 
 def as_events(events: Mapping[str, Callable] | Sequence[Event]) -> list[Event]:
     """Normalise ``{name: fn}`` or a list of :class:`Event` (may be empty: the auditor's own
-    "fit raised" event is always there)."""
+    "fit raised" event is always there).
+
+    >>> [e.name for e in as_events({"a": len, "b": bool})]
+    ['a', 'b']
+    >>> as_events({"a": 3})
+    Traceback (most recent call last):
+    ...
+    TypeError: events must be {name: callable} or a list of Event objects
+    """
     if isinstance(events, Mapping):
         out = [Event(str(k), f) for k, f in events.items()]
     else:
@@ -89,7 +112,13 @@ def applicable(events: Sequence[Event], model) -> list[Event]:
 
 def evaluate_events(events: Sequence[Event], model) -> np.ndarray:
     """Boolean array: which events fired. An event that raises is an
-    :class:`AuditEventError` naming it (and the attribute, for a missing one)."""
+    :class:`AuditEventError` naming it (and the attribute, for a missing one).
+
+    >>> from types import SimpleNamespace
+    >>> events = [fewer_clusters_than(3), same_label(0, 1)]
+    >>> evaluate_events(events, SimpleNamespace(n_row_clusters_=2, row_labels_=[1, 0])).tolist()
+    [True, False]
+    """
     fired = np.zeros(len(events), dtype=bool)
     for i, e in enumerate(events):
         try:
@@ -101,7 +130,13 @@ def evaluate_events(events: Sequence[Event], model) -> np.ndarray:
 
 # ------------------------------------------------------------------------------ helpers
 def values_equal(got, want, rtol: float = 1e-9) -> bool:
-    """Same shape and values (numbers within ``rtol``, exact zeros exact; others exact)."""
+    """Same shape and values (numbers within ``rtol``, exact zeros exact; others exact).
+
+    >>> values_equal([1.0, 0.0], [1.0 + 1e-12, 0.0]), values_equal([0.0], [1e-300])
+    (True, False)
+    >>> values_equal([1, 2], [[1, 2]]), values_equal(["a"], ["a"])
+    (False, True)
+    """
     a, b = np.asarray(got), np.asarray(want)
     if a.shape != b.shape:
         return False
@@ -111,7 +146,13 @@ def values_equal(got, want, rtol: float = 1e-9) -> bool:
 
 
 def same_partition(a, b) -> bool:
-    """True iff two label vectors define the same partition (label names ignored)."""
+    """True iff two label vectors define the same partition (label names ignored).
+
+    >>> bool(same_partition([0, 0, 1, 2], [5, 5, 3, 9])), bool(same_partition([0, 0, 1], [0, 1, 1]))
+    (True, False)
+    >>> bool(same_partition([0, 1], [0, 0]))  # a merge is another partition
+    False
+    """
     a, b = np.asarray(a).ravel(), np.asarray(b).ravel()
     if a.shape != b.shape:
         return False
@@ -138,7 +179,18 @@ def _exact_table(model, X, shape: tuple[int, int]) -> np.ndarray:
 def released_cell(model, pair: NeighbouringPair, attr: str = "contingency_"
                   ) -> tuple[float, float, float]:
     """The released table cell holding the changed cell (u, v), and its exact values on D and
-    on D' under the released labels: ``(y, x_D, x_D')``."""
+    on D' under the released labels: ``(y, x_D, x_D')``.
+
+    >>> import numpy as np
+    >>> from types import SimpleNamespace
+    >>> from dptaucc.audit.pairs import make_pair
+    >>> pair = make_pair("all_zero_row", n_per_cluster=2, n_cols=4)  # (u, v) = (4, 0)
+    >>> model = SimpleNamespace(row_labels_=np.array([0, 0, 1, 1, 0]),
+    ...                         column_labels_=np.array([0, 0, 1, 1]),
+    ...                         contingency_=np.array([[8.5, 0.0], [0.0, 8.0]]))
+    >>> released_cell(model, pair)  # the released cell (0, 0) and its exact D, D' values
+    (8.5, 8.0, 9.0)
+    """
     T = np.asarray(getattr(model, attr), dtype=float)
     r, c = _table_labels(model)
     k, l = int(r[pair.u]), int(c[pair.v])
@@ -149,7 +201,16 @@ def released_cell(model, pair: NeighbouringPair, attr: str = "contingency_"
 
 def ledger_laplace_scale(model) -> float:
     """Scale Δ/ε of the last Laplace entry (float or discrete) of ``privacy_ledger_`` (the
-    released table)."""
+    released table).
+
+    >>> from types import SimpleNamespace
+    >>> from dptaucc.privacy.ledger import PrivacyLedger
+    >>> ledger = PrivacyLedger()
+    >>> _ = ledger.charge("rows", "exponential", 0.5, sensitivity=1.0)
+    >>> _ = ledger.charge("table", "laplace", 0.25, sensitivity=2.0)
+    >>> ledger_laplace_scale(SimpleNamespace(privacy_ledger_=ledger))  # 2/0.25
+    8.0
+    """
     for entry in reversed(model.privacy_ledger_.entries):
         if entry.mechanism in ("laplace", "laplace-float", "discrete-laplace"):
             return entry.sensitivity / entry.epsilon
@@ -161,7 +222,13 @@ def attribute_equals(attr: str, expected: Callable[[Any], Any], name: str | None
                      rtol: float = 1e-9) -> Event:
     """"Released ``attr`` equals ``expected(model)``", a recomputation from the raw data (e.g.
     a loss or labels recomputed from D). True under D for a raw-data attribute, false under D'
-    whenever the one-count change moves it."""
+    whenever the one-count change moves it.
+
+    >>> from types import SimpleNamespace
+    >>> event = attribute_equals("total_", lambda m: 10.0)
+    >>> event(SimpleNamespace(total_=10.0)), event(SimpleNamespace(total_=11.0)), event.needs
+    (True, False, ('total_',))
+    """
     return Event(name or f"{attr} equals its recomputation on D",
                  lambda m: values_equal(getattr(m, attr), expected(m), rtol), needs=(attr,))
 
@@ -169,14 +236,31 @@ def attribute_equals(attr: str, expected: Callable[[Any], Any], name: str | None
 def labels_match_evaluation(D, attr: str = "row_labels_",
                             method: str = "evaluation_row_labels") -> Event:
     """The released labels define the same partition as the model's own evaluation-only
-    assignment of D's rows (a raw-data recomputation)."""
+    assignment of D's rows (a raw-data recomputation).
+
+    >>> import numpy as np
+    >>> class Toy:
+    ...     row_labels_ = np.array([1, 1, 0])
+    ...     def evaluation_row_labels(self, X):  # nearest of two fixed points
+    ...         return (np.asarray(X)[:, 0] > 1).astype(int)
+    >>> labels_match_evaluation([[0], [0], [5]])(Toy())
+    True
+    >>> labels_match_evaluation([[5], [0], [5]])(Toy())
+    False
+    """
     return Event(f"{attr} partition equals {method}(D)",
                  lambda m: same_partition(getattr(m, attr), getattr(m, method)(D)),
                  needs=(attr, method))
 
 
 def same_label(u: int, w: int, attr: str = "row_labels_") -> Event:
-    """Rows u and w share a label."""
+    """Rows u and w share a label.
+
+    >>> from types import SimpleNamespace
+    >>> model = SimpleNamespace(row_labels_=[2, 2, 0])
+    >>> same_label(0, 1)(model), same_label(1, 2)(model)
+    (True, False)
+    """
     def fn(m):
         labels = np.asarray(getattr(m, attr))
         return labels[u] == labels[w]
@@ -184,7 +268,16 @@ def same_label(u: int, w: int, attr: str = "row_labels_") -> Event:
 
 
 def contingency_equals_exact(D, attr: str = "contingency_") -> Event:
-    """The released table equals the exact table of D under the released labels."""
+    """The released table equals the exact table of D under the released labels.
+
+    >>> import numpy as np
+    >>> from types import SimpleNamespace
+    >>> D = np.array([[2, 0], [0, 3]])
+    >>> model = SimpleNamespace(row_labels_=np.array([0, 1]), column_labels_=np.array([0, 1]),
+    ...                         contingency_=np.array([[2.0, 0.0], [0.0, 3.0]]))
+    >>> contingency_equals_exact(D)(model), contingency_equals_exact(D + 1)(model)
+    (True, False)
+    """
     def fn(m):
         T = np.asarray(getattr(m, attr), dtype=float)
         return values_equal(T, _exact_table(m, D, T.shape))
@@ -199,6 +292,22 @@ def table_cell_reachable(pair: NeighbouringPair, attr: str = "contingency_",
 
     A whole-number release is taken to lie on the integer grid of a discrete mechanism, whose
     output set is the same for every input: the event is then False.
+
+    >>> import numpy as np
+    >>> from types import SimpleNamespace
+    >>> from dptaucc.audit.pairs import make_pair
+    >>> pair = make_pair("all_zero_row", n_per_cluster=2, n_cols=4)
+    >>> exact = np.array([[8.0, 0.0], [0.0, 8.0]])  # the table of D under these labels
+    >>> def released(noise):
+    ...     table = exact.copy()
+    ...     table[0, 0] += noise
+    ...     return SimpleNamespace(row_labels_=np.array([0, 0, 1, 1, 0]),
+    ...                            column_labels_=np.array([0, 0, 1, 1]), contingency_=table)
+    >>> event = table_cell_reachable(pair, scale=2.0)
+    >>> event(released(np.random.default_rng(3).laplace(0.0, 2.0)))  # textbook float noise
+    True
+    >>> event(released(3.0))  # a whole number: a discrete mechanism's output
+    False
     """
     def fn(m):
         y, x_d, x_dp = released_cell(m, pair, attr)
@@ -213,7 +322,18 @@ def table_cell_reachable(pair: NeighbouringPair, attr: str = "contingency_",
 
 def table_cell_above(pair: NeighbouringPair, margin: float = 0.5,
                      attr: str = "contingency_") -> Event:
-    """The released cell holding (u, v) exceeds its exact value on D by more than ``margin``."""
+    """The released cell holding (u, v) exceeds its exact value on D by more than ``margin``.
+
+    >>> import numpy as np
+    >>> from types import SimpleNamespace
+    >>> from dptaucc.audit.pairs import make_pair
+    >>> pair = make_pair("all_zero_row", n_per_cluster=2, n_cols=4)
+    >>> model = SimpleNamespace(row_labels_=np.array([0, 0, 1, 1, 0]),
+    ...                         column_labels_=np.array([0, 0, 1, 1]),
+    ...                         contingency_=np.array([[9.0, 0.0], [0.0, 8.0]]))
+    >>> table_cell_above(pair)(model), table_cell_above(pair, margin=1.0)(model)
+    (True, False)
+    """
     def fn(m):
         y, x_d, _ = released_cell(m, pair, attr)
         return y > x_d + margin
@@ -222,11 +342,23 @@ def table_cell_above(pair: NeighbouringPair, margin: float = 0.5,
 
 
 def fewer_clusters_than(k: int, attr: str = "n_row_clusters_") -> Event:
-    """The model reports fewer than k clusters (an empty cluster was dropped)."""
+    """The model reports fewer than k clusters (an empty cluster was dropped).
+
+    >>> from types import SimpleNamespace
+    >>> fewer_clusters_than(3)(SimpleNamespace(n_row_clusters_=2)), fewer_clusters_than(2).name
+    (True, 'n_row_clusters_ < 2')
+    """
     return Event(f"{attr} < {k}", lambda m: int(getattr(m, attr)) < k, needs=(attr,))
 
 
 def slice_is_zero(attr: str, index, label: str | None = None) -> Event:
-    """``attr[index]`` is exactly zero (e.g. a per-row factor of a row with no counts)."""
+    """``attr[index]`` is exactly zero (e.g. a per-row factor of a row with no counts).
+
+    >>> import numpy as np
+    >>> from types import SimpleNamespace
+    >>> model = SimpleNamespace(W_=np.array([[0.5, 0.1], [0.0, 0.0]]))
+    >>> slice_is_zero("W_", 1, label="u")(model), slice_is_zero("W_", 0)(model)
+    (True, False)
+    """
     return Event(f"{attr}[{label or index}] all zero",
                  lambda m: bool(np.all(np.asarray(getattr(m, attr))[index] == 0)), needs=(attr,))

@@ -53,7 +53,15 @@ __all__ = [
 
 @dataclass(frozen=True)
 class NeighbouringPair:
-    """D, D' = D + one count in cell (u, v), and what the pair is meant to stress."""
+    """D, D' = D + one count in cell (u, v), and what the pair is meant to stress.
+
+    >>> pair = make_pair("moving_row")
+    >>> diff = (pair.D_prime - pair.D).tocoo()  # exactly one cell, by one count
+    >>> list(zip(diff.row.tolist(), diff.col.tolist(), diff.data.tolist())), pair.cell
+    ([(12, 0, 1)], (12, 0))
+    >>> pair.u, pair.v, pair.n_clusters
+    (12, 0, 2)
+    """
 
     name: str
     D: sp.csr_matrix
@@ -78,7 +86,14 @@ class NeighbouringPair:
 
 @dataclass(frozen=True)
 class RowPair:
-    """D and D' = D with row u replaced (row-level neighbours)."""
+    """D and D' = D with row u replaced (row-level neighbours).
+
+    >>> import numpy as np
+    >>> pair = replaced_row()
+    >>> changed = np.flatnonzero(abs(pair.D_prime - pair.D).sum(axis=1))
+    >>> changed.tolist() == [pair.u], pair.cell == (pair.u, 0)  # only row u differs
+    (True, True)
+    """
 
     name: str
     D: sp.csr_matrix
@@ -100,7 +115,12 @@ def replaced_row(n_per_cluster: int = 6, n_cols: int = 8, value: int = 2,
                  bound: int = 5) -> RowPair:
     """Two blocks plus row u: ``bound`` counts in every column of the first block's half in
     D, of the second block's half in D'. With released centres near the blocks, row u changes
-    cluster and moves every sum of both clusters it touches by the public bound."""
+    cluster and moves every sum of both clusters it touches by the public bound.
+
+    >>> pair = replaced_row(n_per_cluster=3, n_cols=4, bound=5)
+    >>> pair.D.toarray()[pair.u].tolist(), pair.D_prime.toarray()[pair.u].tolist()
+    ([5, 5, 0, 0], [0, 0, 5, 5])
+    """
     X = _blocks(n_per_cluster, n_cols, value)
     half = n_cols // 2
     a, b = np.zeros((1, n_cols), dtype=np.int64), np.zeros((1, n_cols), dtype=np.int64)
@@ -113,7 +133,12 @@ def replaced_row(n_per_cluster: int = 6, n_cols: int = 8, value: int = 2,
 
 def row_at_bound(n_rows: int = 12, n_cols: int = 8, bound: int = 5) -> RowPair:
     """(row-level relation) D is the all-zero matrix; in D' row u is ``bound`` in every
-    column. Every row of D is one point, so one cluster of D is empty; in D' row u may fill it."""
+    column. Every row of D is one point, so one cluster of D is empty; in D' row u may fill it.
+
+    >>> pair = row_at_bound(n_rows=4, n_cols=3, bound=5)
+    >>> pair.D.nnz, pair.D_prime.toarray().tolist()
+    (0, [[0, 0, 0], [0, 0, 0], [0, 0, 0], [5, 5, 5]])
+    """
     D = np.zeros((n_rows, n_cols), dtype=np.int64)
     Dp = D.copy()
     Dp[n_rows - 1] = bound
@@ -125,7 +150,14 @@ def added_row(n_per_cluster: int = 200, n_cols: int = 8, value: int = 2) -> RowP
     """(add/remove relation) Two blocks; D' has one more row, ``value`` counts in column 0.
     After a per-record normalisation the new row has norm 1, so it moves its cluster's
     released (sum, count) block by (y, 1) with ‖y‖ = 1: the largest change one added row can
-    make, the one the colored-noise covariance is calibrated for."""
+    make, the one the colored-noise covariance is calibrated for.
+
+    >>> pair = added_row(n_per_cluster=3, n_cols=4)
+    >>> pair.D.shape, pair.D_prime.shape, pair.D_prime.toarray()[-1].tolist()
+    ((6, 4), (7, 4), [2, 0, 0, 0])
+    >>> bool((pair.D_prime[:6] != pair.D).nnz == 0)  # the old rows are unchanged
+    True
+    """
     X = _blocks(n_per_cluster, n_cols, value)
     row = np.zeros((1, n_cols), dtype=np.int64)
     row[0, 0] = value
@@ -139,7 +171,12 @@ def row_across_boundary(n_top: int = 3, n_zero: int = 10, bound: int = 5) -> Row
     (:func:`dptaucc.audit.methods.kmeans_boundary_history`) row u is in the top cluster in D
     and joins the zero rows in D': the top cluster's sum leaves the top of its range
     {0, …, B·ñ} and the zero cluster's sum leaves 0, each by (nearly) the bound — the edges
-    where the bounded discrete Laplace mechanism's privacy loss is largest."""
+    where the bounded discrete Laplace mechanism's privacy loss is largest.
+
+    >>> pair = row_across_boundary(n_top=2, n_zero=3, bound=5)
+    >>> pair.D.toarray().ravel().tolist(), pair.D_prime.toarray().ravel().tolist(), pair.u
+    ([5, 5, 0, 0, 0], [5, 4, 0, 0, 0], 1)
+    """
     D = np.zeros((n_top + n_zero, 1), dtype=np.int64)
     D[:n_top] = bound
     Dp = D.copy()
@@ -152,7 +189,12 @@ def replaced_document(n_per_cluster: int = 6, n_cols: int = 8, value: int = 2) -
     """(row-level relation) Two blocks plus document u: one count in word 0 in D, in word 1
     in D'. Normalised, they are the orthogonal unit vectors e₀, e₁: with orthonormal topics
     (:func:`dptaucc.audit.methods.orthonormal_topics`) their coefficients are e₀ and e₁ too,
-    and DPNMF's released statistics move by their largest possible amount, 2/N."""
+    and DPNMF's released statistics move by their largest possible amount, 2/N.
+
+    >>> pair = replaced_document(n_per_cluster=2, n_cols=4)
+    >>> pair.D.toarray()[pair.u].tolist(), pair.D_prime.toarray()[pair.u].tolist()
+    ([1, 0, 0, 0], [0, 1, 0, 0])
+    """
     X = _blocks(n_per_cluster, n_cols, value)
     a, b = np.zeros((1, n_cols), dtype=np.int64), np.zeros((1, n_cols), dtype=np.int64)
     a[0, 0], b[0, 1] = 1, 1
@@ -177,7 +219,14 @@ def disjoint_rows(n_per_cluster: int = 3, bound: int = 10) -> RowPair:
       (0, B) with the second: one size −1, one +1.
 
     With 2·n_per_cluster + 1 <= 7 rows a partition runs one grid level (ln n <= 2): every fit
-    makes the same sequence of calls, so call k names the same step in every history."""
+    makes the same sequence of calls, so call k names the same step in every history.
+
+    >>> pair = disjoint_rows(n_per_cluster=2, bound=10)
+    >>> pair.D.toarray()[pair.u].tolist(), pair.D_prime.toarray()[pair.u].tolist()
+    ([10, 0], [0, 10])
+    >>> sorted(set(pair.D.sum(axis=1).A1.tolist()))  # every row at the L1 bound
+    [10]
+    """
     a = np.zeros((n_per_cluster, 2), dtype=np.int64)
     b = np.zeros((n_per_cluster, 2), dtype=np.int64)
     a[:, 0], b[:, 1] = bound, bound
@@ -208,7 +257,12 @@ def _blocks(n_per_cluster: int, n_cols: int, value: int) -> np.ndarray:
 
 def moving_row(n_per_cluster: int = 6, n_cols: int = 8, value: int = 2) -> NeighbouringPair:
     """Two blocks plus a last row with one count in each half: D' adds one count on the first
-    half, so the row leans to the first cluster (label events on that row)."""
+    half, so the row leans to the first cluster (label events on that row).
+
+    >>> pair = moving_row(n_per_cluster=2, n_cols=4)
+    >>> pair.D.toarray()[-1].tolist(), pair.D_prime.toarray()[-1].tolist()
+    ([1, 0, 1, 0], [2, 0, 1, 0])
+    """
     X = _blocks(n_per_cluster, n_cols, value)
     row = np.zeros((1, n_cols), dtype=np.int64)
     row[0, 0] = row[0, n_cols // 2] = 1
@@ -218,7 +272,13 @@ def moving_row(n_per_cluster: int = 6, n_cols: int = 8, value: int = 2) -> Neigh
 
 def empty_cluster(n_rows: int = 12, n_cols: int = 6, value: int = 2) -> NeighbouringPair:
     """Every row of D is the same point; D' moves the last row by one count in the last
-    column. With k = 2, every clustering of D leaves one cluster empty."""
+    column. With k = 2, every clustering of D leaves one cluster empty.
+
+    >>> import numpy as np
+    >>> pair = empty_cluster(n_rows=4, n_cols=3)
+    >>> len(np.unique(pair.D.toarray(), axis=0)), len(np.unique(pair.D_prime.toarray(), axis=0))
+    (1, 2)
+    """
     if n_rows < 2 or n_cols < 2:
         raise ValueError("need n_rows >= 2 and n_cols >= 2")
     X = np.zeros((n_rows, n_cols), dtype=np.int64)
@@ -231,7 +291,12 @@ def empty_cluster(n_rows: int = 12, n_cols: int = 6, value: int = 2) -> Neighbou
 def new_column_maximum(n_per_cluster: int = 6, n_cols: int = 8,
                        value: int = 2) -> NeighbouringPair:
     """Two blocks of ``value`` counts; the changed cell holds ``value + 1``, the maximum of its
-    column and of the matrix, and grows to ``value + 2`` in D'."""
+    column and of the matrix, and grows to ``value + 2`` in D'.
+
+    >>> pair = new_column_maximum(value=2)
+    >>> int(pair.D.max()), int(pair.D[pair.cell]), int(pair.D_prime.max())
+    (3, 3, 4)
+    """
     X = _blocks(n_per_cluster, n_cols, value)
     X[0, 0] = value + 1
     return _pair("new_column_maximum", X, (0, 0),
@@ -239,7 +304,12 @@ def new_column_maximum(n_per_cluster: int = 6, n_cols: int = 8,
 
 
 def all_zero_row(n_per_cluster: int = 6, n_cols: int = 8, value: int = 2) -> NeighbouringPair:
-    """Two blocks plus a last row with no counts in D and one count in D'."""
+    """Two blocks plus a last row with no counts in D and one count in D'.
+
+    >>> pair = all_zero_row()
+    >>> int(pair.D[pair.u].sum()), int(pair.D_prime[pair.u].sum())
+    (0, 1)
+    """
     X = _blocks(n_per_cluster, n_cols, value)
     X = np.vstack([X, np.zeros((1, n_cols), dtype=np.int64)])
     return _pair("all_zero_row", X, (2 * n_per_cluster, 0),
@@ -247,7 +317,12 @@ def all_zero_row(n_per_cluster: int = 6, n_cols: int = 8, value: int = 2) -> Nei
 
 
 def all_zero_column(n_per_cluster: int = 6, n_cols: int = 8, value: int = 2) -> NeighbouringPair:
-    """Two blocks plus a last column with no counts in D and one count (row 0) in D'."""
+    """Two blocks plus a last column with no counts in D and one count (row 0) in D'.
+
+    >>> pair = all_zero_column(n_cols=8)
+    >>> pair.cell, int(pair.D[:, 8].sum()), int(pair.D_prime[:, 8].sum())
+    ((0, 8), 0, 1)
+    """
     X = _blocks(n_per_cluster, n_cols, value)
     X = np.hstack([X, np.zeros((X.shape[0], 1), dtype=np.int64)])
     return _pair("all_zero_column", X, (0, n_cols),
@@ -255,7 +330,12 @@ def all_zero_column(n_per_cluster: int = 6, n_cols: int = 8, value: int = 2) -> 
 
 
 def all_zero_matrix(n_rows: int = 8, n_cols: int = 6) -> NeighbouringPair:
-    """D has no counts at all; D' has one."""
+    """D has no counts at all; D' has one.
+
+    >>> pair = all_zero_matrix(n_rows=3, n_cols=2)
+    >>> pair.D.nnz, pair.D_prime.toarray().tolist()
+    (0, [[1, 0], [0, 0], [0, 0]])
+    """
     return _pair("all_zero_matrix", np.zeros((n_rows, n_cols), dtype=np.int64), (0, 0),
                  "D is the all-zero matrix (a valid input), D' has one count")
 
@@ -263,7 +343,16 @@ def all_zero_matrix(n_rows: int = 8, n_cols: int = 6) -> NeighbouringPair:
 def high_dimensional(n_per_cluster: int = 6, n_cols: int = 200, rate: float = 0.5,
                      seed: int = 0) -> NeighbouringPair:
     """Sparse Poisson rows in ``n_cols`` columns, each cluster using its own half of the
-    columns; the changed cell is a zero of the first row in that row's own half."""
+    columns; the changed cell is a zero of the first row in that row's own half.
+
+    >>> pair = high_dimensional(n_per_cluster=3, n_cols=40, seed=1)
+    >>> u, v = pair.cell
+    >>> pair.D.shape, int(pair.D[u, v]), v < 20  # a zero of row 0's own half
+    ((6, 40), 0, True)
+    >>> bool((make_pair("high_dimensional", n_per_cluster=3, n_cols=40, seed=1).D
+    ...       != pair.D).nnz == 0)  # deterministic
+    True
+    """
     rng = np.random.default_rng(seed)
     X = np.zeros((2 * n_per_cluster, n_cols), dtype=np.int64)
     half = n_cols // 2
@@ -280,7 +369,15 @@ PAIRS = {f.__name__: f for f in (moving_row, empty_cluster, new_column_maximum, 
 
 
 def make_pair(name: str, **kwargs) -> NeighbouringPair:
-    """The pair ``name`` of :data:`PAIRS` (keyword arguments go to its builder)."""
+    """The pair ``name`` of :data:`PAIRS` (keyword arguments go to its builder).
+
+    >>> make_pair("all_zero_row", n_per_cluster=3).D.shape
+    (7, 8)
+    >>> make_pair("no_such_pair")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown pair 'no_such_pair'; known: [...]
+    """
     if name not in PAIRS:
         raise ValueError(f"unknown pair {name!r}; known: {sorted(PAIRS)}")
     return PAIRS[name](**kwargs)

@@ -38,7 +38,13 @@ def cp_lower(k, n, alpha: float) -> np.ndarray:
 
 
 def cp_upper(k, n, alpha: float) -> np.ndarray:
-    """One-sided Clopper–Pearson upper bound: P(p <= bound) >= 1 − α for k ~ Bin(n, p)."""
+    """One-sided Clopper–Pearson upper bound: P(p <= bound) >= 1 − α for k ~ Bin(n, p).
+
+    >>> round(float(cp_upper(0, 10, 0.05)), 4)  # 1 − 0.05^(1/10)
+    0.2589
+    >>> float(cp_upper(10, 10, 0.05)), bool(cp_upper(3, 10, 0.05) > 0.3)
+    (1.0, True)
+    """
     k, n = np.broadcast_arrays(np.asarray(k, float), np.asarray(n, float))
     with np.errstate(invalid="ignore"):
         out = beta.ppf(1.0 - alpha, k + 1.0, n - k)
@@ -47,7 +53,11 @@ def cp_upper(k, n, alpha: float) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Candidate:
-    """One (event, complement, direction) lower bound on ε."""
+    """One (event, complement, direction) lower bound on ε.
+
+    >>> Candidate("row 0 alone", True, "D'/D", 0.7, 40, 10).label
+    "not (row 0 alone) [D'/D]"
+    """
 
     event: str
     complement: bool  # True: the bound is for "not event"
@@ -72,7 +82,16 @@ def _log_ratio(lower: np.ndarray, upper: np.ndarray, delta: float) -> np.ndarray
 def epsilon_candidates(
     names: list[str], k_d, k_dp, n_d: int, n_dp: int, alpha: float = 0.05, delta: float = 0.0,
 ) -> list[Candidate]:
-    """All 4m candidates for m events with counts ``k_d`` (on D) and ``k_dp`` (on D')."""
+    """All 4m candidates for m events with counts ``k_d`` (on D) and ``k_dp`` (on D').
+
+    >>> candidates = epsilon_candidates(["e"], [900], [100], 1000, 1000)
+    >>> [(c.label, round(c.epsilon_lower, 2)) for c in candidates]
+    [("e [D/D']", 1.96), ("e [D'/D]", -2.45), ("not (e) [D/D']", -2.45), ("not (e) [D'/D]", 1.96)]
+    >>> epsilon_candidates(["e"], [900, 1], [100], 1000, 1000)
+    Traceback (most recent call last):
+    ...
+    ValueError: one count per event and side is needed
+    """
     k_d = np.asarray(k_d, dtype=np.int64)
     k_dp = np.asarray(k_dp, dtype=np.int64)
     m = len(names)

@@ -18,7 +18,8 @@ SKIP = ("dptaucc.bench", "dptaucc.audit", "dptaucc.conf", "dptaucc.datasets.__ma
         "dptaucc.baselines.fccm.__main__")
 #: the modules of the engine and the audit whose examples run too (entry points a user calls,
 #: and every module whose public names carry examples)
-ENTRY_POINTS = ("dptaucc.audit.runner", "dptaucc.audit.stats", "dptaucc.bench.configs",
+ENTRY_POINTS = ("dptaucc.audit.bugs", "dptaucc.audit.events", "dptaucc.audit.pairs",
+                "dptaucc.audit.runner", "dptaucc.audit.stats", "dptaucc.bench.configs",
                 "dptaucc.bench.metrics", "dptaucc.bench.run", "dptaucc.bench.validate")
 MODULES = sorted([
     *(info.name
