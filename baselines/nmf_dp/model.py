@@ -104,7 +104,13 @@ TRANSFORM_STEPS = 200
 
 def topic_scores(documents: sp.csr_matrix | np.ndarray, W: np.ndarray) -> np.ndarray:
     """``WᵀV`` (K×n) from the documents (the rows of X, n×m: CSR, or a dense array, which
-    BLAS streams once as ``Wᵀ Xᵀ``)."""
+    BLAS streams once as ``Wᵀ Xᵀ``).
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> X, W = np.array([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0]]), np.eye(3)[:, :2]
+    >>> topic_scores(X, W).tolist(), bool((topic_scores(sp.csr_matrix(X), W) == W.T @ X.T).all())
+    ([[1.0, 0.0], [0.0, 3.0]], True)
+    """
     if isinstance(documents, np.ndarray):
         return W.T @ documents.T
     return np.asarray(documents @ W).T

@@ -45,19 +45,36 @@ __all__ = ["statistics", "statistics_sensitivity", "statistics_sigma", "release_
 
 def statistics(V: sp.csr_matrix | np.ndarray, H: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The exact ``(HHᵀ/N, VHᵀ/N)`` (K×K, m×K), N = number of documents (columns of V).
-    V is CSR, or a dense array (then computed as ``(H Vᵀ)ᵀ``, which BLAS streams once)."""
+    V is CSR, or a dense array (then computed as ``(H Vᵀ)ᵀ``, which BLAS streams once).
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> V, H = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]]), np.array([[0.6, 0.0], [0.8, 1.0]])
+    >>> A, B = statistics(sp.csr_matrix(V), H)
+    >>> A.round(12).tolist(), bool(np.allclose(B, statistics(V, H)[1]))
+    ([[0.18, 0.24], [0.24, 0.82]], True)
+    """
     n = H.shape[1]
     VHt = (H @ V.T).T if isinstance(V, np.ndarray) else np.asarray(V @ H.T)
     return H @ H.T / n, VHt / n
 
 
 def statistics_sensitivity(n_documents: int) -> float:
-    """L2 sensitivity of the pair (HHᵀ/N, VHᵀ/N) for one replaced document: 2√2/N."""
+    """L2 sensitivity of the pair (HHᵀ/N, VHᵀ/N) for one replaced document: 2√2/N.
+
+    >>> import math
+    >>> math.isclose(statistics_sensitivity(4), math.sqrt(2) / 2)
+    True
+    """
     return 2.0 * math.sqrt(2.0) / n_documents
 
 
 def statistics_sigma(n_documents: int, epsilon: float, delta: float) -> float:
-    """σ of one corrected release: analytic Gaussian at (ε, δ) for Δ = 2√2/N."""
+    """σ of one corrected release: analytic Gaussian at (ε, δ) for Δ = 2√2/N.
+
+    >>> from dptaucc.baselines.nmf_dp.gaussian import analytic_gaussian_sigma
+    >>> statistics_sigma(10, 1.0, 1e-5) == analytic_gaussian_sigma(2 * 2**0.5 / 10, 1.0, 1e-5)
+    True
+    """
     return analytic_gaussian_sigma(statistics_sensitivity(n_documents), epsilon, delta)
 
 
@@ -65,7 +82,22 @@ def release_statistics(V: sp.csr_matrix, H: np.ndarray, epsilon: float, delta: f
                        sampler: Sampler, ledger: PrivacyLedger,
                        step: str) -> tuple[np.ndarray, np.ndarray]:
     """One (ε, δ)-DP release of (Ā, B̄) (see the module docstring); Ā is symmetrised
-    (post-processing)."""
+    (post-processing).
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from dptaucc.privacy import PrivacyLedger, make_sampler
+    >>> V = sp.csr_matrix(np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]]))
+    >>> ledger = PrivacyLedger()
+    >>> A, B = release_statistics(V, np.array([[0.6, 0.0], [0.8, 1.0]]), 1.0, 1e-5,
+    ...                           make_sampler(0), ledger, "epoch 0")
+    >>> bool((A == A.T).all()), B.shape, len(ledger.entries)  # one joint release per epoch
+    (True, (3, 2), 1)
+    >>> entry = ledger.entries[0]
+    >>> entry.sensitivity == statistics_sensitivity(2)
+    True
+    >>> entry.noise_scale == statistics_sigma(2, 1.0, 1e-5)
+    True
+    """
     n, k = H.shape[1], H.shape[0]
     sens = statistics_sensitivity(n)
     sigma = analytic_gaussian_sigma(sens, epsilon, delta)
@@ -80,14 +112,30 @@ def release_statistics(V: sp.csr_matrix, H: np.ndarray, epsilon: float, delta: f
 
 
 def paper_sensitivity(n_documents: int) -> float:
-    """The authors' Δ = 2/N per release (valid only for documents of norm ≤ 1)."""
+    """The authors' Δ = 2/N per release (valid only for documents of norm ≤ 1).
+
+    >>> paper_sensitivity(4), paper_sensitivity(4) < statistics_sensitivity(4)
+    (0.5, True)
+    """
     return 2.0 / n_documents
 
 
 def paper_release(V: sp.csr_matrix, H: np.ndarray, epsilon: float, delta: float,
                   rng: np.random.Generator, ledger: PrivacyLedger,
                   epoch: int) -> tuple[np.ndarray, np.ndarray]:
-    """PAPER MODE ONLY: the authors' two releases, each charged at its nominal (ε, δ)."""
+    """PAPER MODE ONLY: the authors' two releases, each charged at its nominal (ε, δ).
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from dptaucc.privacy import PrivacyLedger
+    >>> V = sp.csr_matrix(np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]]))
+    >>> ledger = PrivacyLedger()
+    >>> _ = paper_release(V, np.array([[0.6, 0.0], [0.8, 1.0]]), 1.0, 1e-5,
+    ...                   np.random.default_rng(0), ledger, epoch=0)
+    >>> [e.step for e in ledger.entries], ledger.epsilon_spent  # two charges at ε each
+    (['epoch 0: HHᵀ/N', 'epoch 0: VHᵀ/N'], 2.0)
+    >>> ledger.entries[0].noise_scale == paper_noise_std(1.0, 1.0, 1e-5)  # std = σ*²
+    True
+    """
     n = H.shape[1]
     sens = paper_sensitivity(n)
     std = paper_noise_std(sens, epsilon, delta)
