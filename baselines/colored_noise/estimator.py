@@ -106,6 +106,15 @@ def public_domain_variances(p: int, gamma: float, noise: str, radius: float = DO
 
     White: (R²+1)/γ everywhere. Diagonal = full optimum: minimise p·a + b s.t. R²/a + 1/b ≤ γ,
     i.e. a = R(R√p+1)/(γ√p), b = (R√p+1)/γ.
+
+    >>> import numpy as np
+    >>> public_domain_variances(4, 2.0, "white", radius=1.0).tolist()
+    [1.0, 1.0, 1.0, 1.0, 1.0]
+    >>> var = public_domain_variances(4, 2.0, "diagonal", radius=1.0)
+    >>> var.tolist()  # a = 1·3/(2·2), b = 3/2: a smaller trace than white noise
+    [0.75, 0.75, 0.75, 0.75, 1.5]
+    >>> float(1.0 / var[0] + 1.0 / var[-1])  # the worst change (x, 1), ‖x‖ = 1 on one axis: γ
+    2.0
     """
     if math.isinf(gamma):
         return np.zeros(p + 1)
@@ -124,6 +133,19 @@ def release_cluster_blocks(sums: np.ndarray, counts: np.ndarray, epsilon: float,
     :func:`public_domain_variances` every such change has ΔᵀΣ⁻¹Δ ≤ γ(ε, δ), so the release is
     (ε, δ)-DP (:func:`~dptaucc.baselines.dpm.gaussian.colored_gaussian_mechanism`; L2
     sensitivity √(R² + 1) recorded). Returns (noisy sums, noisy counts, variances, γ).
+
+    >>> import numpy as np
+    >>> from dptaucc.privacy import PrivacyLedger, make_sampler
+    >>> ledger = PrivacyLedger()
+    >>> sums, counts, var, gamma = release_cluster_blocks(
+    ...     np.array([[1.0, 0.5], [0.0, 2.0]]), np.array([3, 4]), 1.0, 1e-5, "analytic",
+    ...     "diagonal", make_sampler(0), ledger, "iteration 0")
+    >>> sums.shape, counts.shape
+    ((2, 2), (2,))
+    >>> bool(np.allclose(var, public_domain_variances(2, gamma, "diagonal")))
+    True
+    >>> len(ledger.entries), ledger.epsilon_spent, ledger.delta_spent
+    (1, 1.0, 1e-05)
     """
     g = gamma_of(epsilon, delta, calibration)
     p = sums.shape[1]
