@@ -43,6 +43,22 @@ DEFAULT_FRACTIONS = (0.04, 0.18, 0.18, 0.60)  # f_int, f_cnt, f_exp, f_avg
 
 @dataclass
 class DPMRelease:
+    """What :func:`dpm_release` releases: the centres, the leaves' noisy sums and counts, the
+    tree and the chosen interval σ.
+
+    >>> import math
+    >>> import numpy as np
+    >>> from dptaucc.privacy import PrivacyLedger, make_sampler
+    >>> rng = np.random.default_rng(0)
+    >>> Y = np.vstack([rng.normal(-0.5, 0.05, (40, 2)), rng.normal(0.5, 0.05, (40, 2))])
+    >>> release = dpm_release(Y, -1.0, 1.0, math.sqrt(2), math.inf, 1e-5, make_sampler(0),
+    ...                       PrivacyLedger(), max_depth=2)
+    >>> release.counts.tolist(), np.round(release.centres, 1).tolist()  # ε = ∞: exact
+    ([40, 40], [[-0.5, -0.5], [0.5, 0.5]])
+    >>> bool(np.allclose(release.centres, release.sums / release.counts[:, None]))
+    True
+    """
+
     centres: np.ndarray  # k × p, in the input units
     sums: np.ndarray  # the leaves' noisy sums (k × p, on the Gaussian's grid)
     counts: np.ndarray  # the leaves' noisy counts (int64 in corrected mode)
@@ -53,7 +69,11 @@ class DPMRelease:
 
 def interval_sensitivity(p: int, corrected: bool) -> float:
     """Utility sensitivity of the interval step: max(1 + q, 2 − q)·p for the pooled gaps
-    (see :mod:`.interval`); the authors' 2 for their averaged gaps (true for p = 1 only)."""
+    (see :mod:`.interval`); the authors' 2 for their averaged gaps (true for p = 1 only).
+
+    >>> round(interval_sensitivity(4, corrected=True), 12), interval_sensitivity(4, corrected=False)
+    (6.6, 2.0)
+    """
     return max(1.0 + GAP_QUANTILE, 2.0 - GAP_QUANTILE) * p if corrected else 2.0
 
 
@@ -63,6 +83,18 @@ def release_leaf_sums(sums: np.ndarray, epsilon: float, delta: float, l2_bound: 
 
     One added row (‖y‖₂ ≤ l2_bound) changes one leaf's sum by y: the k×p matrix has L2
     sensitivity l2_bound, one sequential (ε, δ) release; snapped to a σ-relative grid.
+
+    >>> import numpy as np
+    >>> from dptaucc.privacy import PrivacyLedger, make_sampler
+    >>> from dptaucc.baselines.dpm.gaussian import analytic_sigma
+    >>> ledger = PrivacyLedger()
+    >>> noisy = release_leaf_sums(np.zeros((3, 2)), 1.0, 1e-5, 1.0, make_sampler(0), ledger)
+    >>> noisy.shape, ledger.entries[0].noise_scale == analytic_sigma(1.0, 1e-5, 1.0)
+    ((3, 2), True)
+    >>> release_leaf_sums(np.zeros((3, 2)), 1.0, 0.0, 1.0, make_sampler(0), ledger)
+    Traceback (most recent call last):
+    ...
+    ValueError: the Gaussian mechanism needs delta > 0 for a finite epsilon
     """
     if not (delta > 0 or math.isinf(epsilon)):
         raise ValueError("the Gaussian mechanism needs delta > 0 for a finite epsilon")
@@ -83,6 +115,22 @@ def dpm_release(Y: np.ndarray, lo: float, hi: float, l2_bound: float, eps_row: f
     reaches ``max_depth`` (less otherwise). ``corrected`` selects the pooled-gap interval step,
     the guarded counts and exact discrete-Laplace counts; ``False`` is the reference code's
     averaged-gap step (a named non-private step for p > 1) and float Laplace counts.
+
+    >>> import math
+    >>> import numpy as np
+    >>> from dptaucc.privacy import PrivacyLedger, make_sampler
+    >>> rng = np.random.default_rng(0)
+    >>> Y = np.vstack([rng.normal(-0.5, 0.05, (40, 2)), rng.normal(0.5, 0.05, (40, 2))])
+    >>> ledger = PrivacyLedger()
+    >>> release = dpm_release(Y, -1.0, 1.0, math.sqrt(2), 1.0, 1e-5, make_sampler(0), ledger,
+    ...                       max_depth=3)
+    >>> release.counts.dtype, ledger.end_to_end_dp, ledger.epsilon_spent <= 1.0  # at most (ε', δ')
+    (dtype('int64'), True, True)
+    >>> ledger = PrivacyLedger()
+    >>> _ = dpm_release(Y, -1.0, 1.0, math.sqrt(2), 1.0, 1e-5, make_sampler(0), ledger,
+    ...                 corrected=False, max_depth=3)
+    >>> ledger.non_private_steps  # the reference's averaged gaps in two coordinates
+    ['interval_size_sensitivity']
     """
     sampler = as_sampler(sampler)
     Y = np.clip(np.asarray(Y, dtype=float), lo, hi)

@@ -88,7 +88,14 @@ MAX_DENSE = 50_000_000
 
 
 def nearest_centre(Y, centres: np.ndarray) -> np.ndarray:
-    """Index of the nearest centre (squared Euclidean) for each row of dense or CSR ``Y``."""
+    """Index of the nearest centre (squared Euclidean) for each row of dense or CSR ``Y``.
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> Y = np.array([[0.0, 1.0], [1.0, 0.0], [0.9, 0.8]])
+    >>> centres = np.array([[1.0, 0.0], [0.0, 1.0]])
+    >>> nearest_centre(Y, centres).tolist(), nearest_centre(sp.csr_matrix(Y), centres).tolist()
+    ([1, 0, 0], [1, 0, 0])
+    """
     cross = np.asarray(Y @ centres.T)
     return np.argmin((centres * centres).sum(axis=1)[None, :] - 2.0 * cross, axis=1)
 

@@ -65,6 +65,17 @@ def max_sensitivity(epsilon: float, delta: float, calibration: str = "analytic")
     ``calibration`` is ``"analytic"`` (exact DP, Balle–Wang), ``"pdp"`` (probabilistic DP,
     Ravi et al. Thm. 4) or ``"classical"`` (Dwork–Roth Thm. A.1, ``s = ε/√(2 ln(1.25/δ))``,
     valid for ε < 1 only). ``epsilon = inf`` gives ``inf`` (no noise needed).
+
+    >>> from dptaucc.baselines.nmf_dp.gaussian import gaussian_delta
+    >>> s = max_sensitivity(1.0, 1e-5)
+    >>> round(s, 4), bool(gaussian_delta(1.0 / s, 1.0, 1.0) <= 1e-5)  # σ = 1/s: (1, 1e-5)-DP
+    (0.2681, True)
+    >>> bool(max_sensitivity(1.0, 1e-5, "pdp") < s), max_sensitivity(float("inf"), 1e-5)
+    (True, inf)
+    >>> max_sensitivity(1.0, 0.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: delta must lie in (0, 1), got 0.0
     """
     if calibration not in CALIBRATIONS:
         raise ValueError(f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")
@@ -94,20 +105,39 @@ def max_sensitivity(epsilon: float, delta: float, calibration: str = "analytic")
 
 
 def gamma(epsilon: float, delta: float, calibration: str = "analytic") -> float:
-    """γ(ε, δ) = s_max²: the colored-noise constraint is ``ΔᵀΣ⁻¹Δ ≤ γ`` (Ravi et al. eq. 11)."""
+    """γ(ε, δ) = s_max²: the colored-noise constraint is ``ΔᵀΣ⁻¹Δ ≤ γ`` (Ravi et al. eq. 11).
+
+    >>> gamma(1.0, 1e-5, "pdp") == max_sensitivity(1.0, 1e-5, "pdp") ** 2
+    True
+    """
     s = max_sensitivity(epsilon, delta, calibration)
     return s * s
 
 
 def analytic_sigma(epsilon: float, delta: float, l2_sensitivity: float) -> float:
-    """Noise scale σ of the analytic Gaussian mechanism for an L2 sensitivity Δ₂ (0 if ε = ∞)."""
+    """Noise scale σ of the analytic Gaussian mechanism for an L2 sensitivity Δ₂ (0 if ε = ∞).
+
+    >>> import math
+    >>> from dptaucc.baselines.nmf_dp.gaussian import analytic_gaussian_sigma
+    >>> math.isclose(analytic_sigma(1.0, 1e-5, 2.0), analytic_gaussian_sigma(2.0, 1.0, 1e-5))
+    True
+    >>> analytic_sigma(math.inf, 1e-5, 2.0)
+    0.0
+    """
     if math.isinf(epsilon):
         return 0.0
     return l2_sensitivity / max_sensitivity(epsilon, delta, "analytic")
 
 
 def marginal_sds(covariance: np.ndarray) -> np.ndarray:
-    """Per-coordinate noise standard deviations of a diagonal (p,) or full (p×p) covariance."""
+    """Per-coordinate noise standard deviations of a diagonal (p,) or full (p×p) covariance.
+
+    >>> import numpy as np
+    >>> marginal_sds(np.array([4.0, 9.0])).tolist()
+    [2.0, 3.0]
+    >>> marginal_sds(np.array([[4.0, 1.0], [1.0, 9.0]])).tolist()  # the diagonal
+    [2.0, 3.0]
+    """
     cov = np.asarray(covariance, dtype=float)
     return np.sqrt(np.maximum(cov if cov.ndim == 1 else np.diag(cov), 0.0))
 
@@ -117,6 +147,10 @@ def snap_coordinates(noisy: np.ndarray, sds: np.ndarray, bits: int = GRID_BITS) 
 
     The per-coordinate form of :func:`dptaucc.privacy.snap_to_grid`: each grid is fixed by that
     coordinate's noise scale alone. Coordinates without noise (sd 0) are left as they are.
+
+    >>> import numpy as np
+    >>> snap_coordinates(np.array([[1.23456789, 5.123]]), np.array([1.0, 0.0]), bits=4).tolist()
+    [[1.25, 5.123]]
     """
     noisy = np.asarray(noisy, dtype=float)
     sds = np.asarray(sds, dtype=float)
@@ -131,6 +165,14 @@ def colored_gaussian_noise(values: np.ndarray, covariance: np.ndarray,
     """``values`` (…×p) + N(0, Σ) per row, each coordinate snapped by :func:`snap_coordinates`.
 
     Draws only (no charge): the caller charges the release. Σ is diagonal (p,) or full (p×p).
+
+    >>> import numpy as np
+    >>> cov = np.array([[4.0, 3.0], [3.0, 4.0]])
+    >>> noisy = colored_gaussian_noise(np.zeros((20000, 2)), cov, np.random.default_rng(0))
+    >>> bool(np.allclose(np.cov(noisy.T), cov, atol=0.2))  # the covariance asked for
+    True
+    >>> colored_gaussian_noise(np.ones((1, 2)), np.zeros(2), np.random.default_rng(0)).tolist()
+    [[1.0, 1.0]]
     """
     values = np.asarray(values, dtype=float)
     cov = np.asarray(covariance, dtype=float)
@@ -161,6 +203,14 @@ def colored_gaussian_mechanism(values: np.ndarray, covariance: np.ndarray, epsil
     grid fixed by its own noise scale (post-processing), so the possible outputs do not depend
     on the data when Σ does not. The recorded noise scale is the largest marginal σ. Like the
     package's mechanisms, the call is shown to the audit hook (:mod:`dptaucc.privacy.hook`).
+
+    >>> import numpy as np
+    >>> from dptaucc.privacy import PrivacyLedger, make_sampler
+    >>> ledger = PrivacyLedger()
+    >>> out = colored_gaussian_mechanism(np.zeros((2, 3)), np.array([1.0, 4.0, 0.25]), 1.0,
+    ...                                  1e-5, 0.5, make_sampler(0), ledger, "centres")
+    >>> out.shape, [(e.step, e.epsilon, e.delta, e.noise_scale) for e in ledger.entries]
+    ((2, 3), [('centres', 1.0, 1e-05, 2.0)])
     """
     sds = marginal_sds(covariance)
     seen = watch(ledger)

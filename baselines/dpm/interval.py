@@ -45,19 +45,33 @@ OUTPUT_GRID_BITS = 30  # the quantile's output grid has about 2^30 points
 
 
 def pooled_gaps(Z: np.ndarray) -> np.ndarray:
-    """All per-coordinate gaps between consecutive order statistics (d·(n−1) values)."""
+    """All per-coordinate gaps between consecutive order statistics (d·(n−1) values).
+
+    >>> import numpy as np
+    >>> sorted(pooled_gaps(np.array([[0.0, 5.0], [3.0, 1.0], [1.0, 2.0]])).tolist())
+    [1.0, 1.0, 2.0, 3.0]
+    """
     S = np.sort(Z, axis=0)
     return np.diff(S, axis=0).ravel()
 
 
 def averaged_gaps(Z: np.ndarray) -> np.ndarray:
-    """The reference code's gap per rank, averaged over the coordinates (n−1 values)."""
+    """The reference code's gap per rank, averaged over the coordinates (n−1 values).
+
+    >>> import numpy as np
+    >>> averaged_gaps(np.array([[0.0, 5.0], [3.0, 1.0], [1.0, 2.0]])).tolist()  # (1+1)/2, (2+3)/2
+    [1.0, 2.5]
+    """
     S = np.sort(Z, axis=0)
     return np.diff(S, axis=0).mean(axis=1)
 
 
 def rank_utility(values: np.ndarray, outputs: np.ndarray, q: float = GAP_QUANTILE) -> np.ndarray:
-    """u(o) = −|#{v ≤ o} − q·M| of the quantile mechanism, at each output o (for tests)."""
+    """u(o) = −|#{v ≤ o} − q·M| of the quantile mechanism, at each output o (for tests).
+
+    >>> rank_utility([1, 2, 3, 4], [0.0, 2.5, 10.0], q=0.5).tolist()  # best at the median
+    [-2.0, -0.0, -2.0]
+    """
     v = np.sort(np.asarray(values, dtype=float))
     counts = np.searchsorted(v, np.asarray(outputs, dtype=float), side="right")
     return -np.abs(counts - q * v.size)
@@ -67,6 +81,13 @@ def public_grid(lower: float, upper: float, bits: int = OUTPUT_GRID_BITS) -> flo
     """Spacing g = 2^(⌊log₂(upper − lower)⌋ − bits) of the quantile's output grid {j·g}.
 
     A power of two fixed by the public range only: about 2^bits points cover [lower, upper].
+
+    >>> public_grid(0.0, 10.0, bits=2), public_grid(0.0, 10.0) == 2.0**-27
+    (2.0, True)
+    >>> public_grid(1.0, 1.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: need finite lower < upper, got [1.0, 1.0]
     """
     if not (math.isfinite(lower) and math.isfinite(upper) and upper > lower):
         raise ValueError(f"need finite lower < upper, got [{lower}, {upper}]")
@@ -89,6 +110,17 @@ def smith_quantile(values: np.ndarray, q: float, lower: float, upper: float, eps
     than any σ cell the result is matched against, so this is Smith's continuous mechanism up
     to a shift below 2^-23 of the range; unlike a float drawn inside [v_(i), v_(i+1)), its
     possible values do not depend on the data.
+
+    >>> import math
+    >>> import numpy as np
+    >>> from dptaucc.privacy import PrivacyLedger, make_sampler
+    >>> values, ledger = np.arange(100.0), PrivacyLedger()
+    >>> exact = smith_quantile(values, 0.65, 0.0, 100.0, math.inf, 1.0, make_sampler(0), ledger)
+    >>> 64.0 <= exact < 65.0, (exact / public_grid(0.0, 100.0)).is_integer()  # on the grid
+    (True, True)
+    >>> noisy = smith_quantile(values, 0.65, 0.0, 100.0, 2.0, 1.0, make_sampler(0), ledger)
+    >>> 0.0 <= noisy <= 100.0, [(e.mechanism, e.epsilon) for e in ledger.entries][-1]
+    (True, ('exponential', 2.0))
     """
     g = public_grid(lower, upper)
     v = np.clip(np.sort(np.asarray(values, dtype=float)), lower, upper)
@@ -114,6 +146,14 @@ def simulated_gap_scale(n_samples: int, rng: np.random.Generator, reps: int = 30
 
     Public (no data). Gaps of N(0, σ²) samples are σ times those of N(0, 1) samples, so the
     reference code's 59-row table is σ × this value; we simulate once and scale.
+
+    >>> import numpy as np
+    >>> unit = simulated_gap_scale(100, np.random.default_rng(0))
+    >>> rng = np.random.default_rng(1)  # 3·N(0, 1) samples have gaps three times as large
+    >>> gaps = [np.quantile(np.diff(np.sort(3 * rng.standard_normal(100))), 0.65)
+    ...         for _ in range(30)]
+    >>> bool(abs(np.mean(gaps) / unit - 3.0) < 0.3)
+    True
     """
     n = int(min(max(n_samples, 2), 200_000))
     draws = np.sort(rng.standard_normal((reps, n)), axis=1)
@@ -121,5 +161,9 @@ def simulated_gap_scale(n_samples: int, rng: np.random.Generator, reps: int = 30
 
 
 def choose_sigma(released_gap: float, unit_gap: float) -> float:
-    """The grid σ whose simulated gap σ·unit_gap is closest to the released gap."""
+    """The grid σ whose simulated gap σ·unit_gap is closest to the released gap.
+
+    >>> choose_sigma(0.31, 0.1), choose_sigma(1e6, 0.1), choose_sigma(0.0, 0.1)  # clamped
+    (3.0, 29.5, 0.5)
+    """
     return float(SIGMA_GRID[int(np.argmin(np.abs(SIGMA_GRID * unit_gap - released_gap)))])

@@ -32,6 +32,13 @@ def row_level_budget(epsilon: float, delta: float) -> tuple[float, float]:
     For finite ε > 2·MAX_ROW_EPSILON (= 400) ε' is capped at 200, because δ/(1+e^{ε/2}) would
     underflow to 0 and a Gaussian release needs δ' > 0; the fit then spends (400, δ) ≤ (ε, δ).
     ε = ∞ gives (∞, 0): no noise at all.
+
+    >>> import math
+    >>> eps_row, delta_row = row_level_budget(2.0, 1e-5)
+    >>> eps_row, math.isclose(delta_row, 1e-5 / (1 + math.e))
+    (1.0, True)
+    >>> row_level_budget(1000.0, 1e-5)[0], row_level_budget(math.inf, 1e-5)
+    (200.0, (inf, 0.0))
     """
     eps_row = epsilon / 2.0 if math.isinf(epsilon) else min(epsilon / 2.0, MAX_ROW_EPSILON)
     return eps_row, float(delta * expit(-eps_row))
@@ -39,7 +46,17 @@ def row_level_budget(epsilon: float, delta: float) -> tuple[float, float]:
 
 def charge_cell_level_conversion(ledger: PrivacyLedger, epsilon_row: float,
                                  delta_row: float) -> None:
-    """Add the group-privacy entry that turns add/remove totals into one-cell totals."""
+    """Add the group-privacy entry that turns add/remove totals into one-cell totals.
+
+    >>> import math
+    >>> from dptaucc.privacy import PrivacyLedger
+    >>> eps_row, delta_row = row_level_budget(2.0, 1e-5)
+    >>> ledger = PrivacyLedger()
+    >>> _ = ledger.charge("release", "gaussian", eps_row, delta_row)  # the add/remove mechanism
+    >>> charge_cell_level_conversion(ledger, eps_row, delta_row)
+    >>> ledger.epsilon_spent, math.isclose(ledger.delta_spent, 1e-5)  # the cell-level (ε, δ)
+    (2.0, True)
+    """
     extra_delta = 0.0 if delta_row == 0 else delta_row * math.exp(min(epsilon_row, 700.0))
     extra_delta = min(extra_delta, 1.0 - delta_row)  # a total δ ≥ 1 is vacuous; keep it ≤ 1
     ledger.charge(

@@ -43,6 +43,14 @@ def normalise_rows(X, transform: str):
     """Scale every row to unit L2 or L1 norm (all-zero rows stay zero); a per-record transform.
 
     CSR in, CSR out (a copy); a dense array in, a dense float array out.
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> X = np.array([[3.0, 4.0], [0.0, 0.0], [1.0, 1.0]])
+    >>> normalise_rows(X, "l2")[:2].round(12).tolist(), normalise_rows(X, "l1")[2].tolist()
+    ([[0.6, 0.8], [0.0, 0.0]], [0.5, 0.5])
+    >>> out = normalise_rows(sp.csr_matrix(X), "l2")
+    >>> out.format, bool(np.allclose(out.toarray(), normalise_rows(X, "l2")))
+    ('csr', True)
     """
     scale = _inverse_norms(X, transform)
     if not sp.issparse(X):
@@ -67,7 +75,14 @@ def is_dense_enough(X) -> bool:
 
 @dataclass(frozen=True)
 class RowEmbedding:
-    """The public map row → bounded vector used by a fit (kept for evaluation)."""
+    """The public map row → bounded vector used by a fit (kept for evaluation).
+
+    >>> import numpy as np
+    >>> embedding = make_embedding(5, 3, "l1", np.random.default_rng(0))
+    >>> Y = embedding.apply(np.array([[1.0, 0.0, 2.0, 0.0, 1.0], [0.0, 0.0, 0.0, 0.0, 0.0]]))
+    >>> Y.shape, np.round(np.linalg.norm(Y, axis=1), 12).tolist()  # unit rows, zero stays zero
+    ((2, 3), [1.0, 0.0])
+    """
 
     transform: str
     projection: np.ndarray | None  # d × p, or None (identity)
@@ -90,7 +105,18 @@ class RowEmbedding:
 
 def make_embedding(n_features: int, n_components: int | None, transform: str,
                    rng: np.random.Generator) -> RowEmbedding:
-    """Draw the public projection (or none) for a fit; data-independent by construction."""
+    """Draw the public projection (or none) for a fit; data-independent by construction.
+
+    >>> import numpy as np
+    >>> make_embedding(50, None, "l2", np.random.default_rng(0)).projection is None
+    True
+    >>> make_embedding(50, 4, "l2", np.random.default_rng(0)).projection.shape
+    (50, 4)
+    >>> make_embedding(50, 0, "l2", np.random.default_rng(0))
+    Traceback (most recent call last):
+    ...
+    ValueError: n_components must be None or an int >= 1, got 0
+    """
     if transform not in TRANSFORMS:
         raise ValueError(f"transform must be one of {TRANSFORMS}, got {transform!r}")
     if n_components is None:

@@ -35,7 +35,14 @@ SCALED_SCORE_RANGE = 2.0
 
 @dataclass(frozen=True)
 class TreeParams:
-    """Shape parameters of the score (reference-code defaults) and the public grid."""
+    """Shape parameters of the score (reference-code defaults) and the public grid.
+
+    >>> params = TreeParams(lo=-1.0, hi=1.0, n_bins=4)
+    >>> params.width, round(params.slope(), 12)  # corrected: max(t/q, 2(1 − t)/(1 − 2q))
+    (0.5, 3.6)
+    >>> round(TreeParams(lo=-1.0, hi=1.0, n_bins=4, t=0.1, corrected=False).slope(), 12)
+    1.2
+    """
 
     lo: float
     hi: float
@@ -61,6 +68,12 @@ class TreeParams:
 
 @dataclass(frozen=True)
 class Split:
+    """One released split of a node: coordinate ``dim`` at ``threshold`` (scaled units).
+
+    >>> Split(level=0, dim=1, threshold=0.25).used
+    True
+    """
+
     level: int
     dim: int
     threshold: float  # in the scaled [lo, hi] coordinates
@@ -69,13 +82,27 @@ class Split:
 
 @dataclass
 class Tree:
+    """The leaves (exact members, noisy count) and splits of a grown tree.
+
+    >>> import numpy as np
+    >>> tree = Tree()
+    >>> tree.leaves.append((np.array([0, 2]), 2.0))
+    >>> len(tree.leaves), tree.splits, tree.depth
+    (1, [], 0)
+    """
+
     leaves: list[tuple[np.ndarray, float]] = field(default_factory=list)  # (row idx, noisy count)
     splits: list[Split] = field(default_factory=list)
     depth: int = 0
 
 
 def centreness(a: np.ndarray, N: float, t: float, q: float) -> np.ndarray:
-    """Paper Def. 6: 0 → t linearly over the outer q-fraction, t → 1 at the median."""
+    """Paper Def. 6: 0 → t linearly over the outer q-fraction, t → 1 at the median.
+
+    >>> import numpy as np
+    >>> np.round(centreness(np.array([0.0, 25 / 3, 50.0]), 100, t=0.3, q=1 / 12), 12).tolist()
+    [0.0, 0.3, 1.0]
+    """
     a = np.asarray(a, dtype=float)
     outer = t * a / (q * N)
     inner = (t - 2.0 * q) / (1.0 - 2.0 * q) + a * (1.0 - t) / (N / 2.0 - q * N)
@@ -83,7 +110,11 @@ def centreness(a: np.ndarray, N: float, t: float, q: float) -> np.ndarray:
 
 
 def score_sensitivity(n_tilde: float, params: TreeParams) -> float:
-    """Δu = (w_c·slope + w_e)/ñ: one row moves a rank by 1 and a bin count by 1."""
+    """Δu = (w_c·slope + w_e)/ñ: one row moves a rank by 1 and a bin count by 1.
+
+    >>> round(score_sensitivity(10.0, TreeParams(lo=-1.0, hi=1.0, n_bins=4)), 12)  # (3.6 + 5)/10
+    0.86
+    """
     return (params.w_c * params.slope() + params.w_e) / n_tilde
 
 
@@ -92,6 +123,14 @@ def node_utilities(Z: np.ndarray, N: float, params: TreeParams) -> np.ndarray:
 
     Half-bin histogram: candidate b sits on half-bin edge 2b+1, so the rank #{z_j < p_b} is a
     cumulative half-bin count and the bin count h_{j,b} the sum of half-bins 2b and 2b+1.
+
+    >>> import numpy as np
+    >>> Z = np.array([[-0.9, 0.1], [-0.8, 0.2], [0.8, 0.3], [0.9, 0.4]])
+    >>> u = node_utilities(Z, 4.0, TreeParams(lo=-1.0, hi=1.0, n_bins=4)).reshape(2, 4)
+    >>> int(np.argmax(u[0])) in (1, 2), u.shape  # coordinate 0: split in the empty middle
+    (True, (2, 4))
+    >>> bool(u[0].max() > u[1].max())  # coordinate 1 has no empty bin in its centre
+    True
     """
     n_S, p = Z.shape
     m = params.n_bins
@@ -115,6 +154,14 @@ def release_counts(true_counts: np.ndarray, epsilon: float, delta_shift: float,
     Corrected: the exact discrete Laplace of scale 1/ε, integer counts (their possible values
     do not depend on the data). Paper: the reference code's float Laplace. A second entry
     charges δ_shift (0, δ) for the shifted count of Def. 8 (see :func:`shifted_count`).
+
+    >>> import numpy as np
+    >>> from dptaucc.privacy import PrivacyLedger, make_sampler
+    >>> ledger = PrivacyLedger()
+    >>> noisy = release_counts(np.array([3, 7]), 0.5, 1e-6, make_sampler(0), ledger, "level 1",
+    ...                        paper=False)
+    >>> noisy.dtype, [(e.step, e.epsilon, e.delta, e.noise_scale) for e in ledger.entries]
+    (dtype('int64'), [('level 1', 0.5, 0.0, 2.0), ('level 1/shift', 0.0, 1e-06, nan)])
     """
     if paper:
         noisy = float_laplace_mechanism(true_counts, epsilon=epsilon,
@@ -134,7 +181,15 @@ def release_counts(true_counts: np.ndarray, epsilon: float, delta_shift: float,
 
 
 def shifted_count(c_hat: float, epsilon: float, delta: float, params: TreeParams) -> float:
-    """ñ = max(1, ĉ + ln(2δ)/ε) (Def. 8), capped at N = max(ĉ, 1) in corrected mode."""
+    """ñ = max(1, ĉ + ln(2δ)/ε) (Def. 8), capped at N = max(ĉ, 1) in corrected mode.
+
+    >>> import math
+    >>> params = TreeParams(lo=-1.0, hi=1.0, n_bins=4)
+    >>> round(shifted_count(50.0, 1.0, 1e-5, params), 4)  # 50 + ln(2e-5)
+    39.1802
+    >>> shifted_count(5.0, 1.0, 1e-5, params), shifted_count(50.0, math.inf, 1e-5, params)
+    (1.0, 50.0)
+    """
     N = max(c_hat, 1.0) if params.corrected else c_hat
     if math.isinf(epsilon):
         return float(N)
@@ -151,6 +206,17 @@ def choose_splits(utilities: np.ndarray, n_tildes: np.ndarray, epsilon: float,
     score moves by at most 1 either way over neighbours: range sensitivity 2, and the package's
     exponential mechanism with Δ = 2 is the non-monotone form exp(ε·u/(2Δu)) of the method.
     Nodes of a level are disjoint (one charge, parallel composition).
+
+    >>> import math
+    >>> import numpy as np
+    >>> from dptaucc.privacy import PrivacyLedger, make_sampler
+    >>> params, ledger = TreeParams(lo=-1.0, hi=1.0, n_bins=4), PrivacyLedger()
+    >>> utilities = np.array([[1.0, 3.0, 2.0, 0.0], [0.0, 0.0, 0.0, 5.0]])
+    >>> choose_splits(utilities, np.array([40.0, 40.0]), math.inf, params, make_sampler(0),
+    ...               ledger, "level 0").tolist()  # ε = ∞: the best of each node
+    [1, 3]
+    >>> [(e.sensitivity, e.composition) for e in ledger.entries]
+    [(2.0, 'parallel')]
     """
     du = np.array([score_sensitivity(float(nt), params) for nt in n_tildes])
     return exponential_mechanism(
@@ -167,6 +233,19 @@ def grow_tree(Z: np.ndarray, root_count: float, eps_cnt: np.ndarray, eps_exp: np
 
     ``eps_cnt[ℓ]`` (ℓ = 0..L) prices the noisy counts of level ℓ (the root's is already
     released as ``root_count``), ``eps_exp[ℓ]`` (ℓ = 0..L−1) the split choice at level ℓ.
+
+    >>> import math
+    >>> import numpy as np
+    >>> from dptaucc.privacy import PrivacyLedger, make_sampler
+    >>> Z = np.array([[-0.9, 0.0]] * 8 + [[0.9, 0.0]] * 8)
+    >>> params = TreeParams(lo=-1.0, hi=1.0, n_bins=4, max_depth=2)  # split limit 16/4
+    >>> tree = grow_tree(Z, 16.0, np.full(3, math.inf), np.full(2, math.inf), 1e-6, params,
+    ...                  make_sampler(0), PrivacyLedger())
+    >>> sorted(sorted(idx.tolist()) for idx, _ in tree.leaves) == [list(range(8)),
+    ...                                                            list(range(8, 16))]
+    True
+    >>> (tree.splits[0].dim, tree.splits[0].used), sorted(int(c) for _, c in tree.leaves)
+    ((0, True), [8, 8])
     """
     L = params.max_depth
     s_lim = root_count / 2.0**L
