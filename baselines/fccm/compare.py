@@ -24,6 +24,15 @@ def typicality_correlation(W: np.ndarray, W_ref: np.ndarray) -> float:
     Clusters are matched one-to-one to maximise the total correlation (Hungarian method),
     since co-cluster indices are arbitrary. Pearson correlation is scale-free, so a site's W^t
     (normalised over its own items) compares directly with the reference restricted to them.
+
+    >>> import numpy as np
+    >>> W = np.array([[0.7, 0.2, 0.1], [0.1, 0.1, 0.8]])
+    >>> round(typicality_correlation(W[::-1] * 3.0, W), 12)  # relabelled and rescaled: a match
+    1.0
+    >>> typicality_correlation(W, W[:, :2])
+    Traceback (most recent call last):
+    ...
+    ValueError: shapes differ: (2, 3) vs (2, 2)
     """
     W = np.asarray(W, dtype=float)
     W_ref = np.asarray(W_ref, dtype=float)

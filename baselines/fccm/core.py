@@ -36,7 +36,15 @@ __all__ = [
 
 @dataclass
 class FCCMResult:
-    """Outcome of one FCCM run from one initialisation."""
+    """Outcome of one FCCM run from one initialisation.
+
+    >>> import numpy as np
+    >>> from dptaucc.baselines.fccm.synthetic import make_planted_coclusters
+    >>> X, _, _ = make_planted_coclusters(40, 30, 3, random_state=0)
+    >>> res = fccm_iterate(X, init_memberships(np.random.default_rng(0), 3, 40), 0.01, 1.0)
+    >>> res.memberships.shape, res.typicalities.shape, res.converged
+    ((3, 40), (3, 30), True)
+    """
 
     memberships: np.ndarray  # U, C × n, columns sum to 1
     typicalities: np.ndarray  # W, C × m, rows sum to 1 (per column group)
@@ -46,7 +54,13 @@ class FCCMResult:
 
 
 def init_memberships(rng: np.random.Generator, n_clusters: int, n_objects: int) -> np.ndarray:
-    """Random Dirichlet(1,…,1) object memberships, C × n (data-independent)."""
+    """Random Dirichlet(1,…,1) object memberships, C × n (data-independent).
+
+    >>> import numpy as np
+    >>> U = init_memberships(np.random.default_rng(0), 3, 5)
+    >>> U.shape, bool(np.allclose(U.sum(axis=0), 1.0)), bool(U.min() >= 0)
+    ((3, 5), True, True)
+    """
     return rng.dirichlet(np.ones(n_clusters), size=n_objects).T.copy()
 
 
@@ -57,12 +71,24 @@ def _softmax(z: np.ndarray, axis: int) -> np.ndarray:
 
 
 def object_update(a: np.ndarray, lambda_u: float) -> np.ndarray:
-    """Eq. (2): u_ci = exp(a_ci/λ_u) / Σ_ℓ exp(a_ℓi/λ_u), via log-sum-exp (a is C × n)."""
+    """Eq. (2): u_ci = exp(a_ci/λ_u) / Σ_ℓ exp(a_ℓi/λ_u), via log-sum-exp (a is C × n).
+
+    >>> import numpy as np
+    >>> U = object_update(np.array([[0.0, 1000.0], [0.0, 0.0]]), 1.0)  # no overflow
+    >>> U.tolist()
+    [[0.5, 1.0], [0.5, 0.0]]
+    """
     return _softmax(a / lambda_u, axis=0)
 
 
 def item_update(b: np.ndarray, lambda_w: float) -> np.ndarray:
-    """Eq. (3): w_cj = exp(b_cj/λ_w) / Σ_k exp(b_ck/λ_w), via log-sum-exp (b is C × m)."""
+    """Eq. (3): w_cj = exp(b_cj/λ_w) / Σ_k exp(b_ck/λ_w), via log-sum-exp (b is C × m).
+
+    >>> import numpy as np
+    >>> W = item_update(np.array([[0.0, np.log(3.0)], [5.0, 5.0]]), 1.0)  # rows sum to 1
+    >>> np.round(W, 12).tolist()
+    [[0.25, 0.75], [0.5, 0.5]]
+    """
     return _softmax(b / lambda_w, axis=1)
 
 
@@ -94,7 +120,17 @@ def _item_update_grouped(b: np.ndarray, lambda_w, groups: list[np.ndarray]) -> n
 
 def fccm_objective(R: sp.csr_matrix, U: np.ndarray, W: np.ndarray, lambda_u: float,
                    lambda_w, column_groups=None) -> float:
-    """J of eq. (1); with column groups the item entropy of group g is weighted by its λ_w."""
+    """J of eq. (1); with column groups the item entropy of group g is weighted by its λ_w.
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> R = sp.csr_matrix(np.array([[1.0, 0.0], [0.0, 1.0]]))
+    >>> U = W = np.eye(2)  # crisp: no entropy, J = Σ u w r
+    >>> fccm_objective(R, U, W, 0.5, 0.5)
+    2.0
+    >>> U = W = np.full((2, 2), 0.5)  # uniform: J = 1 + (λ_u + λ_w)·2 ln 2
+    >>> round(fccm_objective(R, U, W, 0.5, 0.5) - 2 * float(np.log(2)), 12)
+    1.0
+    """
     groups = _groups(R.shape[1], column_groups)
     lams = np.broadcast_to(np.asarray(lambda_w, dtype=float), (len(groups),))
     agg = float(np.sum(U * object_aggregates(R, W)))
@@ -109,6 +145,22 @@ def fccm_iterate(R: sp.csr_matrix, U0: np.ndarray, lambda_u: float, lambda_w,
 
     ``lambda_w`` is one number, or one per column group when ``column_groups`` (a list of
     disjoint index arrays covering the columns) is given.
+
+    >>> import numpy as np
+    >>> from dptaucc.baselines.fccm.synthetic import make_planted_coclusters
+    >>> X, _, _ = make_planted_coclusters(40, 30, 3, random_state=0)
+    >>> U0 = init_memberships(np.random.default_rng(0), 3, 40)
+    >>> res = fccm_iterate(X, U0, 0.01, 1.0)
+    >>> bool(np.allclose(res.memberships.sum(axis=0), 1))  # Σ_c u_ci = 1
+    True
+    >>> bool(np.allclose(res.typicalities.sum(axis=1), 1))  # Σ_j w_cj = 1
+    True
+    >>> res.objective == fccm_objective(X, res.memberships, res.typicalities, 0.01, 1.0)
+    True
+    >>> groups = [np.arange(15), np.arange(15, 30)]  # the item constraint per group
+    >>> W = fccm_iterate(X, U0, 0.01, [1.0, 2.0], column_groups=groups).typicalities
+    >>> np.round(W[:, :15].sum(axis=1), 12).tolist()
+    [1.0, 1.0, 1.0]
     """
     groups = _groups(R.shape[1], column_groups)
     U = np.array(U0, dtype=np.float64, copy=True)

@@ -69,6 +69,11 @@ class FCCMFittedMixin(CoClustererMixin):
 
     FCCM is not differentially private: every attribute computed from the data is declared
     non-private; shapes, parameters and the data-independent column split are public.
+
+    >>> from dptaucc.privacy.releases import NON_PRIVATE, PUBLIC
+    >>> kinds = FCCM(2).release_kinds()
+    >>> kinds["row_labels_"] == NON_PRIVATE, kinds["lambda_u_"] == PUBLIC
+    (True, True)
     """
 
     _all_zero_outcome = "its random initial memberships and an all-zero table"

@@ -23,7 +23,15 @@ def _digest(arr: np.ndarray) -> str:
 
 @dataclass(frozen=True)
 class Message:
-    """One transmitted value. ``payload`` is kept only when the log stores payloads."""
+    """One transmitted value. ``payload`` is kept only when the log stores payloads.
+
+    >>> import numpy as np
+    >>> log = MessageLog()
+    >>> _ = log.send(1, "site 1", "aggregator", "share", np.zeros((2, 3)))
+    >>> message = log[0]
+    >>> message.shape, message.nbytes, message.payload is None, sorted(message.summary())[:3]
+    ((2, 3), 48, True, ['digest', 'dtype', 'kind'])
+    """
 
     round: int  # protocol round: 0 = set-up, r >= 1 = iteration r, then the final rounds
     sender: str
@@ -48,6 +56,20 @@ class MessageLog:
 
     ``store_payloads=True`` keeps a read-only copy of every payload (for audits and tests; it
     costs memory proportional to the traffic). Otherwise only shape, dtype and digest are kept.
+
+    >>> import numpy as np
+    >>> log = MessageLog(store_payloads=True)
+    >>> sent = np.array([1.0, 2.0])
+    >>> received = log.send(1, "a", "b", "U", sent)
+    >>> sent[0] = 99.0  # the receiver holds a copy, the log a read-only one
+    >>> received.tolist(), log[0].payload.tolist(), log[0].payload.flags.writeable
+    ([1.0, 2.0], [1.0, 2.0], False)
+    >>> log.kinds(), len(log)
+    (Counter({'U': 1}), 1)
+    >>> log.send(1, "a", "a", "U", sent)
+    Traceback (most recent call last):
+    ...
+    ValueError: a party does not send messages to itself ('a')
     """
 
     store_payloads: bool = False

@@ -29,6 +29,19 @@ def split_columns(n_cols: int, n_sites: int, column_split=None,
     ``"random"`` (a random partition into near-equal blocks, drawn from ``rng``), an array of
     ``n_cols`` site ids in 0..n_sites-1, or a list of ``n_sites`` disjoint index arrays covering
     every column. Every site must hold at least one column.
+
+    >>> import numpy as np
+    >>> [b.tolist() for b in split_columns(7, 3)]
+    [[0, 1, 2], [3, 4], [5, 6]]
+    >>> [b.tolist() for b in split_columns(4, 3, column_split=np.array([2, 0, 1, 0]))]
+    [[1, 3], [2], [0]]
+    >>> blocks = split_columns(9, 3, "random", np.random.default_rng(0))
+    >>> sorted(np.concatenate(blocks).tolist()) == list(range(9))  # a partition
+    True
+    >>> split_columns(9, 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: n_sites must be >= 3 for the masked secure sum, got 2
     """
     if isinstance(n_sites, bool) or not isinstance(n_sites, numbers.Integral):
         raise TypeError(f"n_sites must be an int, got {type(n_sites).__name__}")
@@ -69,7 +82,17 @@ def split_columns(n_cols: int, n_sites: int, column_split=None,
 
 
 class Site:
-    """One party of the protocol; ``_block`` and ``_W`` never leave the object."""
+    """One party of the protocol; ``_block`` and ``_W`` never leave the object.
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> site = Site("site 1", sp.csr_matrix(np.array([[2.0, 0.0], [1.0, 1.0]])), lambda_w=1.0)
+    >>> site.row_totals().tolist()
+    [2.0, 2.0]
+    >>> site.update_items(np.full((2, 2), 0.5))
+    >>> A = site.object_aggregates()  # C × n, the only thing it sends (masked)
+    >>> A.shape, bool(np.allclose(site.release_typicalities(keep=False).sum(axis=1), 1))
+    ((2, 2), True)
+    """
 
     def __init__(self, name: str, block: sp.csr_matrix, lambda_w: float):
         self.name = name

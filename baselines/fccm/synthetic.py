@@ -18,6 +18,14 @@ def make_planted_coclusters(n_rows: int = 100, n_cols: int = 90, n_clusters: int
     Object i and item j of co-cluster k co-occur with probability ``p_in``; every other cell
     with probability ``noise``. Rows and columns come in contiguous near-equal groups (the
     paper's Figure 3(a)); returns (X as CSR, row labels, column labels).
+
+    >>> import numpy as np
+    >>> X, rows, cols = make_planted_coclusters(random_state=0)
+    >>> X.shape, np.bincount(rows).tolist(), np.bincount(cols).tolist()
+    ((100, 90), [25, 25, 25, 25], [22, 23, 23, 22])
+    >>> A = X.toarray()
+    >>> bool(A[rows == 0][:, cols == 0].mean() > A[rows == 0][:, cols != 0].mean())  # planted
+    True
     """
     if not (0 <= noise < p_in <= 1):
         raise ValueError(f"need 0 <= noise < p_in <= 1, got noise={noise}, p_in={p_in}")

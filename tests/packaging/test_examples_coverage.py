@@ -20,11 +20,23 @@ import dptaucc
 
 #: modules whose public names all carry examples (the rest are still to be done)
 COMPLETE = (
-    "dptaucc.audit.bugs", "dptaucc.audit.events", "dptaucc.audit.pairs", "dptaucc.audit.stats",
-    "dptaucc.baselines.colored_noise", "dptaucc.baselines.dp_kmeans",
-    "dptaucc.baselines.dp_sampling", "dptaucc.baselines.dpm", "dptaucc.baselines.nmf_dp",
-    "dptaucc.bench.metrics", "dptaucc.datasets", "dptaucc.init", "dptaucc.kernels",
-    "dptaucc.objective", "dptaucc.privacy", "dptaucc.validation",
+    "dptaucc.audit.bugs",
+    "dptaucc.audit.events",
+    "dptaucc.audit.pairs",
+    "dptaucc.audit.stats",
+    "dptaucc.baselines.colored_noise",
+    "dptaucc.baselines.dp_kmeans",
+    "dptaucc.baselines.dp_sampling",
+    "dptaucc.baselines.dpm",
+    "dptaucc.baselines.fccm",
+    "dptaucc.baselines.nmf_dp",
+    "dptaucc.bench.metrics",
+    "dptaucc.datasets",
+    "dptaucc.init",
+    "dptaucc.kernels",
+    "dptaucc.objective",
+    "dptaucc.privacy",
+    "dptaucc.validation",
 )
 
 
