@@ -41,6 +41,21 @@ class MechanismServer:
 
     ``trace`` (tests): a list that receives every request with its answer, as dicts with
     ``op, step, epsilon, sensitivity, values`` (what Octave sent) and ``output``.
+
+    >>> import math
+    >>> import numpy as np
+    >>> from dptaucc.privacy import PrivacyLedger, make_sampler
+    >>> ledger, trace = PrivacyLedger(), []
+    >>> server = MechanismServer(make_sampler(0), ledger, trace)
+    >>> def request(op, step, epsilon, values):
+    ...     return {"op": op, "step": step, "note": "", "epsilon": epsilon,
+    ...             "sensitivity": 1.0, "values": values}
+    >>> server(request("exponential", "split", math.inf, np.array([[0.0, 5.0, 1.0]])))
+    array([[2]])
+    >>> server(request("charge", "unused round", 0.5, np.zeros((0, 0)))).shape  # nothing drawn
+    (0, 0)
+    >>> [(e.step, e.epsilon) for e in ledger.entries], len(trace)  # the best index, 1-based
+    ([('split', inf), ('unused round', 0.5)], 2)
     """
 
     def __init__(self, sampler: Sampler, ledger: PrivacyLedger, trace: list | None = None):
@@ -89,6 +104,23 @@ class ObservedServer:
     hook's return value is what Octave gets (a replayed history). The library mechanisms
     inside do not report to the hook themselves (one call, not two). ``charge`` requests
     release nothing and are not reported.
+
+    >>> import math
+    >>> import numpy as np
+    >>> from dptaucc.privacy import PrivacyLedger, make_sampler
+    >>> from dptaucc.privacy.hook import MECHANISM_HOOK
+    >>> class Replace:  # a hook that answers with its own release
+    ...     def released(self, step, mechanism, entries, output, redraw=None):
+    ...         return np.array([[1]]) if redraw(4).shape == (4, 1, 1) else output
+    >>> server = ObservedServer(MechanismServer(make_sampler(0), PrivacyLedger()))
+    >>> ask = {"op": "exponential", "step": "split", "note": "", "epsilon": math.inf,
+    ...        "sensitivity": 1.0, "values": np.array([[0.0, 5.0]])}
+    >>> server(ask).tolist()  # no hook: the server's answer
+    [[2]]
+    >>> token = MECHANISM_HOOK.set(Replace())
+    >>> server(ask).tolist()  # the hook's answer reaches Octave
+    [[1]]
+    >>> MECHANISM_HOOK.reset(token)
     """
 
     def __init__(self, server: MechanismServer):

@@ -89,23 +89,61 @@ Handler = Callable[[dict], np.ndarray]
 
 
 class OctaveNotFoundError(RuntimeError):
-    """GNU Octave is not installed (or not where the wrapper was told to look)."""
+    """GNU Octave is not installed (or not where the wrapper was told to look).
+
+    >>> try:
+    ...     find_octave("no-such-octave-program")
+    ... except OctaveNotFoundError as error:
+    ...     print(str(error)[:60])
+    GNU Octave (octave-cli) not found: 'no-such-octave-program'
+    """
 
 
 class OctaveError(RuntimeError):
-    """Octave failed; the message carries Octave's own error text."""
+    """Octave failed; the message carries Octave's own error text.
+
+    >>> issubclass(OctaveTimeoutError, OctaveError), issubclass(OctaveDiedError, OctaveError)
+    (True, True)
+    >>> from dptaucc.baselines.dphd.testing import have_octave
+    >>> if have_octave():
+    ...     try:
+    ...         call("no_such_octave_function")
+    ...     except OctaveError as error:
+    ...         message = str(error)
+    ... else:
+    ...     message = "DPHD-OCTAVE-ERROR: (Octave not installed)"
+    >>> message.startswith("DPHD-OCTAVE-ERROR")
+    True
+    """
 
 
 class OctaveTimeoutError(OctaveError):
-    """A call did not finish in time; its Octave process was killed."""
+    """A call did not finish in time; its Octave process was killed.
+
+    >>> issubclass(OctaveTimeoutError, OctaveError)  # one except clause catches both
+    True
+    """
 
 
 class OctaveDiedError(OctaveError):
-    """The Octave process exited or was killed while serving a call."""
+    """The Octave process exited or was killed while serving a call.
+
+    >>> issubclass(OctaveDiedError, OctaveError), issubclass(OctaveDiedError, OctaveTimeoutError)
+    (True, False)
+    """
 
 
 def find_octave(executable: str | None = None) -> str:
-    """Full path of the Octave program, or :class:`OctaveNotFoundError` naming it."""
+    """Full path of the Octave program, or :class:`OctaveNotFoundError` naming it.
+
+    >>> import os
+    >>> os.path.isabs(find_octave("sh"))  # any program on PATH
+    True
+    >>> find_octave("no-such-octave-program")
+    Traceback (most recent call last):
+    ...
+    dptaucc.baselines.dphd.octave.OctaveNotFoundError: GNU Octave (octave-cli) not found: ...
+    """
     name = executable if executable is not None else OCTAVE_EXECUTABLE
     path = shutil.which(name)
     if path is None:
@@ -123,7 +161,19 @@ def _octave_str(path: str | Path) -> str:
 
 
 class OctaveSession:
-    """A running Octave serving ``dphd_main.m`` (see the module docstring)."""
+    """A running Octave serving ``dphd_main.m`` (see the module docstring).
+
+    >>> from dptaucc.baselines.dphd.testing import have_octave
+    >>> if have_octave():
+    ...     octave = OctaveSession(find_octave())
+    ...     running = octave.alive()
+    ...     octave.close()
+    ...     states = (running, octave.alive())
+    ... else:
+    ...     states = (True, False)
+    >>> states
+    (True, False)
+    """
 
     def __init__(self, executable: str, start_timeout: float = START_TIMEOUT):
         self.executable = executable
@@ -403,7 +453,19 @@ _SESSION: OctaveSession | None = None
 
 def session(executable: str | None = None,
             start_timeout: float = START_TIMEOUT) -> OctaveSession:
-    """This process's Octave, started (or restarted after it died) as needed."""
+    """This process's Octave, started (or restarted after it died) as needed.
+
+    >>> from dptaucc.baselines.dphd.testing import have_octave
+    >>> if have_octave():
+    ...     first = session()
+    ...     first.kill()  # a dead session is replaced by a new one
+    ...     restarted = session() is not first and session() is session()
+    ...     shutdown()
+    ... else:
+    ...     restarted = True
+    >>> restarted
+    True
+    """
     global _SESSION
     path = find_octave(executable)
     with _LOCK:
@@ -417,7 +479,18 @@ def session(executable: str | None = None,
 
 
 def shutdown() -> None:
-    """Stop this process's Octave, if any (registered to run at interpreter exit)."""
+    """Stop this process's Octave, if any (registered to run at interpreter exit).
+
+    >>> from dptaucc.baselines.dphd.testing import have_octave
+    >>> if have_octave():
+    ...     running = session()
+    ...     shutdown()
+    ...     stopped = not running.alive()
+    ... else:
+    ...     stopped = True
+    >>> stopped, shutdown()  # a second call does nothing
+    (True, None)
+    """
     global _SESSION
     with _LOCK:
         current, _SESSION = _SESSION, None
@@ -453,7 +526,17 @@ def run_fit(key: str, build: Callable[[], np.ndarray | sp.spmatrix], params: dic
             handler: Handler | None, timeout: float | None = DEFAULT_TIMEOUT):
     """Fit DPHD in Octave on the matrix cached under ``key`` (``build()`` gives it, d × n,
     if Octave does not hold it): ``dphd_fit`` with ``params`` (names as ``dphd_main.m``
-    reads them), mechanism calls served by ``handler``. Returns Octave's result struct."""
+    reads them), mechanism calls served by ``handler``. Returns Octave's result struct.
+
+    The estimator :class:`dptaucc.baselines.dphd.DPHD` is the caller (a full fit, so no
+    example here runs it alone); :func:`dptaucc.baselines.dphd.testing.traced_fits` wraps it:
+
+    >>> from dptaucc.baselines.dphd import octave, testing
+    >>> with testing.traced_fits() as traces:
+    ...     wrapped = octave.run_fit is not run_fit
+    >>> wrapped, octave.run_fit is run_fit, traces
+    (True, True, [])
+    """
     deadline = _deadline(timeout)
     with _LOCK:
         sess = _ready_session(deadline)
@@ -464,7 +547,18 @@ def run_fit(key: str, build: Callable[[], np.ndarray | sp.spmatrix], params: dic
 def call(function: str, *args, nargout: int = 1, handler: Handler | None = None,
          timeout: float | None = DEFAULT_TIMEOUT) -> list:
     """Run the Octave function ``function(*args)`` in the session and return its ``nargout``
-    outputs (tests use it on single DPHD steps; mechanism calls go to ``handler``)."""
+    outputs (tests use it on single DPHD steps; mechanism calls go to ``handler``).
+
+    >>> import numpy as np
+    >>> from dptaucc.baselines.dphd.testing import have_octave
+    >>> if have_octave():
+    ...     value, index = call("max", np.array([[3.0, 7.0, 5.0]]), nargout=2)
+    ...     answer = (float(value[0, 0]), float(index[0, 0]))
+    ... else:
+    ...     answer = (7.0, 2.0)
+    >>> answer  # Octave counts from 1
+    (7.0, 2.0)
+    """
     deadline = _deadline(timeout)
     with _LOCK:
         sess = _ready_session(deadline)

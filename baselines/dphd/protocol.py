@@ -41,7 +41,15 @@ _F64 = np.dtype("<f8")
 
 
 class ProtocolError(ValueError):
-    """A value that cannot travel (an unsupported type), or bytes that do not decode."""
+    """A value that cannot travel (an unsupported type), or bytes that do not decode.
+
+    >>> issubclass(ProtocolError, ValueError)
+    True
+    >>> encode(object())
+    Traceback (most recent call last):
+    ...
+    dptaucc.baselines.dphd.protocol.ProtocolError: cannot send a value of type object to Octave
+    """
 
 
 def _int64s(*values: int) -> bytes:
@@ -61,7 +69,17 @@ def _array(tag: bytes, arr: np.ndarray, dtype: np.dtype) -> list:
 
 
 def encode(value) -> list:
-    """The byte chunks (bytes or memoryviews) of one value, to write one after the other."""
+    """The byte chunks (bytes or memoryviews) of one value, to write one after the other.
+
+    >>> import numpy as np
+    >>> chunks = encode({"cmd": "fit", "y": 2.5})
+    >>> bytes(chunks[0]), decode(b"".join(bytes(c) for c in chunks))  # a scalar arrives 1×1
+    (b's', {'cmd': 'fit', 'y': array([[2.5]])})
+    >>> encode(np.array([2**60]))
+    Traceback (most recent call last):
+    ...
+    dptaucc.baselines.dphd.protocol.ProtocolError: an integer array beyond 2^53 ...
+    """
     if isinstance(value, str):
         return [b"c", _text(value)]
     if isinstance(value, Mapping):
@@ -94,7 +112,14 @@ def encode(value) -> list:
 
 
 def decode(message: bytes | bytearray | memoryview):
-    """The value a whole message holds (Octave's answers arrive framed by their length)."""
+    """The value a whole message holds (Octave's answers arrive framed by their length).
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> value = ["a", np.array([[1, 2]]), sp.identity(3, format="csr")]
+    >>> text, ints, matrix = decode(b"".join(bytes(c) for c in encode(value)))
+    >>> text, ints.tolist(), ints.dtype, matrix.format, matrix.nnz
+    ('a', [[1, 2]], dtype('int64'), 'csc', 3)
+    """
     reader = _Reader(memoryview(message).cast("B"))
     value = reader.value()
     if reader.pos != len(reader.buf):

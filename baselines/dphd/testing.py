@@ -25,7 +25,14 @@ __all__ = ["FitTrace", "traced_fits", "have_octave"]
 class FitTrace:
     """One traced fit: ``requests`` (dicts with op, step, epsilon, sensitivity, values,
     output, in call order), ``rounds`` (per round: G, candidates, ids0, centers) and the
-    ``params`` the fit sent to Octave."""
+    ``params`` the fit sent to Octave.
+
+    >>> trace = FitTrace(params={"k": 2})
+    >>> trace.requests += [{"op": "exponential", "step": "round 1: split"},
+    ...                    {"op": "discrete-laplace", "step": "round 1: sizes"}]
+    >>> [r["step"] for r in trace.of("exponential")], trace.of("discrete-laplace", "round 2")
+    (['round 1: split'], [])
+    """
 
     params: dict
     requests: list[dict] = field(default_factory=list)
@@ -38,7 +45,15 @@ class FitTrace:
 
 @contextlib.contextmanager
 def traced_fits() -> Iterator[list[FitTrace]]:
-    """Within the block, every DPHD fit appends a :class:`FitTrace` to the yielded list."""
+    """Within the block, every DPHD fit appends a :class:`FitTrace` to the yielded list.
+
+    >>> from dptaucc.baselines.dphd import octave
+    >>> original = octave.run_fit
+    >>> with traced_fits() as traces:
+    ...     patched = octave.run_fit is not original
+    >>> patched, octave.run_fit is original, traces  # restored on leaving the block
+    (True, True, [])
+    """
     original = octave.run_fit
     traces: list[FitTrace] = []
 
@@ -62,5 +77,10 @@ def traced_fits() -> Iterator[list[FitTrace]]:
 
 
 def have_octave() -> bool:
-    """True when the Octave program the wrapper would run is installed."""
+    """True when the Octave program the wrapper would run is installed.
+
+    >>> import shutil
+    >>> have_octave() == (shutil.which(octave.OCTAVE_EXECUTABLE) is not None)
+    True
+    """
     return shutil.which(octave.OCTAVE_EXECUTABLE) is not None

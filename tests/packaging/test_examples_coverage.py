@@ -26,6 +26,7 @@ COMPLETE = (
     "dptaucc.audit.stats",
     "dptaucc.baselines.colored_noise",
     "dptaucc.baselines.dp_kmeans",
+    "dptaucc.baselines.dphd",
     "dptaucc.baselines.dp_sampling",
     "dptaucc.baselines.dpm",
     "dptaucc.baselines.fccm",
