@@ -37,7 +37,7 @@ from .runner import fit_seed
 from .transcript import Call, HistoryDiverged, open_call, record
 from .workers import bug_context, in_chunks
 
-__all__ = ["CallSiteResult", "call_sites", "audit_call_site", "transcript_of"]
+__all__ = ["CallSiteResult", "call_sites", "audit_call_site"]
 
 #: draws per ``redraw`` call (memory stays bounded for large outputs)
 BATCH = 20_000

@@ -77,7 +77,7 @@ from .reachability import laplace_reachable
 from .transcript import Call
 
 __all__ = ["MethodAudit", "CallSiteSetup", "CATALOGUE", "CALL_SITES", "method_audit",
-           "method_audits", "call_site_setup", "dpm_leaf_counts_reachable"]
+           "method_audits", "call_site_setup"]
 
 
 @dataclass(frozen=True)

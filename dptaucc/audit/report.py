@@ -23,8 +23,7 @@ import pandas as pd  # noqa: E402
 from dptaucc.bench.aggregate import COLORS, label  # noqa: E402
 from dptaucc.bench.savefig import save_figure  # noqa: E402
 
-__all__ = ["load_audit", "best_rows", "audit_section", "draw_figure", "verdicts", "EXPECTED_ABOVE",
-           "main"]
+__all__ = ["audit_section", "draw_figure", "verdicts", "EXPECTED_ABOVE", "main"]
 
 FIGURE = "audit_epsilon_lower"
 #: paper-mode methods the audit is expected to catch above their claim, and why

@@ -248,5 +248,5 @@ def figures_section(results_dir: str | os.PathLike) -> list[str]:
     return lines
 
 
-__all__ = ["RULE", "PAPER_FIGURES", "distances", "reproduction_table", "corrected_changes",
-           "audit_verdict", "run_line", "headline_section", "figure_files", "figures_section"]
+__all__ = ["RULE", "PAPER_FIGURES", "distances", "audit_verdict", "headline_section",
+           "figures_section"]
