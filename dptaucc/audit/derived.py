@@ -35,7 +35,17 @@ TAIL_RANKS = 24
 
 @dataclass(frozen=True)
 class DerivedEvent:
-    """``kind`` "le" (x[j] <= t), "eq" (x[j] == t), "proj" (w·x <= t) or "shape"."""
+    """``kind`` "le" (x[j] <= t), "eq" (x[j] == t), "proj" (w·x <= t) or "shape".
+
+    >>> import numpy as np
+    >>> X, shapes = np.array([[0.5, 3.0], [2.0, 1.0]]), np.array([7, 8])
+    >>> DerivedEvent("le", 0, 1.0).fires(X, shapes).tolist()
+    [True, False]
+    >>> DerivedEvent("proj", -1, 2.0, w=np.array([1.0, -1.0])).fires(X, shapes).tolist()
+    [True, True]
+    >>> DerivedEvent("shape", 8, float("nan")).fires(X, shapes).tolist()
+    [False, True]
+    """
 
     kind: str
     j: int
@@ -58,7 +68,13 @@ def as_matrix(outputs: list, modal_shape: tuple | None = None
               ) -> tuple[np.ndarray, np.ndarray, tuple]:
     """(rows, shape ids, modal shape): outputs of the modal shape flattened to float rows,
     others NaN (no coordinate event fires on them); shape ids index the distinct shapes in
-    order of first appearance in ``outputs`` (the modal one is given, or the most common)."""
+    order of first appearance in ``outputs`` (the modal one is given, or the most common).
+
+    >>> import numpy as np
+    >>> X, ids, modal = as_matrix([np.array([1, 2]), np.array([3, 4]), np.array([5])])
+    >>> X.tolist(), modal, bool(ids[0] == ids[1] != ids[2])
+    ([[1.0, 2.0], [3.0, 4.0], [nan, nan]], (2,), True)
+    """
     shapes = [np.shape(o) for o in outputs]
     if modal_shape is None:
         distinct, counts = np.unique(np.array([str(s) for s in shapes]), return_counts=True)
@@ -97,7 +113,16 @@ def _thresholds(values: np.ndarray) -> np.ndarray:
 def select(A: np.ndarray, B: np.ndarray, shapes_a: np.ndarray, shapes_b: np.ndarray,
            name: str = "x", n_events: int = 3, alpha: float = 0.05) -> list[DerivedEvent]:
     """The ``n_events`` candidates with the largest lower bound on the selection fits
-    (A on D, B on D')."""
+    (A on D, B on D').
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> A, B = rng.laplace(0, 1, (400, 1)), rng.laplace(3, 1, (400, 1))  # D' shifted by 3
+    >>> shapes = np.zeros(400, dtype=np.int64)
+    >>> events = select(A, B, shapes, shapes, n_events=2)
+    >>> [(e.kind, e.j, bool(0.0 < e.t < 3.0)) for e in events]  # thresholds between the two
+    [('le', 0, True), ('le', 0, True)]
+    """
     n_a, n_b = A.shape[0], B.shape[0]
     cands: list[DerivedEvent] = []
     ka: list[float] = []
@@ -174,7 +199,15 @@ def select_tails(A: np.ndarray, B: np.ndarray, name: str = "x", n_events: int = 
     ``x[j] <= t`` at thresholds reaching into both tails (:func:`_tail_thresholds`),
     ``x[j] == t`` for coordinates with at most :data:`MAX_THRESHOLDS` values (a choice), and
     ``w·x <= t`` along w = (mean_D' − mean_D)/variance (the likelihood-ratio direction of
-    additive noise), scored with the claim's δ."""
+    additive noise), scored with the claim's δ.
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> A, B = rng.laplace(0, 1, (400, 2)), rng.laplace(0, 1, (400, 2))
+    >>> B[:, 1] += 3.0  # only coordinate 1 differs
+    >>> sorted({e.j for e in select_tails(A, B, n_events=3)} - {-1})  # -1: a projection
+    [1]
+    """
     n_a, n_b = A.shape[0], B.shape[0]
     cands: list[DerivedEvent] = []
     ka: list[np.ndarray] = []
@@ -217,7 +250,19 @@ def bound(events: list[DerivedEvent], A: np.ndarray, B: np.ndarray, shapes_a: np
           shapes_b: np.ndarray, alpha: float, delta: float = 0.0
           ) -> tuple[float, Candidate | None, np.ndarray, np.ndarray]:
     """(ε lower bound, its candidate, counts on D, counts on D') of ``events`` on held-out
-    fits; NaN when every event fired in none or all of the fits on both sides."""
+    fits; NaN when every event fired in none or all of the fits on both sides.
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> shapes = np.zeros(400, dtype=np.int64)
+    >>> events = [DerivedEvent("le", 0, 1.5, label="x[0] <= 1.5")]
+    >>> A, B = rng.laplace(0, 1, (400, 1)), rng.laplace(3, 1, (400, 1))  # fresh fits
+    >>> eps, best, k_a, k_b = bound(events, A, B, shapes, shapes, alpha=0.05)
+    >>> bool(1.0 < eps < 3.0), best.label  # Laplace(1) shifted by 3: ε ≥ 3 is the truth
+    (True, "x[0] <= 1.5 [D/D']")
+    >>> bound(events, A + 100, B + 100, shapes, shapes, alpha=0.05)[0]  # fires nowhere
+    nan
+    """
     k_a = np.array([e.fires(A, shapes_a).sum() for e in events], dtype=np.int64)
     k_b = np.array([e.fires(B, shapes_b).sum() for e in events], dtype=np.int64)
     n_a, n_b = A.shape[0], B.shape[0]

@@ -29,7 +29,13 @@ _INV_TWO53 = 1.0 / 9007199254740992.0  # numpy's next_double factor, 2^-53
 
 
 def numpy_laplace_noise(j: int, scale: float) -> float:
-    """The value ``Generator.laplace(0.0, scale)`` returns for the uniform ``U = j·2^-53``."""
+    """The value ``Generator.laplace(0.0, scale)`` returns for the uniform ``U = j·2^-53``.
+
+    >>> numpy_laplace_noise(1 << 52, 1.0)  # U = ½: the centre
+    0.0
+    >>> round(numpy_laplace_noise(1, 1.0), 4)  # the smallest U: the far left tail, 52·ln 2
+    -36.0437
+    """
     u = j * _INV_TWO53
     if j >= _HALF:
         return 0.0 - scale * math.log((2.0 - u) - u)
@@ -43,7 +49,17 @@ def _release(x: float, j: int, scale: float, clip_min: float | None) -> float:
 
 def laplace_reachable(y: float, x: float, scale: float, clip_min: float | None = None) -> bool:
     """True iff the double ``y`` can be released as ``x + Generator.laplace(0, scale)``
-    (then ``max(·, clip_min)`` when ``clip_min`` is given, as a clipped table does)."""
+    (then ``max(·, clip_min)`` when ``clip_min`` is given, as a clipped table does).
+
+    >>> import numpy as np
+    >>> y = 5.0 + np.random.default_rng(1).laplace(0.0, 2.0)  # textbook float Laplace noise
+    >>> laplace_reachable(y, 5.0, 2.0)
+    True
+    >>> laplace_reachable(3.0, 5.0, 2.0, clip_min=3.0)  # every draw below 3 releases 3.0
+    True
+    >>> laplace_reachable(y, 5.0, 0.0)  # no noise: nothing is reachable
+    False
+    """
     y, x, scale = float(y), float(x), float(scale)
     if not (math.isfinite(y) and math.isfinite(x) and scale > 0 and math.isfinite(scale)):
         return False
@@ -60,7 +76,15 @@ def laplace_reachable(y: float, x: float, scale: float, clip_min: float | None =
 
 
 def laplace_reachable_array(y, x, scale: float, clip_min: float | None = None) -> np.ndarray:
-    """:func:`laplace_reachable` element-wise over broadcast arrays ``y`` and ``x``."""
+    """:func:`laplace_reachable` element-wise over broadcast arrays ``y`` and ``x``.
+
+    >>> import numpy as np
+    >>> ys = 5.0 + np.random.default_rng(0).laplace(0.0, 2.0, size=3)
+    >>> laplace_reachable_array(ys, 5.0, 2.0).tolist()  # every release reachable from x = 5
+    [True, True, True]
+    >>> laplace_reachable_array(ys, 6.0, 2.0).tolist()  # most are not from x = 6: a leak
+    [True, False, False]
+    """
     y, x = np.broadcast_arrays(np.asarray(y, float), np.asarray(x, float))
     out = np.empty(y.shape, dtype=bool)
     for idx in np.ndindex(y.shape):

@@ -18,9 +18,19 @@ SKIP = ("dptaucc.bench", "dptaucc.audit", "dptaucc.conf", "dptaucc.datasets.__ma
         "dptaucc.baselines.fccm.__main__")
 #: the modules of the engine and the audit whose examples run too (entry points a user calls,
 #: and every module whose public names carry examples)
-ENTRY_POINTS = ("dptaucc.audit.bugs", "dptaucc.audit.events", "dptaucc.audit.pairs",
-                "dptaucc.audit.runner", "dptaucc.audit.stats", "dptaucc.bench.configs",
-                "dptaucc.bench.metrics", "dptaucc.bench.run", "dptaucc.bench.validate")
+ENTRY_POINTS = (
+    "dptaucc.audit.bugs",
+    "dptaucc.audit.derived",
+    "dptaucc.audit.events",
+    "dptaucc.audit.pairs",
+    "dptaucc.audit.reachability",
+    "dptaucc.audit.runner",
+    "dptaucc.audit.stats",
+    "dptaucc.bench.configs",
+    "dptaucc.bench.metrics",
+    "dptaucc.bench.run",
+    "dptaucc.bench.validate",
+)
 MODULES = sorted([
     *(info.name
       for package in (dptaucc, dptaucc.baselines, dptaucc.datasets)

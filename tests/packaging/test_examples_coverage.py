@@ -21,13 +21,15 @@ import dptaucc
 #: modules whose public names all carry examples (the rest are still to be done)
 COMPLETE = (
     "dptaucc.audit.bugs",
+    "dptaucc.audit.derived",
     "dptaucc.audit.events",
     "dptaucc.audit.pairs",
+    "dptaucc.audit.reachability",
     "dptaucc.audit.stats",
     "dptaucc.baselines.colored_noise",
     "dptaucc.baselines.dp_kmeans",
-    "dptaucc.baselines.dphd",
     "dptaucc.baselines.dp_sampling",
+    "dptaucc.baselines.dphd",
     "dptaucc.baselines.dpm",
     "dptaucc.baselines.fccm",
     "dptaucc.baselines.nmf_dp",
