@@ -45,7 +45,15 @@ FIT_RAISED = "fit raised"
 def fit_seed(seed: int, index: int) -> int:
     """``random_state`` of fit ``index`` (2i on D, 2i + 1 on D' for pair i): the ``index``-th
     child of ``SeedSequence(seed)`` (as ``spawn`` makes it), as a 32-bit int so that any
-    scikit-learn estimator accepts it."""
+    scikit-learn estimator accepts it.
+
+    >>> import numpy as np
+    >>> seeds = [fit_seed(7, i) for i in range(4)]
+    >>> len(set(seeds)), seeds == [fit_seed(7, i) for i in range(4)]  # distinct, repeatable
+    (4, True)
+    >>> seeds[2] == int(np.random.SeedSequence(7).spawn(3)[2].generate_state(1)[0])  # spawn
+    True
+    """
     child = np.random.SeedSequence(seed, spawn_key=(index,))
     return int(child.generate_state(1, dtype=np.uint32)[0])
 
@@ -107,7 +115,20 @@ def _run_pair(build, D, D_prime, events, seed: int, i: int):
 
 @dataclass
 class AuditResult:
-    """Counts and the simultaneous lower bound of one audit (see :func:`audit`)."""
+    """Counts and the simultaneous lower bound of one audit (see :func:`audit`).
+
+    >>> import numpy as np
+    >>> class Constant:  # releases nothing about its input
+    ...     def fit(self, X):
+    ...         self.value_ = 1
+    ...         return self
+    >>> D = np.eye(3, dtype=int)
+    >>> D_prime = D.copy(); D_prime[0, 1] += 1
+    >>> result = audit(lambda random_state: Constant(), D, D_prime,
+    ...                {"value is 1": lambda m: m.value_ == 1}, n_fits=20, progress=False)
+    >>> result.verdict, result.uninformative, result.events[0]  # no event tells D from D'
+    ('no evidence', ['fit raised', 'value is 1'], 'fit raised')
+    """
 
     epsilon_lower: float
     best: Candidate | None  # the candidate that gave epsilon_lower (None when it is 0)

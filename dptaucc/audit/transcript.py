@@ -29,7 +29,15 @@ __all__ = ["Call", "HistoryDiverged", "record", "replay", "open_call"]
 
 @dataclass(frozen=True)
 class Call:
-    """One mechanism call of a fit."""
+    """One mechanism call of a fit.
+
+    >>> from dptaucc import DPTauCC
+    >>> from dptaucc.audit.pairs import make_pair
+    >>> pair = make_pair("moving_row")
+    >>> call = record(DPTauCC(2, 2, epsilon=1.0, random_state=0), pair.D)[0]
+    >>> call.index, call.step, call.mechanism, round(call.epsilon, 4)
+    (0, 'init/column-assignment', 'exponential', 0.1125)
+    """
 
     index: int
     step: str
@@ -40,7 +48,19 @@ class Call:
 
 
 class HistoryDiverged(RuntimeError):
-    """A replayed fit made a call that the recorded history does not have at that place."""
+    """A replayed fit made a call that the recorded history does not have at that place.
+
+    >>> from dptaucc import DPTauCC
+    >>> from dptaucc.audit.pairs import make_pair
+    >>> pair = make_pair("moving_row")
+    >>> history = record(DPTauCC(2, 2, epsilon=1.0, random_state=0), pair.D)
+    >>> other = record(DPTauCC(3, 2, epsilon=1.0, random_state=0), pair.D)  # 3 row clusters
+    >>> try:
+    ...     replay(DPTauCC(2, 2, epsilon=1.0, random_state=0), pair.D, other, 2)
+    ... except HistoryDiverged as error:
+    ...     print(str(error)[:7])
+    call 1:
+    """
 
 
 class _Stop(BaseException):
@@ -92,7 +112,19 @@ def _fit(model, X) -> None:
 
 
 def record(model, X) -> list[Call]:
-    """Fit ``model`` on X and return the transcript of its mechanism calls."""
+    """Fit ``model`` on X and return the transcript of its mechanism calls.
+
+    >>> from dptaucc import DPTauCC
+    >>> from dptaucc.audit.pairs import make_pair
+    >>> pair = make_pair("moving_row")
+    >>> model = DPTauCC(2, 2, epsilon=1.0, random_state=0)
+    >>> history = record(model, pair.D)
+    >>> [c.index for c in history] == list(range(len(history))), len(history)
+    (True, 16)
+    >>> import math  # the calls charge what the fit's ledger shows
+    >>> math.isclose(sum(c.epsilon for c in history), model.privacy_ledger_.epsilon_spent)
+    True
+    """
     rec = _Recorder()
     token = MECHANISM_HOOK.set(rec)
     try:
@@ -104,13 +136,31 @@ def record(model, X) -> list[Call]:
 
 def replay(model, X, history: list[Call], k: int) -> Call:
     """Fit ``model`` on X with calls ``0..k-1`` forced to ``history`` and return call ``k``
-    (sampled fresh); the fit stops right after it."""
+    (sampled fresh); the fit stops right after it.
+
+    >>> from dptaucc import DPTauCC
+    >>> from dptaucc.audit.pairs import make_pair
+    >>> pair = make_pair("moving_row")
+    >>> history = record(DPTauCC(2, 2, epsilon=1.0, random_state=0), pair.D)
+    >>> call = replay(DPTauCC(2, 2, epsilon=1.0, random_state=1), pair.D_prime, history, 2)
+    >>> call.index, call.step == history[2].step  # same call, now on D' after D's history
+    (2, True)
+    """
     return _replay(model, X, history, k).call
 
 
 def open_call(model, X, history: list[Call], k: int) -> tuple[Call, Callable[[int], Any]]:
     """:func:`replay`, and call ``k``'s ``redraw(n)``: ``n`` fresh outputs of that same call
-    (same exact input and calibration, given the history), stacked on a new first axis."""
+    (same exact input and calibration, given the history), stacked on a new first axis.
+
+    >>> from dptaucc import DPTauCC
+    >>> from dptaucc.audit.pairs import make_pair
+    >>> pair = make_pair("moving_row")
+    >>> history = record(DPTauCC(2, 2, epsilon=1.0, random_state=0), pair.D)
+    >>> call, redraw = open_call(DPTauCC(2, 2, epsilon=1.0, random_state=1), pair.D, history, 2)
+    >>> redraw(5).shape == (5, *call.output.shape)  # five more draws of row assignment 2
+    True
+    """
     rep = _replay(model, X, history, k)
     if rep.redraw is None:
         raise HistoryDiverged(f"call {k} ({rep.call.step}) offers no redraw")

@@ -19,7 +19,15 @@ __all__ = ["bug_context", "in_chunks"]
 
 
 def bug_context(bug: str | None):
-    """``CATALOGUE[bug].applied()``, or a no-op for None."""
+    """``CATALOGUE[bug].applied()``, or a no-op for None.
+
+    >>> with bug_context(None):
+    ...     pass
+    >>> bug_context("no_such_bug")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown bug 'no_such_bug'; known: [...]
+    """
     if bug is None:
         return contextlib.nullcontext()
     from .bugs import CATALOGUE
@@ -37,7 +45,12 @@ def _chunk(task: Callable, args: tuple, seeds: Sequence[int], bug: str | None) -
 
 def in_chunks(task: Callable, args: tuple, seeds: Sequence[int], *, bug: str | None,
               n_jobs: int = 1) -> list[Any]:
-    """``[task(*args, seed) for seed in seeds]``, in ``n_jobs`` processes (order kept)."""
+    """``[task(*args, seed) for seed in seeds]``, in ``n_jobs`` processes (order kept).
+
+    >>> import operator
+    >>> in_chunks(operator.add, (100,), [3, 1, 2], bug=None)
+    [103, 101, 102]
+    """
     seeds = list(seeds)
     if n_jobs <= 1 or len(seeds) < 64:
         return _chunk(task, args, seeds, bug)

@@ -26,6 +26,8 @@ ENTRY_POINTS = (
     "dptaucc.audit.reachability",
     "dptaucc.audit.runner",
     "dptaucc.audit.stats",
+    "dptaucc.audit.transcript",
+    "dptaucc.audit.workers",
     "dptaucc.bench.configs",
     "dptaucc.bench.metrics",
     "dptaucc.bench.run",
