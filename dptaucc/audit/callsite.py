@@ -47,6 +47,16 @@ MAX_VALUES = 30_000_000
 
 @dataclass
 class CallSiteResult:
+    """One call site's audit: its claim, the lower bound on its privacy loss and the verdict
+    ("violation" when the bound exceeds the claim).
+
+    >>> result = CallSiteResult(3, "table", "discrete-laplace", 1.25, 0.0, 2.2, "x <= 19", 2000,
+    ...                         0.2)
+    >>> result.verdict, CallSiteResult(3, "table", "discrete-laplace", 1.25, 0.0, float("nan"),
+    ...                                "", 0, 0.0).verdict
+    ('violation', 'no evidence')
+    """
+
     index: int
     step: str
     mechanism: str
@@ -75,7 +85,17 @@ def transcript_of(build: Callable, X, seed: int, bug: str | None = None) -> list
 
 
 def call_sites(build: Callable, X, bug: str | None = None, seed: int = 0) -> list[Call]:
-    """The calls of one fit on X: what the call-site audit walks through."""
+    """The calls of one fit on X: what the call-site audit walks through.
+
+    >>> from dptaucc import DPTauCC
+    >>> from dptaucc.audit.pairs import make_pair
+    >>> pair = make_pair("moving_row")
+    >>> def build(seed):
+    ...     return DPTauCC(2, 2, epsilon=100.0, random_state=seed)
+    >>> calls = call_sites(build, pair.D)
+    >>> len(calls), calls[3].step, calls[3].mechanism
+    (16, 'iter1/table-after-rows', 'discrete-laplace')
+    """
     return transcript_of(build, X, fit_seed(seed, 10**6), bug)
 
 
@@ -126,7 +146,22 @@ def audit_call_site(build: Callable, D, D_prime, k: int, *, n_fits: int, alpha: 
     """Audit call ``k`` (see the module docstring): ``n_fits`` draws of the call per side at
     most, a simultaneous (1 − α) lower bound on its privacy loss given the chosen history.
     ``craft`` turns each recorded history into the one to force (a method's worst case).
-    ``n_jobs`` is accepted for a uniform interface; the draws run in this process."""
+    ``n_jobs`` is accepted for a uniform interface; the draws run in this process.
+
+    >>> from dptaucc import DPTauCC
+    >>> from dptaucc.audit.pairs import make_pair
+    >>> pair = make_pair("moving_row")
+    >>> def build(seed):
+    ...     return DPTauCC(2, 2, epsilon=100.0, random_state=seed)
+    >>> honest = audit_call_site(build, pair.D, pair.D_prime, 3, n_fits=2000, alpha=0.05,
+    ...                          n_pilot=500)
+    >>> honest.verdict, honest.epsilon_lower <= honest.epsilon_claimed
+    ('ok', True)
+    >>> broken = audit_call_site(build, pair.D, pair.D_prime, 3, n_fits=2000, alpha=0.05,
+    ...                          n_pilot=500, bug="dp_taucc.table_sensitivity_halved")
+    >>> broken.verdict  # the table's noise drawn for half its sensitivity
+    'violation'
+    """
     del n_jobs
     t0 = time.perf_counter()
     base = 7_000_000 + 100_000 * k

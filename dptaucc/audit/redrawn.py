@@ -50,7 +50,18 @@ class _Sampling(_Replayer):
 
 def sample_call(model, X, history: list[Call], k: int, n: int) -> tuple[Call, np.ndarray]:
     """Fit ``model`` on X with calls ``0..k-1`` forced to ``history``; return call ``k`` and
-    ``n`` fresh outputs of it (stacked on axis 0); the fit stops right after it."""
+    ``n`` fresh outputs of it (stacked on axis 0); the fit stops right after it.
+
+    >>> from dptaucc import DPTauCC
+    >>> from dptaucc.audit.pairs import make_pair
+    >>> from dptaucc.audit.transcript import record
+    >>> pair = make_pair("moving_row")
+    >>> history = record(DPTauCC(2, 2, epsilon=1.0, random_state=0), pair.D)
+    >>> call, draws = sample_call(DPTauCC(2, 2, epsilon=1.0, random_state=1), pair.D, history, 3,
+    ...                           50)
+    >>> call.step, draws.shape  # 50 noisy 2×2 tables of the same call
+    ('iter1/table-after-rows', (50, 2, 2))
+    """
     from dptaucc.privacy.hook import MECHANISM_HOOK
 
     rep = _Sampling(history, k, n)
@@ -112,7 +123,21 @@ def audit_call_site_redrawn(build: Callable, D, D_prime, k: int, *, n_samples: i
                             n_jobs: int = 1, n_histories: int = 3, n_pilot: int = 4000,
                             n_events: int = 3) -> CallSiteResult:
     """Audit call ``k`` from ``n_samples`` redrawn outputs per side (module docstring): a
-    (1 − α) lower bound on its privacy loss given the chosen history."""
+    (1 − α) lower bound on its privacy loss given the chosen history.
+
+    >>> from dptaucc import DPTauCC
+    >>> from dptaucc.audit.pairs import make_pair
+    >>> pair = make_pair("moving_row")
+    >>> def build(seed):
+    ...     return DPTauCC(2, 2, epsilon=100.0, random_state=seed)
+    >>> honest = audit_call_site_redrawn(build, pair.D, pair.D_prime, 3, n_samples=2000,
+    ...                                  alpha=0.05, n_pilot=500)
+    >>> honest.verdict, honest.n_fits
+    ('ok', 2000)
+    >>> audit_call_site_redrawn(build, pair.D, pair.D_prime, 3, n_samples=2000, alpha=0.05,
+    ...                         n_pilot=500, bug="dp_taucc.table_sensitivity_halved").verdict
+    'violation'
+    """
     t0 = time.perf_counter()
     base = 9_000_000 + 100_000 * k
     histories = [_record_task(build, D, fit_seed(seed, base + r), bug) for r in range(n_histories)]

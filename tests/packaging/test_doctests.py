@@ -20,10 +20,12 @@ SKIP = ("dptaucc.bench", "dptaucc.audit", "dptaucc.conf", "dptaucc.datasets.__ma
 #: and every module whose public names carry examples)
 ENTRY_POINTS = (
     "dptaucc.audit.bugs",
+    "dptaucc.audit.callsite",
     "dptaucc.audit.derived",
     "dptaucc.audit.events",
     "dptaucc.audit.pairs",
     "dptaucc.audit.reachability",
+    "dptaucc.audit.redrawn",
     "dptaucc.audit.runner",
     "dptaucc.audit.stats",
     "dptaucc.audit.transcript",

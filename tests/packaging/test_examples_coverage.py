@@ -21,10 +21,12 @@ import dptaucc
 #: modules whose public names all carry examples (the rest are still to be done)
 COMPLETE = (
     "dptaucc.audit.bugs",
+    "dptaucc.audit.callsite",
     "dptaucc.audit.derived",
     "dptaucc.audit.events",
     "dptaucc.audit.pairs",
     "dptaucc.audit.reachability",
+    "dptaucc.audit.redrawn",
     "dptaucc.audit.runner",
     "dptaucc.audit.stats",
     "dptaucc.audit.transcript",
