@@ -47,7 +47,18 @@ def _numeric(value) -> np.ndarray | None:
 
 def release_views(model) -> dict[str, np.ndarray]:
     """``{view: array}`` of a fitted model: every declared non-ledger attribute that is not
-    non-private and is numeric, plus ``"<attr> sorted row sums"`` for arrays with rows."""
+    non-private and is numeric, plus ``"<attr> sorted row sums"`` for arrays with rows.
+
+    >>> import numpy as np
+    >>> from dptaucc.privacy.releases import DP, NON_PRIVATE, ReleaseKindsMixin
+    >>> class Toy(ReleaseKindsMixin):
+    ...     _release_kinds = {"centers_": DP, "labels_": NON_PRIVATE}
+    >>> toy = Toy()
+    >>> toy.centers_, toy.labels_ = np.array([[3.0, 1.0], [0.0, 1.0]]), np.array([0, 1])
+    >>> views = release_views(toy)  # labels_ read the data outside a mechanism: not a view
+    >>> sorted(views), views["centers_ sorted row sums"].tolist()
+    (['centers_', 'centers_ sorted row sums'], [1.0, 4.0])
+    """
     out: dict[str, np.ndarray] = {}
     for attr, kind in model.release_kinds().items():
         if kind == NON_PRIVATE or attr in LEDGER_ATTRIBUTES:
@@ -84,6 +95,12 @@ def _observe(build, X, events: Sequence[Event], seed: int):
 
 @dataclass
 class ReleaseResult:
+    """One end-to-end audit of a method's releases: the lower bound, its event and counts.
+
+    >>> ReleaseResult(float("nan"), "", 100, 0.5).verdict, ReleaseResult(0.4, "e", 100, 0.5).verdict
+    ('no evidence', 'bound')
+    """
+
     epsilon_lower: float  # NaN: no informative event
     event: str
     n_fits: int
@@ -120,7 +137,26 @@ def audit_release(build: Callable, D, D_prime, events: Sequence[Event], *, n_fit
     "fit raised" and the hand-written ``events`` (fixed in advance: counted on every fit) and
     the derived events (``derive``; counted on the held-out half). α is split over the two
     families in proportion to their sizes (Bonferroni). Stops at a look whose bound exceeds
-    ``claim``."""
+    ``claim``.
+
+    >>> import numpy as np
+    >>> from dptaucc.audit.events import Event
+    >>> from dptaucc.audit.pairs import make_pair
+    >>> from dptaucc.privacy.releases import DP, ReleaseKindsMixin
+    >>> pair = make_pair("moving_row")  # cell (12, 0) holds 1 in D, 2 in D'
+    >>> class Leaky(ReleaseKindsMixin):  # claims its cell_ is a DP release: it is not
+    ...     _release_kinds = {"cell_": DP}
+    ...     def fit(self, X):
+    ...         self.cell_ = int(X[12, 0])
+    ...         return self
+    >>> result = audit_release(lambda seed: Leaky(), pair.D, pair.D_prime,
+    ...                        [Event("cell is 1", lambda m: m.cell_ == 1)], n_fits=100,
+    ...                        alpha=0.05, claim=1.0, derive=False)
+    >>> result.verdict, result.epsilon_lower > 1.0
+    ('bound', True)
+    >>> result.n_fits, result.counts["cell is 1"]  # above the claim at the first look: stop
+    (50, [50, 0])
+    """
     t0 = time.perf_counter()
     obs_a: list = []
     obs_b: list = []

@@ -200,6 +200,17 @@ def audit_primitive(name: str, epsilon: float = 1.0, n: int = 400_000, *,
 
     ``sampler`` overrides the path's sampler (to audit your own); ``scale_factor`` multiplies
     every noise scale (1 = the claimed calibration; ½ shows the audit's power).
+
+    >>> honest = audit_primitive("discrete-laplace", 1.0, 20000)
+    >>> honest["path"], bool(honest["epsilon_lower"] <= 1.0)
+    ('seeded', True)
+    >>> halved = audit_primitive("discrete-laplace", 1.0, 20000, scale_factor=0.5)
+    >>> bool(halved["epsilon_lower"] > 1.0)  # half the noise: twice the privacy loss
+    True
+    >>> audit_primitive("laplace")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown primitive 'laplace'; expected one of [...]
     """
     if name not in PRIMITIVES:
         raise ValueError(f"unknown primitive {name!r}; expected one of {sorted(PRIMITIVES)}")
@@ -229,12 +240,27 @@ def audit_primitive(name: str, epsilon: float = 1.0, n: int = 400_000, *,
 def audit_primitives(epsilon: float = 1.0, n: int = 400_000, secure: bool = False,
                      seed=0, **kwargs) -> list[dict]:
     """One row per primitive (:func:`audit_primitive`): primitive, path, epsilon, delta,
-    epsilon_lower, n, seconds (and the event used)."""
+    epsilon_lower, n, seconds (and the event used).
+
+    >>> rows = audit_primitives(1.0, 1000)
+    >>> [r["primitive"] for r in rows] == list(PRIMITIVES)
+    True
+    >>> all(r["epsilon_lower"] <= r["epsilon"] for r in rows)  # every primitive within its ε
+    True
+    """
     return [audit_primitive(name, epsilon, n, secure=secure, seed=None if secure else seed,
                             **kwargs) for name in PRIMITIVES]
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line: audit every primitive, print a table; exit code 3 on a violation.
+
+    >>> import contextlib, io
+    >>> with contextlib.redirect_stdout(io.StringIO()) as out:
+    ...     code = main(["-n", "1000"])
+    >>> code, out.getvalue().split()[0]
+    (0, 'primitive')
+    """
     parser = argparse.ArgumentParser(prog="python -m dptaucc.audit.primitives",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--epsilon", type=float, default=1.0)
