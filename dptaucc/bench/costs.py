@@ -30,7 +30,18 @@ def cost_summary(outcomes: Iterable[Outcome], wall_seconds: float,
                  workers: int | None) -> dict:
     """Core-seconds of the jobs that ran: ``job_s``, ``fit_s``, ``eval_s`` in total and per
     method (``methods``); with the number of local ``workers``, ``core_s`` = workers × wall and
-    ``outside_jobs_s`` = ``core_s`` − ``job_s`` (None on a cluster)."""
+    ``outside_jobs_s`` = ``core_s`` − ``job_s`` (None on a cluster).
+
+    >>> outcomes = [Outcome("ran", algorithm="dp_taucc", seconds=2.0, fit_seconds=1.5,
+    ...                     eval_seconds=0.25),
+    ...             Outcome("ran", algorithm="dpm", seconds=1.0, fit_seconds=0.5),
+    ...             Outcome("skipped", algorithm="dpm", seconds=9.0)]  # not counted
+    >>> summary = cost_summary(outcomes, wall_seconds=2.5, workers=2)
+    >>> summary["jobs"], summary["job_s"], summary["core_s"], summary["outside_jobs_s"]
+    (2, 3.0, 5.0, 2.0)
+    >>> summary["methods"]["dp_taucc"]
+    {'jobs': 1, 'job_s': 2.0, 'fit_s': 1.5, 'eval_s': 0.2}
+    """
     total: dict = {"jobs": 0, "job_s": 0.0, "fit_s": 0.0, "eval_s": 0.0}
     methods: dict[str, dict] = {}
     for out in outcomes:
@@ -46,7 +57,17 @@ def cost_summary(outcomes: Iterable[Outcome], wall_seconds: float,
 
 
 def method_totals(experiments: Mapping[str, Mapping]) -> dict[str, dict]:
-    """Per method, the sums over experiments of their ``core_seconds['methods']``."""
+    """Per method, the sums over experiments of their ``core_seconds['methods']``.
+
+    >>> experiments = {
+    ...     "fig2": {"core_seconds": {"methods": {"dpm": {"jobs": 2, "job_s": 3.0}}}},
+    ...     "table": {"core_seconds": {"methods": {"dpm": {"jobs": 1, "job_s": 1.0},
+    ...                                            "dp_taucc": {"jobs": 5, "job_s": 9.0}}}},
+    ...     "old": {}}  # no cost recorded
+    >>> totals = method_totals(experiments)
+    >>> list(totals), totals["dpm"]["jobs"], totals["dpm"]["job_s"]  # most expensive first
+    (['dp_taucc', 'dpm'], 3, 4.0)
+    """
     out: dict[str, dict] = {}
     for info in experiments.values():
         for method, cost in ((info.get("core_seconds") or {}).get("methods") or {}).items():
@@ -63,7 +84,15 @@ def _s(value) -> str:
 
 
 def cost_lines(log: Mapping) -> list[str]:
-    """REPORT's "where the time went" tables from a run log (empty for older logs)."""
+    """REPORT's "where the time went" tables from a run log (empty for older logs).
+
+    >>> outcomes = [Outcome("ran", algorithm="dpm", seconds=1.0, fit_seconds=0.5)]
+    >>> log = {"experiments": {"fig2": {"seconds": 1.5,
+    ...                                 "core_seconds": cost_summary(outcomes, 1.5, 2)}}}
+    >>> lines = cost_lines(log)
+    >>> any(line.startswith("| fig2 | 1 |") for line in lines), cost_lines({"experiments": {}})
+    (True, [])
+    """
     exps = {e: i["core_seconds"] for e, i in log.get("experiments", {}).items()
             if i.get("core_seconds")}
     if not exps:

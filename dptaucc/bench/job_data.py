@@ -58,7 +58,14 @@ def _read(loader: str, name: str, seed: int | None, params_json: str, cache_dir:
 def load_dataset(job: Mapping):
     """The job's Dataset, permuted by its seed; cached per process (3 most recent). The
     synthetic biclusters are the one exception: one matrix per size, the same for every seed
-    (the authors' protocol), so the seed is not part of their cache key."""
+    (the authors' protocol), so the seed is not part of their cache key.
+
+    >>> job = {"dataset": {"name": "biclusters", "loader": "biclusters", "n_cols": 40,
+    ...                    "params": {"n_rows": 30, "n_clusters": 3}}, "seed": 0}
+    >>> dataset = load_dataset(job)
+    >>> dataset.shape, (load_dataset({**job, "seed": 5}).X != dataset.X).nnz  # any seed
+    ((30, 40), 0)
+    """
     ds = job["dataset"]
     params = dict(ds.get("params") or {})
     if ds["loader"] == "biclusters":
@@ -83,12 +90,26 @@ def load_dataset(job: Mapping):
 
 def class_counts(dataset) -> tuple[int, int]:
     """Row and column class counts of a loaded dataset (what ``classes`` / ``col_classes``
-    stand for); without column labels the column count is the row count."""
+    stand for); without column labels the column count is the row count.
+
+    >>> from dptaucc.datasets import as_dataset
+    >>> class_counts(as_dataset([[1, 0], [0, 1], [2, 2]], row_labels=[0, 1, 1]))
+    (2, 2)
+    >>> class_counts(as_dataset([[1, 0], [0, 1]], row_labels=[0, 1], col_labels=[0, 0]))
+    (2, 1)
+    """
     n_classes = int(dataset.meta.get("n_classes", len(np.unique(dataset.row_labels))))
     col = dataset.col_labels
     return n_classes, (n_classes if col is None else len(np.unique(col)))
 
 
 def resolve_params(params: Mapping, dataset) -> dict:
-    """Replace the sentinels ``classes`` / ``col_classes`` by the dataset's class counts."""
+    """Replace the sentinels ``classes`` / ``col_classes`` by the dataset's class counts.
+
+    >>> job = {"dataset": {"name": "biclusters", "loader": "biclusters", "n_cols": 40,
+    ...                    "params": {"n_rows": 30, "n_clusters": 3}}, "seed": 0}
+    >>> resolve_params({"n_row_clusters": "classes", "n_col_clusters": "col_classes",
+    ...                 "epsilon": 1.0}, load_dataset(job))
+    {'n_row_clusters': 3, 'n_col_clusters': 3, 'epsilon': 1.0}
+    """
     return resolve_sentinels(params, *class_counts(dataset))

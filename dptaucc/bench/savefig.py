@@ -16,7 +16,17 @@ __all__ = ["save_figure"]
 
 def save_figure(fig, out_dir: Path, name: str, formats: Sequence[str] = ("pdf", "png")
                 ) -> list[Path]:
-    """Save ``fig`` as ``out_dir/name.<ext>`` for every format, close it, return the paths."""
+    """Save ``fig`` as ``out_dir/name.<ext>`` for every format, close it, return the paths.
+
+    >>> import tempfile
+    >>> fig, ax = plt.subplots()
+    >>> _ = ax.plot([0, 1], [1, 0])
+    >>> paths = save_figure(fig, Path(tempfile.mkdtemp()) / "figures", "line")
+    >>> [p.name for p in paths], all(p.stat().st_size > 0 for p in paths)
+    (['line.pdf', 'line.png'], True)
+    >>> plt.fignum_exists(fig.number)  # closed
+    False
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     for ext in formats:

@@ -32,9 +32,13 @@ ENTRY_POINTS = (
     "dptaucc.audit.stats",
     "dptaucc.audit.transcript",
     "dptaucc.audit.workers",
+    "dptaucc.bench.calibration",
     "dptaucc.bench.configs",
+    "dptaucc.bench.costs",
+    "dptaucc.bench.job_data",
     "dptaucc.bench.metrics",
     "dptaucc.bench.run",
+    "dptaucc.bench.savefig",
     "dptaucc.bench.validate",
 )
 MODULES = sorted([
