@@ -53,7 +53,19 @@ def distances(df: pd.DataFrame, cal: pd.DataFrame, metric: str = "nmi_rows",
               mode: str = "paper") -> pd.DataFrame:
     """Per method: the mean absolute difference of our points from the paper's values
     (``cal``: dataset, algorithm, eps, nmi; eps NaN = a non-DP method's pooled value), the mean
-    standard error of our points, how many points, and whether :data:`RULE` holds."""
+    standard error of our points, how many points, and whether :data:`RULE` holds.
+
+    >>> nan = float("nan")
+    >>> cal = pd.DataFrame({"dataset": ["cstr", "cstr"], "algorithm": ["dp_taucc", "fast_taucc"],
+    ...                     "eps": [1.0, nan], "nmi": [0.5, 0.8]})
+    >>> ours = pd.DataFrame({"dataset": ["cstr"] * 4, "mode": ["paper"] * 4,
+    ...                      "algorithm": ["dp_taucc"] * 2 + ["fast_taucc"] * 2,
+    ...                      "epsilon": [1.0, 1.0, nan, nan], "status": ["ok"] * 4,
+    ...                      "nmi_rows": [0.52, 0.56, 0.50, 0.52]})
+    >>> d = distances(ours, cal).set_index("algorithm")
+    >>> d["ok"].tolist(), d["mad"].round(2).tolist()  # fast_taucc: 0.29 from the paper's 0.8
+    ([True, False], [0.04, 0.29])
+    """
     rows = []
     for alg, c in cal[cal["dataset"].isin(set(df["dataset"]))].groupby("algorithm"):
         diffs, ses = [], []
@@ -150,7 +162,12 @@ def corrected_changes(df: pd.DataFrame) -> list[str]:
 
 def audit_verdict(results_dir: str | os.PathLike) -> str:
     """One line on the privacy audit table beside the results (read defensively: its columns
-    may change), or that there is none."""
+    may change), or that there is none.
+
+    >>> import tempfile
+    >>> audit_verdict(tempfile.mkdtemp())
+    'Privacy audit: no audit table (`make audit` writes `audit.parquet`).'
+    """
     path = Path(results_dir) / "audit.parquet"
     if not path.exists():
         return "Privacy audit: no audit table (`make audit` writes `audit.parquet`)."
@@ -207,7 +224,14 @@ def run_line(frames: dict[str, pd.DataFrame], results_dir: str | os.PathLike) ->
 def headline_section(frames: dict[str, pd.DataFrame], results_dir: str | os.PathLike,
                      cal: pd.DataFrame) -> list[str]:
     """The report's opening: the reproduction table, the first figure, what corrected mode
-    changes, the audit verdict and the run."""
+    changes, the audit verdict and the run.
+
+    >>> import tempfile
+    >>> from dptaucc.bench.calibration import calibration
+    >>> lines = headline_section({}, tempfile.mkdtemp(), calibration())  # nothing run yet
+    >>> lines[0], any(line.startswith("Privacy audit: no audit table") for line in lines)
+    ('## Headline', True)
+    """
     lines = ["## Headline", "", f"Does each paper figure reproduce? Rule: {RULE}; the paper's "
              "values are read by eye off its Fig. 2 (±0.02).", ""]
     lines += reproduction_table(frames, cal) + [""]
@@ -235,7 +259,18 @@ def figure_files(results_dir: str | os.PathLike) -> list[str]:
 
 
 def figures_section(results_dir: str | os.PathLike) -> list[str]:
-    """Every figure as an image (relative links: the report renders on a code host)."""
+    """Every figure as an image (relative links: the report renders on a code host).
+
+    >>> import tempfile
+    >>> results = Path(tempfile.mkdtemp())
+    >>> figures_section(results)[2]
+    'No figures drawn yet (`make figures`).'
+    >>> (results / "figures").mkdir()
+    >>> for stem in ("my_experiment", "fig2_nmi_paper"):
+    ...     _ = (results / "figures" / f"{stem}.png").write_bytes(b"png")
+    >>> [line for line in figures_section(results) if line.startswith("###")]  # the paper's first
+    ['### fig2_nmi_paper', '### my_experiment']
+    """
     stems = figure_files(results_dir)
     if not stems:
         return ["## Figures", "", "No figures drawn yet (`make figures`).", ""]

@@ -35,6 +35,7 @@ ENTRY_POINTS = (
     "dptaucc.bench.calibration",
     "dptaucc.bench.configs",
     "dptaucc.bench.costs",
+    "dptaucc.bench.headline",
     "dptaucc.bench.job_data",
     "dptaucc.bench.metrics",
     "dptaucc.bench.run",

@@ -42,6 +42,7 @@ COMPLETE = (
     "dptaucc.baselines.nmf_dp",
     "dptaucc.bench.calibration",
     "dptaucc.bench.costs",
+    "dptaucc.bench.headline",
     "dptaucc.bench.job_data",
     "dptaucc.bench.metrics",
     "dptaucc.bench.savefig",
