@@ -84,7 +84,22 @@ def _eps(x: float) -> str:
 
 def verdicts(df: pd.DataFrame) -> dict[str, list[str]]:
     """Which audits exceed their claim: ``corrected_above`` (bugs), ``paper_above``,
-    ``paper_expected_missing`` (an expected paper-mode catch the audit did not make)."""
+    ``paper_expected_missing`` (an expected paper-mode catch the audit did not make).
+
+    >>> import tempfile
+    >>> inf = float("inf")
+    >>> table = pd.DataFrame({
+    ...     "method": ["dp_taucc", "dp_taucc", "dpm"], "mode": ["paper", "corrected", "corrected"],
+    ...     "epsilon": [1.0] * 3, "epsilon_claimed": [1.0] * 3, "epsilon_spent": [inf, 1.0, 1.0],
+    ...     "epsilon_lower": [3.6, 0.4, 0.2], "epsilon_lower_max": [3.8] * 3,
+    ...     "scope": ["end-to-end"] * 3, "step": [""] * 3, "event": ["labels", "labels", "sums"],
+    ...     "pair": ["all_zero_row"] * 3, "n_fits": [800] * 3, "git_sha": ["abc"] * 3})
+    >>> verdicts(table)  # DP-τCC's paper mode is caught above its claim, as expected
+    {'corrected_above': [], 'paper_above': ['DP-τCC'], 'paper_expected_missing': []}
+    >>> table.loc[2, "epsilon_lower"] = 2.5  # a corrected-mode method above its claim: a bug
+    >>> verdicts(table)["corrected_above"]
+    ['DPM at ε = 1 (up to 2.50 for a claim of 1: end-to-end all_zero_row, sums)']
+    """
     df = best_rows(df)
     private = df[df["epsilon"].notna()]
     above = private[private["epsilon_lower"] > private["epsilon_claimed"] * (1 + TOL)]
@@ -136,7 +151,24 @@ def _method_tables(df: pd.DataFrame) -> list[str]:
 
 def audit_section(results_dir: str | os.PathLike = "results",
                   table: str | os.PathLike | None = None) -> list[str]:
-    """Markdown lines of the audit section (empty when no audit table exists)."""
+    """Markdown lines of the audit section (empty when no audit table exists).
+
+    >>> import tempfile
+    >>> inf = float("inf")
+    >>> table = pd.DataFrame({
+    ...     "method": ["dp_taucc", "dp_taucc", "dpm"], "mode": ["paper", "corrected", "corrected"],
+    ...     "epsilon": [1.0] * 3, "epsilon_claimed": [1.0] * 3, "epsilon_spent": [inf, 1.0, 1.0],
+    ...     "epsilon_lower": [3.6, 0.4, 0.2], "epsilon_lower_max": [3.8] * 3,
+    ...     "scope": ["end-to-end"] * 3, "step": [""] * 3, "event": ["labels", "labels", "sums"],
+    ...     "pair": ["all_zero_row"] * 3, "n_fits": [800] * 3, "git_sha": ["abc"] * 3})
+    >>> results = Path(tempfile.mkdtemp())
+    >>> audit_section(results)  # no table yet
+    []
+    >>> table.to_parquet(results / "audit.parquet")
+    >>> lines = audit_section(results)
+    >>> lines[0], "**DPM (corrected)**" in lines
+    ('## Empirical privacy audit: ε lower bounds', True)
+    """
     df = load_audit(table if table is not None else results_dir)
     if df is None or df.empty:
         return []
@@ -216,7 +248,23 @@ def primitives_section(table: str | os.PathLike) -> list[str]:
 def draw_figure(table: str | os.PathLike, out_dir: str | os.PathLike,
                 formats: Sequence[str] = ("png", "pdf")) -> list[Path]:
     """ε_lower against ε claimed, one marker per method and mode (hollow: paper mode), with the
-    diagonal ε_lower = ε claimed; non-private methods (no claim) are left out."""
+    diagonal ε_lower = ε claimed; non-private methods (no claim) are left out.
+
+    >>> import tempfile
+    >>> inf = float("inf")
+    >>> table = pd.DataFrame({
+    ...     "method": ["dp_taucc", "dp_taucc", "dpm"], "mode": ["paper", "corrected", "corrected"],
+    ...     "epsilon": [1.0] * 3, "epsilon_claimed": [1.0] * 3, "epsilon_spent": [inf, 1.0, 1.0],
+    ...     "epsilon_lower": [3.6, 0.4, 0.2], "epsilon_lower_max": [3.8] * 3,
+    ...     "scope": ["end-to-end"] * 3, "step": [""] * 3, "event": ["labels", "labels", "sums"],
+    ...     "pair": ["all_zero_row"] * 3, "n_fits": [800] * 3, "git_sha": ["abc"] * 3})
+    >>> results = Path(tempfile.mkdtemp())
+    >>> table.to_parquet(results / "audit.parquet")
+    >>> [p.name for p in draw_figure(results / "audit.parquet", results / "figures")]
+    ['audit_epsilon_lower.png', 'audit_epsilon_lower.pdf']
+    >>> draw_figure(results / "missing.parquet", results / "figures")
+    []
+    """
     df = load_audit(table)
     if df is None:
         return []
@@ -251,6 +299,24 @@ def draw_figure(table: str | os.PathLike, out_dir: str | os.PathLike,
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m dptaucc.audit.report``: print the audit section, draw its figures.
+
+    >>> import tempfile
+    >>> inf = float("inf")
+    >>> table = pd.DataFrame({
+    ...     "method": ["dp_taucc", "dp_taucc", "dpm"], "mode": ["paper", "corrected", "corrected"],
+    ...     "epsilon": [1.0] * 3, "epsilon_claimed": [1.0] * 3, "epsilon_spent": [inf, 1.0, 1.0],
+    ...     "epsilon_lower": [3.6, 0.4, 0.2], "epsilon_lower_max": [3.8] * 3,
+    ...     "scope": ["end-to-end"] * 3, "step": [""] * 3, "event": ["labels", "labels", "sums"],
+    ...     "pair": ["all_zero_row"] * 3, "n_fits": [800] * 3, "git_sha": ["abc"] * 3})
+    >>> import contextlib, io
+    >>> results = Path(tempfile.mkdtemp())
+    >>> table.to_parquet(results / "audit.parquet")
+    >>> with contextlib.redirect_stdout(io.StringIO()) as out:
+    ...     code = main(["--results-dir", str(results)])
+    >>> code, (results / "figures" / "audit_epsilon_lower.png").exists()
+    (0, True)
+    """
     ap = argparse.ArgumentParser(prog="python -m dptaucc.audit.report", description=__doc__)
     ap.add_argument("--results-dir", default=os.environ.get("DPTAUCC_RESULTS_DIR", "results"))
     args = ap.parse_args(argv)

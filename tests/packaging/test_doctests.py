@@ -28,6 +28,7 @@ ENTRY_POINTS = (
     "dptaucc.audit.primitives",
     "dptaucc.audit.reachability",
     "dptaucc.audit.redrawn",
+    "dptaucc.audit.report",
     "dptaucc.audit.runner",
     "dptaucc.audit.stats",
     "dptaucc.audit.transcript",

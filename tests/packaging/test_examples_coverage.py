@@ -29,6 +29,7 @@ COMPLETE = (
     "dptaucc.audit.primitives",
     "dptaucc.audit.reachability",
     "dptaucc.audit.redrawn",
+    "dptaucc.audit.report",
     "dptaucc.audit.runner",
     "dptaucc.audit.stats",
     "dptaucc.audit.transcript",
