@@ -53,7 +53,16 @@ def _conf_dir() -> Path:
 
 
 def load_config(size: str = "full") -> dict:
-    """``conf/audit/audit.yaml`` with the ``quick`` overrides applied when ``size="quick"``."""
+    """``conf/audit/audit.yaml`` with the ``quick`` overrides applied when ``size="quick"``.
+
+    >>> full, quick = load_config(), load_config("quick")
+    >>> quick["n_fits"] < full["n_fits"], quick["size"], "dp_taucc" in full["methods"]
+    (True, 'quick', True)
+    >>> load_config("tiny")
+    Traceback (most recent call last):
+    ...
+    ValueError: size must be 'full' or 'quick', got 'tiny'
+    """
     if size not in ("full", "quick"):
         raise ValueError(f"size must be 'full' or 'quick', got {size!r}")
     cfg = yaml.safe_load((_conf_dir() / "audit" / "audit.yaml").read_text(encoding="utf-8"))
@@ -82,6 +91,15 @@ def _construct(alg: dict, kwargs: dict, random_state: int):
 
 @dataclass(frozen=True)
 class AuditJob:
+    """One audit of a config: a method in a mode at an ε (end to end), or its call sites.
+
+    >>> AuditJob("dp_taucc", "corrected", 1.0, 4000).label
+    'dp_taucc/corrected ε=1'
+    >>> AuditJob("fast_taucc", None, None, 4000).label, AuditJob("dpm", "corrected", None, 10,
+    ...                                                         scope="call-site").label
+    ('fast_taucc (not DP)', 'dpm/corrected call sites')
+    """
+
     method: str
     mode: str | None  # None: a non-private method (one audit, no ε)
     epsilon: float | None  # end to end: the fit's ε; call sites: None (the setup's ε)
@@ -114,7 +132,12 @@ class AuditJob:
 
 def plan(cfg: dict, methods: list[str] | None = None) -> list[AuditJob]:
     """The audits of a config: private methods × modes × ε end to end, plus their call sites
-    (modes ``call_site_modes``); non-private methods once."""
+    (modes ``call_site_modes``); non-private methods once.
+
+    >>> cfg = load_config("quick")
+    >>> [job.label for job in plan(cfg, ["dp_taucc", "fast_taucc"])]  # call sites first
+    ['dp_taucc/corrected call sites', 'dp_taucc/corrected ε=1', 'fast_taucc (not DP)']
+    """
     jobs = []
     per_method = cfg.get("n_fits_per_method") or {}
     for name in methods or cfg["methods"]:
@@ -185,7 +208,12 @@ def run_job(job: AuditJob, *, seed: int = 0, alpha: float = 0.05, n_jobs: int | 
             progress: bool = True, bug: str | None = None, looks: int = 2,
             stop_at_violation: bool = False) -> list[dict]:
     """Audit one job: one record per end-to-end scenario, or per audited call, each at
-    ``alpha / (number of records)``, so the job's bounds hold simultaneously at 1 − α."""
+    ``alpha / (number of records)``, so the job's bounds hold simultaneously at 1 − α.
+
+    >>> [record] = run_job(AuditJob("fast_taucc", None, None, 20), progress=False)
+    >>> record["scope"], record["verdict"], record["epsilon_lower"] > 0  # it reads the data
+    ('end-to-end', 'not DP', True)
+    """
     units = _n_units(job, bug)
     a = alpha / max(1, len(units))
     workers = max(1, int(n_jobs or 1))
@@ -243,7 +271,13 @@ def run_job(job: AuditJob, *, seed: int = 0, alpha: float = 0.05, n_jobs: int | 
 def estimate(jobs: list[AuditJob], n_jobs: int, pairs: int = 20) -> list[dict]:
     """Time ``pairs`` pairs of fits of every end-to-end scenario in this process and estimate
     each job's wall time at its budget on ``n_jobs`` workers (call sites: a few thousand
-    draws of the first audited call, scaled to the job's draws and calls)."""
+    draws of the first audited call, scaled to the job's draws and calls).
+
+    >>> cfg = {**load_config("quick"), "n_fits": 20, "n_fits_per_method": {}}
+    >>> [row] = estimate(plan(cfg, ["fast_taucc"]), n_jobs=1, pairs=2)
+    >>> row["audit"], row["fits_per_side"], row["estimated_s"] > 0
+    ('fast_taucc (not DP)', 20, True)
+    """
     rows = []
     for job in jobs:
         if job.scope == "call-site":
@@ -274,13 +308,24 @@ def estimate(jobs: list[AuditJob], n_jobs: int, pairs: int = 20) -> list[dict]:
 
 
 def violations(records) -> list[dict]:
-    """The gate: corrected-mode records whose ε_lower exceeds their claim."""
+    """The gate: corrected-mode records whose ε_lower exceeds their claim.
+
+    >>> records = [{"mode": "corrected", "verdict": "violation"},
+    ...            {"mode": "corrected", "verdict": "ok"},
+    ...            {"mode": "paper", "verdict": "violation"}]  # paper mode is expected to leak
+    >>> violations(records)
+    [{'mode': 'corrected', 'verdict': 'violation'}]
+    """
     return [r for r in records if r["mode"] == "corrected" and r["verdict"] == "violation"]
 
 
 def measurable_max(n_fits: int, n_events: int, alpha: float) -> float:
     """The largest ε_lower n fits per side can give with ``n_events`` events: an event seen in
-    every fit on one side and in none on the other."""
+    every fit on one side and in none on the other.
+
+    >>> round(measurable_max(100, 3, 0.05), 2), round(measurable_max(1000, 3, 0.05), 2)
+    (2.88, 5.2)
+    """
     a = alpha / (4 * n_events)
     return max(0.0, float(math.log(cp_lower(n_fits, n_fits, a) / cp_upper(0, n_fits, a))))
 
@@ -300,7 +345,17 @@ def _write(records: list[dict], out: Path, size: str) -> None:
 def run_all(cfg: dict, jobs: list[AuditJob], out: Path | None, *, n_jobs: int | None,
             progress: bool = True, bug: str | None = None,
             stop_at_violation: bool = False) -> list[dict]:
-    """Run every job and (re)write ``out`` (if given) after each one."""
+    """Run every job and (re)write ``out`` (if given) after each one.
+
+    >>> import contextlib, io, tempfile
+    >>> from pathlib import Path
+    >>> cfg = {**load_config("quick"), "n_fits": 20, "n_fits_per_method": {}}
+    >>> out = Path(tempfile.mkdtemp()) / "audit.parquet"
+    >>> with contextlib.redirect_stdout(io.StringIO()):
+    ...     records = run_all(cfg, plan(cfg, ["fast_taucc"]), out, n_jobs=1, progress=False)
+    >>> [r["verdict"] for r in records], out.exists()
+    (['not DP'], True)
+    """
     records: list[dict[str, Any]] = []
     for k, job in enumerate(jobs, 1):
         recs = run_job(job, seed=int(cfg.get("seed", 0)), alpha=float(cfg.get("alpha", 0.05)),

@@ -83,7 +83,12 @@ __all__ = ["MethodAudit", "CallSiteSetup", "CATALOGUE", "CALL_SITES", "method_au
 @dataclass(frozen=True)
 class MethodAudit:
     """One end-to-end scenario of a method's audit: a pair, hand-written events on the fitted
-    model, parameter overrides, and the share of the method's fit budget it gets."""
+    model, parameter overrides, and the share of the method's fit budget it gets.
+
+    >>> scenario = method_audit("dp_taucc")
+    >>> scenario.method, scenario.pair.name, len(scenario.events) > 0, scenario.derive
+    ('dp_taucc', 'all_zero_row', True, True)
+    """
 
     method: str
     pair: NeighbouringPair
@@ -103,7 +108,12 @@ class CallSiteSetup:
     ``max_draws`` caps the draws per call where a draw is slow; calls whose step starts with
     one of ``skip`` are not audited (their
     mechanism output is an index into a data-dependent candidate list, as in DPM's quantile,
-    so equal outputs on D and D' need not mean equal releases)."""
+    so equal outputs on D and D' need not mean equal releases).
+
+    >>> setup = call_site_setup("dp_taucc")[0]
+    >>> setup.pair.name, dict(setup.params)["epsilon"], setup.first, setup.redraw_samples
+    ('all_zero_row', 8.0, 0, 0)
+    """
 
     pair: NeighbouringPair | RowPair
     params: tuple[tuple[str, object], ...]
@@ -429,7 +439,15 @@ CALL_SITES = _call_sites()
 
 
 def method_audit(method: str) -> MethodAudit:
-    """The main scenario of an algorithm config name."""
+    """The main scenario of an algorithm config name.
+
+    >>> sorted(CATALOGUE) == sorted({method_audit(m).method for m in CATALOGUE})
+    True
+    >>> method_audit("kmeans")
+    Traceback (most recent call last):
+    ...
+    ValueError: no audit for 'kmeans'; known: [...]
+    """
     if method not in CATALOGUE:
         raise ValueError(f"no audit for {method!r}; known: {sorted(CATALOGUE)}")
     return CATALOGUE[method]()
@@ -437,7 +455,13 @@ def method_audit(method: str) -> MethodAudit:
 
 def method_audits(method: str) -> tuple[MethodAudit, ...]:
     """Every end-to-end scenario of a method: the main one, the method's other worst cases,
-    then (private methods) the all-zero matrix."""
+    then (private methods) the all-zero matrix.
+
+    >>> [s.pair.name for s in method_audits("dp_taucc")][:2]  # the main one first
+    ['all_zero_row', 'all_zero_matrix']
+    >>> len(method_audits("fast_taucc"))  # a non-private method: its main scenario only
+    1
+    """
     main = method_audit(method)
     if method in NOT_PRIVATE:
         return (main,)
@@ -447,5 +471,9 @@ def method_audits(method: str) -> tuple[MethodAudit, ...]:
 
 
 def call_site_setup(method: str) -> tuple[CallSiteSetup, ...]:
-    """The call-site setups of a method (none for non-private methods)."""
+    """The call-site setups of a method (none for non-private methods).
+
+    >>> [s.pair.name for s in call_site_setup("dp_taucc")], call_site_setup("fast_taucc")
+    (['all_zero_row', 'all_zero_column'], ())
+    """
     return CALL_SITES[method]() if method in CALL_SITES else ()

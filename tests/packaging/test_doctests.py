@@ -24,6 +24,8 @@ ENTRY_POINTS = (
     "dptaucc.audit.derived",
     "dptaucc.audit.endtoend",
     "dptaucc.audit.events",
+    "dptaucc.audit.experiment",
+    "dptaucc.audit.methods",
     "dptaucc.audit.pairs",
     "dptaucc.audit.primitives",
     "dptaucc.audit.reachability",

@@ -25,6 +25,8 @@ COMPLETE = (
     "dptaucc.audit.derived",
     "dptaucc.audit.endtoend",
     "dptaucc.audit.events",
+    "dptaucc.audit.experiment",
+    "dptaucc.audit.methods",
     "dptaucc.audit.pairs",
     "dptaucc.audit.primitives",
     "dptaucc.audit.reachability",
