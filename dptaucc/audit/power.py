@@ -25,6 +25,11 @@ POWER_COLUMNS = ["bug", "method", "kind", "detected", "ratio", "epsilon_lower",
 
 
 def power_output(results_dir: str | Path = "results") -> Path:
+    """Where the power table of a results folder is stored (beside the quick audit).
+
+    >>> power_output("my_results").as_posix()
+    'my_results/quick/audit_power.parquet'
+    """
     return Path(results_dir) / "quick" / "audit_power.parquet"
 
 
@@ -50,7 +55,16 @@ def _row(bug, method: str, kind: str, records: list[dict], wall: float) -> dict:
 def measure_power(cfg: dict, methods: list[str] | None, *, n_jobs: int, out: Path | None,
                   progress: bool = True):
     """The power table of ``methods`` (default: the config's methods that have catalogue
-    bugs), rewritten to ``out`` after every run."""
+    bugs), rewritten to ``out`` after every run.
+
+    >>> import contextlib, io
+    >>> from .experiment import load_config
+    >>> cfg = {**load_config("quick"), "n_fits": 20, "n_fits_per_method": {}}
+    >>> with contextlib.redirect_stdout(io.StringIO()):  # fast_taucc has no catalogue bug
+    ...     table = measure_power(cfg, ["fast_taucc"], n_jobs=1, out=None, progress=False)
+    >>> table[["bug", "method", "detected"]].to_dict("records")
+    [{'bug': '(correct code)', 'method': 'fast_taucc', 'detected': False}]
+    """
     import pandas as pd
 
     names = [m for m in (methods or cfg["methods"]) if bugs_of(m) or methods]
@@ -74,7 +88,25 @@ def measure_power(cfg: dict, methods: list[str] | None, *, n_jobs: int, out: Pat
 
 
 def power_section(table: str | Path) -> list[str]:
-    """Markdown lines: the share of bugs detected, false alarms, and one row per run."""
+    """Markdown lines: the share of bugs detected, false alarms, and one row per run.
+
+    >>> import tempfile
+    >>> import pandas as pd
+    >>> table = Path(tempfile.mkdtemp()) / "audit_power.parquet"
+    >>> pd.DataFrame([
+    ...     {"bug": "(correct code)", "method": "dpm", "kind": "", "detected": False, "ratio": 0.7,
+    ...      "epsilon_lower": 0.7, "epsilon_claimed": 1.0, "scope": "call-site", "where": "#0",
+    ...      "wall_s": 3.0, "n_records": 5},
+    ...     {"bug": "dpm.halved", "method": "dpm", "kind": "sensitivity off by 2",
+    ...      "detected": True, "ratio": 1.9, "epsilon_lower": 1.9, "epsilon_claimed": 1.0,
+    ...      "scope": "call-site", "where": "#0", "wall_s": 2.0, "n_records": 1},
+    ... ], columns=POWER_COLUMNS).to_parquet(table)
+    >>> lines = power_section(table)
+    >>> lines[2].startswith("Detected: **1 of 1** catalogue bugs"), len(lines)
+    (True, 8)
+    >>> power_section(table.parent / "missing.parquet")
+    []
+    """
     import pandas as pd
 
     path = Path(table)
@@ -100,7 +132,22 @@ def power_section(table: str | Path) -> list[str]:
 
 def draw_power_figure(table: str | Path, out_dir: str | Path) -> list[Path]:
     """Per method, ε_lower/ε of the correct code and of each bug (a line at 1; no evidence
-    drawn as 0)."""
+    drawn as 0).
+
+    >>> import tempfile
+    >>> import pandas as pd
+    >>> table = Path(tempfile.mkdtemp()) / "audit_power.parquet"
+    >>> pd.DataFrame([
+    ...     {"bug": "(correct code)", "method": "dpm", "kind": "", "detected": False, "ratio": 0.7,
+    ...      "epsilon_lower": 0.7, "epsilon_claimed": 1.0, "scope": "call-site", "where": "#0",
+    ...      "wall_s": 3.0, "n_records": 5},
+    ...     {"bug": "dpm.halved", "method": "dpm", "kind": "sensitivity off by 2",
+    ...      "detected": True, "ratio": 1.9, "epsilon_lower": 1.9, "epsilon_claimed": 1.0,
+    ...      "scope": "call-site", "where": "#0", "wall_s": 2.0, "n_records": 1},
+    ... ], columns=POWER_COLUMNS).to_parquet(table)
+    >>> [p.name for p in draw_power_figure(table, table.parent / "figures")]
+    ['audit_power.png', 'audit_power.pdf']
+    """
     import matplotlib
 
     matplotlib.use("Agg")

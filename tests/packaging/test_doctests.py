@@ -27,6 +27,7 @@ ENTRY_POINTS = (
     "dptaucc.audit.experiment",
     "dptaucc.audit.methods",
     "dptaucc.audit.pairs",
+    "dptaucc.audit.power",
     "dptaucc.audit.primitives",
     "dptaucc.audit.reachability",
     "dptaucc.audit.redrawn",

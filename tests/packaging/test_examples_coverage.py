@@ -28,6 +28,7 @@ COMPLETE = (
     "dptaucc.audit.experiment",
     "dptaucc.audit.methods",
     "dptaucc.audit.pairs",
+    "dptaucc.audit.power",
     "dptaucc.audit.primitives",
     "dptaucc.audit.reachability",
     "dptaucc.audit.redrawn",
