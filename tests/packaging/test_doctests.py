@@ -13,45 +13,13 @@ import pytest
 
 import dptaucc
 
-#: the library (the benchmark engine ``dptaucc.bench`` and the audit have their own tests)
-SKIP = ("dptaucc.bench", "dptaucc.audit", "dptaucc.conf", "dptaucc.datasets.__main__",
-        "dptaucc.baselines.fccm.__main__")
-#: the modules of the engine and the audit whose examples run too (entry points a user calls,
-#: and every module whose public names carry examples)
-ENTRY_POINTS = (
-    "dptaucc.audit.bugs",
-    "dptaucc.audit.callsite",
-    "dptaucc.audit.derived",
-    "dptaucc.audit.endtoend",
-    "dptaucc.audit.events",
-    "dptaucc.audit.experiment",
-    "dptaucc.audit.methods",
-    "dptaucc.audit.pairs",
-    "dptaucc.audit.power",
-    "dptaucc.audit.primitives",
-    "dptaucc.audit.reachability",
-    "dptaucc.audit.redrawn",
-    "dptaucc.audit.report",
-    "dptaucc.audit.runner",
-    "dptaucc.audit.stats",
-    "dptaucc.audit.transcript",
-    "dptaucc.audit.workers",
-    "dptaucc.bench.calibration",
-    "dptaucc.bench.configs",
-    "dptaucc.bench.costs",
-    "dptaucc.bench.headline",
-    "dptaucc.bench.job_data",
-    "dptaucc.bench.metrics",
-    "dptaucc.bench.run",
-    "dptaucc.bench.savefig",
-    "dptaucc.bench.validate",
-)
-MODULES = sorted([
-    *(info.name
-      for package in (dptaucc, dptaucc.baselines, dptaucc.datasets)
-      for info in pkgutil.walk_packages(package.__path__, f"{package.__name__}.")
-      if not info.name.startswith(SKIP)),
-    *ENTRY_POINTS])
+#: not library code: the configuration package and the command-line entry modules
+SKIP = ("dptaucc.conf",)
+MODULES = sorted({
+    info.name
+    for package in (dptaucc, dptaucc.baselines, dptaucc.datasets)
+    for info in pkgutil.walk_packages(package.__path__, f"{package.__name__}.")
+    if not info.name.startswith(SKIP) and not info.name.endswith(".__main__")})
 
 
 @pytest.mark.parametrize("name", MODULES)

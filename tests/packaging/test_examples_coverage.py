@@ -18,46 +18,6 @@ import pytest
 
 import dptaucc
 
-#: modules whose public names all carry examples (the rest are still to be done)
-COMPLETE = (
-    "dptaucc.audit.bugs",
-    "dptaucc.audit.callsite",
-    "dptaucc.audit.derived",
-    "dptaucc.audit.endtoend",
-    "dptaucc.audit.events",
-    "dptaucc.audit.experiment",
-    "dptaucc.audit.methods",
-    "dptaucc.audit.pairs",
-    "dptaucc.audit.power",
-    "dptaucc.audit.primitives",
-    "dptaucc.audit.reachability",
-    "dptaucc.audit.redrawn",
-    "dptaucc.audit.report",
-    "dptaucc.audit.runner",
-    "dptaucc.audit.stats",
-    "dptaucc.audit.transcript",
-    "dptaucc.audit.workers",
-    "dptaucc.baselines.colored_noise",
-    "dptaucc.baselines.dp_kmeans",
-    "dptaucc.baselines.dp_sampling",
-    "dptaucc.baselines.dphd",
-    "dptaucc.baselines.dpm",
-    "dptaucc.baselines.fccm",
-    "dptaucc.baselines.nmf_dp",
-    "dptaucc.bench.calibration",
-    "dptaucc.bench.costs",
-    "dptaucc.bench.headline",
-    "dptaucc.bench.job_data",
-    "dptaucc.bench.metrics",
-    "dptaucc.bench.savefig",
-    "dptaucc.datasets",
-    "dptaucc.init",
-    "dptaucc.kernels",
-    "dptaucc.objective",
-    "dptaucc.privacy",
-    "dptaucc.validation",
-)
-
 
 def _public_modules() -> list[str]:
     names = []
@@ -68,10 +28,6 @@ def _public_modules() -> list[str]:
                 continue
             names.append(info.name)
     return sorted(set(names))
-
-
-def _is_complete(name: str) -> bool:
-    return any(name == done or name.startswith(done + ".") for done in COMPLETE)
 
 
 def _missing(name: str) -> list[str]:
@@ -90,13 +46,7 @@ def _missing(name: str) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("name", [n for n in _public_modules() if _is_complete(n)])
+@pytest.mark.parametrize("name", _public_modules())
 def test_public_names_have_examples(name):
     missing = _missing(name)
     assert not missing, f"{name}: public names without a '>>>' example: {missing}"
-
-
-def test_completed_modules_exist():
-    modules = _public_modules()
-    for done in COMPLETE:
-        assert any(m == done or m.startswith(done + ".") for m in modules), done
