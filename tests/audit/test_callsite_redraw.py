@@ -47,3 +47,21 @@ def test_dpnmf_worst_case_history_shows_a_halved_sensitivity(bug, violates):
                           alpha=0.05, bug=bug, looks=1, craft=setup.craft)
     assert res.mechanism == "gaussian" and res.delta > 0
     assert (res.verdict == "violation") is violates, res
+
+
+def test_redrawn_audit_conditions_both_sides_on_the_same_fit_seed():
+    """Regression: the redraw driver replayed D and D' with different fit seeds, so DP-τCC's
+    random start (data-independent, not a mechanism) differed between the sides and the
+    correct code's first table call read as a violation (5.1 against 1.25)."""
+    from dptaucc import DPTauCC
+    from dptaucc.audit.pairs import make_pair
+    from dptaucc.audit.redrawn import audit_call_site_redrawn
+
+    pair = make_pair("moving_row")
+
+    def build(seed):
+        return DPTauCC(2, 2, epsilon=100.0, random_state=seed)
+
+    res = audit_call_site_redrawn(build, pair.D, pair.D_prime, 1, n_samples=2000, alpha=0.05,
+                                  n_pilot=500)
+    assert res.step == "iter1/table-before-rows" and res.verdict == "ok"
