@@ -428,7 +428,8 @@ def _call_sites() -> dict[str, Callable[[], tuple[CallSiteSetup, ...]]]:
         "dpnmf": lambda: (CallSiteSetup(replaced_document(), (("epsilon", 8.0), ("delta", 0.02)),
                                         max_calls=2, first=1, craft=orthonormal_topics),),
         "dpm": lambda: (CallSiteSetup(added_row(n_per_cluster=100), (("epsilon", 200.0),),
-                                      max_calls=4, skip=("interval_size",)),),
+                                      max_calls=4, skip=("interval_size",),
+                                      max_draws=100_000),),  # a DPM redraw costs ~2 ms
         "colored_noise": lambda: (CallSiteSetup(added_row(), (("epsilon", 4.0), ("delta", 0.5),
                                                               ("n_iter", 1)), max_calls=1),),
         "dphd": _dphd_call_sites,
