@@ -130,6 +130,9 @@ def power_section(table: str | Path) -> list[str]:
     return lines
 
 
+AXIS_CAP = 4.0  # ratios above are cut at the axis and labelled
+
+
 def draw_power_figure(table: str | Path, out_dir: str | Path) -> list[Path]:
     """Per method, ε_lower/ε of the correct code and of each bug (a line at 1; no evidence
     drawn as 0).
@@ -164,9 +167,14 @@ def draw_power_figure(table: str | Path, out_dir: str | Path) -> list[Path]:
         colours = ["tab:green" if b == "(correct code)" else
                    ("tab:red" if d else "tab:grey") for b, d in zip(sub["bug"], sub["detected"],
                                                                     strict=True)]
-        ax.barh(range(len(values)), values, color=colours)
+        right = max(2.0, 1.1 * min(max(values, default=0.0), AXIS_CAP))
+        ax.barh(range(len(values)), [min(v, right) for v in values], color=colours)
+        for i, v in enumerate(values):  # a bar past the axis keeps its value as a label
+            if v > right:
+                ax.text(right, i, f"{v:.0f} →", ha="right", va="center", fontsize=7,
+                        color="white")
         ax.axvline(1.0, color="black", lw=1)
-        ax.set_xlim(0.0, max(2.0, 1.1 * max(values, default=0.0)))
+        ax.set_xlim(0.0, right)
         ax.set_yticks(range(len(values)), labels, fontsize=7)
         ax.set_title(method, fontsize=9)
         ax.set_xlabel("ε_lower / ε")
