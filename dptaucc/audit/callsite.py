@@ -135,7 +135,7 @@ def _separation(A, B, delta) -> float:
         return -math.inf
     shapes = np.zeros(A.shape[0], dtype=np.int64)
     k_a, k_b = evs[0].fires(A, shapes).sum(), evs[0].fires(B, shapes).sum()
-    return float(derived._scores_delta([k_a], [k_b], A.shape[0], B.shape[0], 0.05, delta)[0])
+    return float(derived._scores([k_a], [k_b], A.shape[0], B.shape[0], 0.05, delta)[0])
 
 
 def audit_call_site(build: Callable, D, D_prime, k: int, *, n_fits: int, alpha: float,

@@ -89,8 +89,9 @@ def as_matrix(outputs: list, modal_shape: tuple | None = None
     return X, ids, modal_shape
 
 
-def _scores(k_a, k_b, n_a: int, n_b: int, alpha: float) -> np.ndarray:
-    """The best of the 4 CP candidates (event/complement × direction) per event."""
+def _scores(k_a, k_b, n_a: int, n_b: int, alpha: float, delta: float = 0.0) -> np.ndarray:
+    """The best of the 4 CP candidates (event/complement × direction) per event:
+    log((l − δ)/u), with the δ of an (ε, δ) claim (0 for pure ε)."""
     k_a, k_b = np.asarray(k_a, float), np.asarray(k_b, float)
     best = np.full(k_a.shape, -np.inf)
     for kn, nn, kd, nd in ((k_a, n_a, k_b, n_b), (k_b, n_b, k_a, n_a),
@@ -98,7 +99,8 @@ def _scores(k_a, k_b, n_a: int, n_b: int, alpha: float) -> np.ndarray:
         with np.errstate(divide="ignore", invalid="ignore"):
             lo = np.where(kn > 0, beta.ppf(alpha, np.maximum(kn, 1e-9), nn - kn + 1), 0.0)
             up = np.where(kd < nd, beta.ppf(1 - alpha, kd + 1, np.maximum(nd - kd, 1e-9)), 1.0)
-            best = np.maximum(best, np.where(lo > 0, np.log(lo) - np.log(up), -np.inf))
+            best = np.maximum(best, np.where(lo > delta, np.log(lo - delta) - np.log(up),
+                                             -np.inf))
     return best
 
 
@@ -166,22 +168,6 @@ def select(A: np.ndarray, B: np.ndarray, shapes_a: np.ndarray, shapes_b: np.ndar
     return [cands[i] for i in order[:n_events] if np.isfinite(score[i])] or [cands[order[0]]]
 
 
-def _scores_delta(k_a, k_b, n_a: int, n_b: int, alpha: float, delta: float) -> np.ndarray:
-    """:func:`_scores` with the δ of an (ε, δ) claim: log((l − δ)/u)."""
-    if delta <= 0:
-        return _scores(k_a, k_b, n_a, n_b, alpha)
-    k_a, k_b = np.asarray(k_a, float), np.asarray(k_b, float)
-    best = np.full(k_a.shape, -np.inf)
-    for kn, nn, kd, nd in ((k_a, n_a, k_b, n_b), (k_b, n_b, k_a, n_a),
-                           (n_a - k_a, n_a, n_b - k_b, n_b), (n_b - k_b, n_b, n_a - k_a, n_a)):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            lo = np.where(kn > 0, beta.ppf(alpha, np.maximum(kn, 1e-9), nn - kn + 1), 0.0)
-            up = np.where(kd < nd, beta.ppf(1 - alpha, kd + 1, np.maximum(nd - kd, 1e-9)), 1.0)
-            best = np.maximum(best, np.where(lo > delta, np.log(lo - delta) - np.log(up),
-                                             -np.inf))
-    return best
-
-
 def _tail_thresholds(pooled: np.ndarray) -> np.ndarray:
     """Values at geometric ranks 1, 2, 4, … from both ends of the pooled sample, and a few
     quantiles between: the far tails, where a mechanism's worst likelihood ratio lives."""
@@ -241,7 +227,7 @@ def select_tails(A: np.ndarray, B: np.ndarray, name: str = "x", n_events: int = 
                 f"projection of {name} <= {{t:.6g}}")
     if not cands:
         return []
-    score = _scores_delta(np.concatenate(ka), np.concatenate(kb), n_a, n_b, alpha, delta)
+    score = _scores(np.concatenate(ka), np.concatenate(kb), n_a, n_b, alpha, delta)
     order = np.argsort(-score, kind="stable")
     return [cands[i] for i in order[:n_events] if np.isfinite(score[i])] or [cands[order[0]]]
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 import time
-import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -27,25 +26,10 @@ from joblib import Parallel, delayed
 from . import derived
 from .callsite import CallSiteResult
 from .runner import fit_seed
-from .transcript import Call, HistoryDiverged, _Replayer, _Stop, record
+from .transcript import Call, HistoryDiverged, open_call, record
 from .workers import bug_context
 
 __all__ = ["sample_call", "audit_call_site_redrawn"]
-
-
-class _Sampling(_Replayer):
-    """Replays calls ``0..k-1``, draws ``n`` outputs of call ``k`` with its ``redraw``, stops."""
-
-    def __init__(self, history: list[Call], k: int, n: int):
-        super().__init__(history, k)
-        self.n_draws, self.draws = n, None
-
-    def released(self, step, mechanism, entries, output, redraw=None):
-        if self.n == self.k:
-            if redraw is None:
-                raise TypeError(f"call {self.k} ({step!r}, {mechanism}) gave the hook no redraw")
-            self.draws = np.asarray(redraw(self.n_draws))
-        return super().released(step, mechanism, entries, output, redraw)
 
 
 def sample_call(model, X, history: list[Call], k: int, n: int) -> tuple[Call, np.ndarray]:
@@ -62,28 +46,8 @@ def sample_call(model, X, history: list[Call], k: int, n: int) -> tuple[Call, np
     >>> call.step, draws.shape  # 50 noisy 2×2 tables of the same call
     ('iter1/table-after-rows', (50, 2, 2))
     """
-    from dptaucc.privacy.hook import MECHANISM_HOOK
-
-    rep = _Sampling(history, k, n)
-    token = MECHANISM_HOOK.set(rep)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            model.fit(X)
-    except _Stop:
-        pass
-    except HistoryDiverged:
-        raise
-    except Exception as exc:
-        if rep.n == 0:
-            raise
-        raise HistoryDiverged(f"the fit raised {type(exc).__name__} ({exc}) after {rep.n} "
-                              "forced calls") from exc
-    finally:
-        MECHANISM_HOOK.reset(token)
-    if rep.call is None or rep.draws is None:
-        raise HistoryDiverged(f"the fit ended after {rep.n} calls, before call {k}")
-    return rep.call, rep.draws
+    call, redraw = open_call(model, X, history, k)
+    return call, np.asarray(redraw(n))
 
 
 def _sample_task(build, X, history, k, n, seed, bug):
