@@ -338,12 +338,49 @@ def header_lines(frames: dict[str, pd.DataFrame], results_dir: Path) -> list[str
               for e, df in frames.items()]
     log = read_run_log(results_dir)
     if log is not None:
-        lines += ["", describe(log)]
+        lines += ["", describe(log) + run_load(frames, log)]
         costs = cost_lines(log)
         if costs:
             lines += ["", *costs]
     return lines + ["", "Paper scale is 10 seeds per point (`make reproduce`); fewer seeds mean a "
                     "quick-scale run (`make reproduce-quick`).", ""]
+
+
+#: load above the run's own workers beyond which its wall time is not a speed measurement
+EXTRA_LOAD_LIMIT = 0.5
+
+
+def run_load(frames: dict[str, pd.DataFrame], log: dict) -> str:
+    """How loaded the machine was while the logged run fitted: the median 1-minute load
+    average its records saw at their start, against the load its own local workers make.
+
+    >>> frames = {"e": pd.DataFrame({"started_at": ["2026-01-01T00:00:05+00:00"] * 3,
+    ...                              "load_1m": [2.1, 4.0, 3.9]})}
+    >>> log = {"executor": "local", "resources": {"workers": 2},
+    ...        "started_utc": "2026-01-01T00:00:00+00:00",
+    ...        "finished_utc": "2026-01-01T00:01:00+00:00"}
+    >>> line = run_load(frames, log)
+    >>> "shared with other work" in line, "load 3.90 with 2 workers" in line
+    (True, True)
+    >>> "otherwise idle" in run_load({"e": frames["e"].assign(load_1m=2.2)}, log)
+    True
+    """
+    mine = [df.loc[(df["started_at"] >= log.get("started_utc", ""))
+                   & (df["started_at"] <= log.get("finished_utc", "")), "load_1m"]
+            for df in frames.values() if {"started_at", "load_1m"} <= set(df.columns)]
+    loads = pd.concat(mine).dropna() if mine else pd.Series(dtype=float)
+    if loads.empty:
+        return " The machine's load during this run is not known (no records from it)."
+    workers = (log.get("resources") or {}).get("workers") if log["executor"] == "local" else None
+    median = float(loads.median())
+    if workers is None:
+        return f" Median 1-minute load on the submitting machine during the run: {median:.2f}."
+    if median > workers + EXTRA_LOAD_LIMIT:
+        return (f" The machine was shared with other work during this run (median 1-minute "
+                f"load {median:.2f} with {workers} workers of its own): its wall time is not "
+                f"a speed measurement.")
+    return (f" The machine was otherwise idle (median 1-minute load {median:.2f} with "
+            f"{workers} workers of its own).")
 
 
 def provenance_section(frames: dict[str, pd.DataFrame]) -> list[str]:
