@@ -18,6 +18,7 @@ the next. Tests check both against :mod:`math` (the C library) value for value.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -31,10 +32,10 @@ __all__ = ["sum_by_column_label", "sum_by_row_label", "value_summary",
 #: non-zeros (or values) per block of the kernels: their temporaries stay in the cache
 BLOCK_NNZ = 1 << 18
 #: rows per block of :func:`choose_by_inversion`
-BLOCK_ROWS = 1 << 15
-#: choices up to which :func:`choose_by_inversion` ranks by pairwise comparisons (k²/2 vector
-#: operations); above it a stable argsort per row
-PAIRWISE_MAX_CHOICES = 16
+BLOCK_ROWS = 1 << 14
+#: choices up to which :func:`choose_by_inversion` sorts the weights by a sorting network
+#: (about k·log²k/4 vector minima and maxima); above it a stable argsort per row
+NETWORK_MAX_CHOICES = 16
 _TAIL_OFFSET = 2.0**-54
 _TAIL_SCALE = 2.0**-53
 
@@ -258,66 +259,119 @@ def choose_by_inversion(logits: np.ndarray, hi: np.ndarray, lo: np.ndarray,
 
 def _choose_block(logits: np.ndarray, hi: np.ndarray, lo: np.ndarray,
                   scale: float) -> np.ndarray:
-    """:func:`choose_by_inversion` on a block of rows, computed column by column."""
-    k = logits.shape[1]
+    """:func:`choose_by_inversion` on a block of rows, computed column by column (one row of
+    weights per choice, in place wherever the loop's arithmetic allows)."""
+    k, b = logits.shape[1], logits.shape[0]
     columns = np.array(logits.T, order="C")                     # k × b, always a copy
     if scale != 1.0:
         columns /= scale
-    top = columns[0].copy()
-    for j in range(1, k):
-        np.maximum(top, columns[j], out=top)                     # NaN propagates
+    top = np.maximum.reduce(columns, axis=0)                     # NaN propagates
     regular = np.isfinite(top)
-    out = np.empty(logits.shape[0], dtype=np.intp)
-    irregular = np.flatnonzero(~regular)
-    if irregular.size:
+    out = np.empty(b, dtype=np.intp)
+    if not regular.all():
+        irregular = np.flatnonzero(~regular)
         out[irregular] = [_choose_row(columns[:, i], hi[i], lo[i]) for i in irregular]
         if not regular.any():
             return out
         columns, top = columns[:, regular], top[regular]
         hi, lo = hi[regular], lo[regular]
-    weights = libm_exp(columns - top)                            # k × b, largest is 1
+    columns -= top
+    weights = inv_boxcox(columns, 0.0, out=columns)             # libm exp; the largest is 1
     total = weights[0].copy()
     for j in range(1, k):
         total += weights[j]
-    u = (hi + (lo + _TAIL_OFFSET) * _TAIL_SCALE) * total
-    ascending, order = _sort_columns(weights)
-    acc = np.zeros_like(total)
-    chosen = order[k - 1].copy()
-    pending = np.ones(total.size, dtype=bool)
-    for r in range(k):
-        acc += ascending[r]
-        hit = pending & (u < acc)
-        chosen[hit] = order[r][hit]
-        pending &= ~hit
+    u = lo + _TAIL_OFFSET
+    u *= _TAIL_SCALE
+    u += hi
+    u *= total
+    if k > NETWORK_MAX_CHOICES:
+        chosen = _invert_sorted_by_argsort(weights, u)
+    else:
+        chosen = _invert_sorted_by_network(weights, u)
+    if chosen.size == out.size:
+        return chosen
     out[regular] = chosen
     return out
 
 
-def _sort_columns(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(weights sorted ascending per column, their row indices), ties in index order: the
-    stable sort of each column of a k × b array without NaN."""
-    k, b = weights.shape
-    if k > PAIRWISE_MAX_CHOICES:
-        order = np.argsort(weights, axis=0, kind="stable")
-        return np.take_along_axis(weights, order, axis=0), order
-    # rank of j = #{i < j: w_i <= w_j} + #{i > j: w_i < w_j}; for i < j, w_i <= w_j puts i first
-    counts = np.zeros((k, b), dtype=np.int16)  # small integers: the additions stay cheap
-    first = np.empty(b, dtype=bool)
-    for j in range(1, k):
-        for i in range(j):
-            np.less_equal(weights[i], weights[j], out=first)
-            counts[j] += first
-            counts[i] -= first
-    rank = counts.astype(np.intp)
-    rank += np.arange(k - 1, -1, -1)[:, None]
-    rank *= b
-    rank += np.arange(b)                      # flat position of each weight in the sorted array
-    ascending = np.empty((k, b))
-    order = np.empty((k, b), dtype=np.intp)
+def _invert_sorted_by_argsort(weights: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """The first index, in the stable ascending order of each column of ``weights`` (k × b),
+    whose cumulative sum exceeds ``u`` (the last one if none does)."""
+    k = weights.shape[0]
+    order = np.argsort(weights, axis=0, kind="stable")
+    acc = np.take_along_axis(weights, order, axis=0)
+    for r in range(1, k):
+        acc[r] += acc[r - 1]
+    position = np.zeros(u.size, dtype=np.intp)
+    for r in range(k - 1):  # the cumulative sums never decrease: count those <= u
+        position += acc[r] <= u
+    return np.take_along_axis(order, position[None, :], axis=0)[0]
+
+
+def _invert_sorted_by_network(weights: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """:func:`_invert_sorted_by_argsort` for k <= NETWORK_MAX_CHOICES: the sorted values by a
+    sorting network of minima and maxima (exact: each output is one of the inputs), then the
+    index of the chosen value, ties counted in index order."""
+    k = weights.shape[0]
+    rows = _sorted_rows(weights)
+    acc = rows[0].copy()
+    position = np.zeros(u.size, dtype=np.intp)
+    below = np.empty(u.size, dtype=bool)
+    for r in range(k - 1):  # the cumulative sums never decrease: count those <= u
+        np.less_equal(acc, u, out=below)
+        position += below
+        acc += rows[r + 1]
+    picked = rows[k - 1]  # the weight at the chosen position of the ascending order
+    for r in range(k - 1):
+        np.copyto(picked, rows[r], where=position == r)
+    # the chosen index: the one whose weight is picked with as many such indices before it
+    # as the chosen position has weights equal to picked before it (ties sit in index order)
     for j in range(k):
-        np.put(ascending, rank[j], weights[j])
-        np.put(order, rank[j], j)
-    return ascending, order
+        position -= weights[j] < picked
+    chosen = np.zeros(u.size, dtype=np.intp)
+    for j in range(k):
+        np.equal(weights[j], picked, out=below)
+        if j:
+            np.add(chosen, j, out=chosen, where=below & (position == 0))
+        position -= below
+    return chosen
+
+
+def _sorted_rows(weights: np.ndarray) -> list[np.ndarray]:
+    """The rows of a k × b array sorted per column (k new arrays): Batcher's odd-even merge
+    network of :func:`sorting_network`."""
+    rows = [row.copy() for row in weights]
+    spare = np.empty_like(rows[0])
+    for a, b in sorting_network(len(rows)):
+        np.minimum(rows[a], rows[b], out=spare)
+        np.maximum(rows[a], rows[b], out=rows[b])
+        rows[a], spare = spare, rows[a]
+    return rows
+
+
+@functools.cache
+def sorting_network(n: int) -> tuple[tuple[int, int], ...]:
+    """The comparators (i, j), i < j, of Batcher's odd-even merge sort for n items (that of
+    the next power of two, without the comparators past n: padding sorts last).
+
+    >>> sorting_network(3)
+    ((0, 1), (0, 2), (1, 2))
+    """
+    size = 1
+    while size < n:
+        size *= 2
+    pairs = []
+    p = 1
+    while p < size:
+        k = p
+        while k >= 1:
+            for j in range(k % p, size - k, 2 * k):
+                for i in range(min(k, size - j - k)):
+                    if (i + j) // (2 * p) == (i + j + k) // (2 * p) and i + j + k < n:
+                        pairs.append((i + j, i + j + k))
+            k //= 2
+        p *= 2
+    return tuple(pairs)
 
 
 def _choose_row(logits: np.ndarray, hi: float, lo: float) -> int:

@@ -106,7 +106,7 @@ def test_libm_functions_are_the_c_library_value_for_value():
 def test_choose_by_inversion_is_the_loop(kind, monkeypatch):
     rng = np.random.default_rng(len(kind))
     monkeypatch.setattr(kernels, "BLOCK_ROWS", 97)  # several blocks, a ragged last one
-    for k in (1, 2, 3, 10, 17, 24):  # 17 and 24: the argsort path
+    for k in (1, 2, 3, 5, 10, 16, 17, 24):  # up to 16 a sorting network, then argsort
         n = 300
         L = _logits(rng, kind, n, k)
         hi, lo = rng.random(n), rng.random(n)
@@ -114,6 +114,16 @@ def test_choose_by_inversion_is_the_loop(kind, monkeypatch):
         hi[-1] = lo[-1] = 1 - 2.0**-53
         np.testing.assert_array_equal(choose_by_inversion(L, hi, lo),
                                       _reference_choose(L, hi, lo), err_msg=f"k={k}")
+
+
+def test_sorting_networks_sort_every_zero_one_input():
+    """A comparator network sorts every input iff it sorts every 0/1 input (Knuth 5.3.4)."""
+    for n in range(1, kernels.NETWORK_MAX_CHOICES + 1):
+        bits = (np.arange(2**n)[:, None] >> np.arange(n)) & 1
+        rows = [bits[:, i].copy() for i in range(n)]
+        for a, b in kernels.sorting_network(n):
+            rows[a], rows[b] = np.minimum(rows[a], rows[b]), np.maximum(rows[a], rows[b])
+        assert (np.diff(np.stack(rows), axis=0) >= 0).all(), n
 
 
 def test_exponential_from_uniforms_is_the_loop(monkeypatch):
