@@ -315,26 +315,29 @@ def _invert_sorted_by_network(weights: np.ndarray, u: np.ndarray) -> np.ndarray:
     k = weights.shape[0]
     rows = _sorted_rows(weights)
     acc = rows[0].copy()
-    position = np.zeros(u.size, dtype=np.intp)
-    below = np.empty(u.size, dtype=bool)
+    flag = np.empty(u.size, dtype=bool)
+    step = flag.view(np.int8)  # 0/1 as a small integer: no casting in the counts below
+    position = np.zeros(u.size, dtype=np.int8)  # k <= NETWORK_MAX_CHOICES
     for r in range(k - 1):  # the cumulative sums never decrease: count those <= u
-        np.less_equal(acc, u, out=below)
-        position += below
+        np.less_equal(acc, u, out=flag)
+        position += step
         acc += rows[r + 1]
     picked = rows[k - 1]  # the weight at the chosen position of the ascending order
     for r in range(k - 1):
         np.copyto(picked, rows[r], where=position == r)
-    # the chosen index: the one whose weight is picked with as many such indices before it
-    # as the chosen position has weights equal to picked before it (ties sit in index order)
+    # the chosen index: ties sit in index order, so it is the (position − #{weights <
+    # picked})-th index, counting from 0, whose weight is picked; the indices before it are
+    # those after which that count, less the indices with weight picked so far, is still >= 0
     for j in range(k):
-        position -= weights[j] < picked
-    chosen = np.zeros(u.size, dtype=np.intp)
-    for j in range(k):
-        np.equal(weights[j], picked, out=below)
-        if j:
-            np.add(chosen, j, out=chosen, where=below & (position == 0))
-        position -= below
-    return chosen
+        np.less(weights[j], picked, out=flag)
+        position -= step
+    chosen = np.zeros(u.size, dtype=np.int8)
+    for j in range(k - 1):
+        np.equal(weights[j], picked, out=flag)
+        position -= step
+        np.greater_equal(position, 0, out=flag)
+        chosen += step
+    return chosen.astype(np.intp)
 
 
 def _sorted_rows(weights: np.ndarray) -> list[np.ndarray]:
