@@ -114,9 +114,10 @@ def sum_by_column_label(X, col_labels: np.ndarray, n_labels: int) -> np.ndarray:
     labels = np.ascontiguousarray(col_labels, dtype=indptr.dtype)
     for start, stop in _row_blocks(indptr):
         lo, hi = int(indptr[start]), int(indptr[stop])
+        offsets = indptr[start:stop + 1]
         block = sp.csr_matrix(
-            (np.asarray(X.data[lo:hi], dtype=np.float64), labels[X.indices[lo:hi]],
-             indptr[start:stop + 1] - indptr.dtype.type(lo)),
+            (np.asarray(X.data[lo:hi], dtype=np.float64), np.take(labels, X.indices[lo:hi]),
+             offsets - indptr.dtype.type(lo) if lo else offsets),
             shape=(stop - start, n_labels), copy=False)
         block.toarray(out=out[start:stop])
     return out
@@ -156,8 +157,9 @@ def sum_rows_by_label(values: np.ndarray, labels: np.ndarray, n_groups: int) -> 
     """
     values = np.ascontiguousarray(values, dtype=np.float64)
     n = values.shape[0]
-    one_hot = sp.csc_matrix((np.ones(n), np.asarray(labels, dtype=np.int64),
-                             np.arange(n + 1, dtype=np.int64)), shape=(n_groups, n))
+    index = np.int32 if max(n, n_groups) < 2**31 else np.int64  # int32: no range scan
+    one_hot = sp.csc_matrix((np.ones(n), np.asarray(labels, dtype=index),
+                             np.arange(n + 1, dtype=index)), shape=(n_groups, n))
     return np.asarray(one_hot @ values)
 
 
