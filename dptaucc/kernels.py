@@ -31,6 +31,12 @@ __all__ = ["sum_by_column_label", "sum_by_row_label", "value_summary",
 
 #: non-zeros (or values) per block of the kernels: their temporaries stay in the cache
 BLOCK_NNZ = 1 << 18
+#: rows up to which :func:`sum_rows_by_label` sums by bincount (above it a sparse product,
+#: which reads each row once)
+BINCOUNT_MAX_ROWS = 1 << 14
+#: values up to which :func:`exponential_from_uniforms` computes both branches for every value
+#: and selects (cheaper than splitting small arrays)
+SELECT_MAX_VALUES = 1 << 10
 #: rows per block of :func:`choose_by_inversion`
 BLOCK_ROWS = 1 << 14
 #: choices up to which :func:`choose_by_inversion` sorts the weights by a sorting network
@@ -157,6 +163,12 @@ def sum_rows_by_label(values: np.ndarray, labels: np.ndarray, n_groups: int) -> 
     """
     values = np.ascontiguousarray(values, dtype=np.float64)
     n = values.shape[0]
+    if n <= BINCOUNT_MAX_ROWS:  # one bincount per column: the same sums, without scipy's checks
+        labels = np.asarray(labels, dtype=np.intp)
+        out = np.empty((n_groups, values.shape[1]))
+        for col in range(values.shape[1]):
+            out[:, col] = np.bincount(labels, weights=values[:, col], minlength=n_groups)
+        return out
     index = np.int32 if max(n, n_groups) < 2**31 else np.int64  # int32: no range scan
     one_hot = sp.csc_matrix((np.ones(n), np.asarray(labels, dtype=index),
                              np.arange(n + 1, dtype=index)), shape=(n_groups, n))
@@ -211,6 +223,10 @@ def exponential_from_uniforms(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
     """
     hi = np.ascontiguousarray(hi, dtype=np.float64)
     lo = np.ascontiguousarray(lo, dtype=np.float64).reshape(hi.shape)
+    if hi.size <= SELECT_MAX_VALUES:
+        tail = (lo + _TAIL_OFFSET) * _TAIL_SCALE
+        upper = -libm_log1p(-((1.0 - hi) - tail))  # a value in (0, 1) either way: no warning
+        return np.where(hi >= 0.5, upper, -libm_log(hi + tail))
     out = np.empty_like(hi)
     flat_hi, flat_lo, flat_out = hi.reshape(-1), lo.reshape(-1), out.reshape(-1)
     for start, stop in _blocks(flat_hi.size, BLOCK_NNZ):

@@ -126,9 +126,11 @@ def test_sorting_networks_sort_every_zero_one_input():
         assert (np.diff(np.stack(rows), axis=0) >= 0).all(), n
 
 
-def test_exponential_from_uniforms_is_the_loop(monkeypatch):
+@pytest.mark.parametrize("select_values", [0, 10**4])  # split by branch; both, selected
+def test_exponential_from_uniforms_is_the_loop(select_values, monkeypatch):
     rng = np.random.default_rng(3)
     monkeypatch.setattr(kernels, "BLOCK_NNZ", 1000)
+    monkeypatch.setattr(kernels, "SELECT_MAX_VALUES", select_values)
     hi, lo = rng.random((2500, 3)), rng.random((2500, 3))
     hi[0], lo[0] = [0.0, 0.5, 1 - 2.0**-53], [0.0, 1 - 2.0**-53, 1 - 2.0**-53]
     hi[1], lo[1] = [2.0**-53, 0.4999999999999999, 0.5], [0.0, 0.5, 0.0]
@@ -148,10 +150,12 @@ def _random_csr(rng, n, m, density, data_kind):
     return X
 
 
+@pytest.mark.parametrize("bincount_rows", [0, 1 << 14])  # the sparse product; bincount
 @pytest.mark.parametrize("data_kind", ["counts", "int", "fractions"])
-def test_label_sums_are_the_loops(data_kind, monkeypatch):
+def test_label_sums_are_the_loops(data_kind, bincount_rows, monkeypatch):
     rng = np.random.default_rng(11)
     monkeypatch.setattr(kernels, "BLOCK_NNZ", 50)
+    monkeypatch.setattr(kernels, "BINCOUNT_MAX_ROWS", bincount_rows)
     for n, m, K, L, density in [(120, 90, 4, 7, 0.2), (1, 40, 1, 3, 0.5), (60, 1, 3, 1, 0.6),
                                 (30, 20, 2, 2, 0.0)]:
         X = _random_csr(rng, n, m, density, data_kind)
