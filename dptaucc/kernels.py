@@ -280,9 +280,11 @@ def _choose_block(logits: np.ndarray, hi: np.ndarray, lo: np.ndarray,
     """:func:`choose_by_inversion` on a block of rows, computed column by column (one row of
     weights per choice, in place wherever the loop's arithmetic allows)."""
     k, b = logits.shape[1], logits.shape[0]
-    columns = np.array(logits.T, order="C")                     # k × b, always a copy
+    columns = np.empty((k, b))                                  # k × b, always a copy
     if scale != 1.0:
-        columns /= scale
+        np.divide(logits.T, scale, out=columns)
+    else:
+        columns[...] = logits.T
     top = np.maximum.reduce(columns, axis=0)                     # NaN propagates
     regular = np.isfinite(top)
     out = np.empty(b, dtype=np.intp)
@@ -361,8 +363,8 @@ def _invert_sorted_by_network(weights: np.ndarray, u: np.ndarray) -> np.ndarray:
 def _sorted_rows(weights: np.ndarray) -> list[np.ndarray]:
     """The rows of a k × b array sorted per column (k new arrays): Batcher's odd-even merge
     network of :func:`sorting_network`."""
-    rows = [row.copy() for row in weights]
-    spare = np.empty_like(rows[0])
+    buffer = weights.copy()
+    rows, spare = list(buffer), np.empty_like(buffer[0])
     for a, b in sorting_network(len(rows)):
         np.minimum(rows[a], rows[b], out=spare)
         np.maximum(rows[a], rows[b], out=rows[b])
