@@ -132,9 +132,9 @@ def sum_by_column_label(X, col_labels: np.ndarray, n_labels: int) -> np.ndarray:
 def sum_by_row_label(X, row_labels: np.ndarray, n_labels: int) -> np.ndarray:
     """``Rᵀ A`` (K×m): each column's entries summed by the label of their row; one pass.
 
-    The non-zeros as a COO matrix (column, row label) of shape m×K, which scipy's dense
-    conversion sums in storage order; the row label of every non-zero (4 bytes each) is the
-    one temporary of the size of the input.
+    Each non-zero's cell of the m×K output, column·K + row label (4 bytes each, the one
+    temporary of the size of the input), as the indices of a one-row CSR matrix of m·K
+    columns, which scipy's dense conversion sums in storage order.
 
     >>> import numpy as np, scipy.sparse as sp
     >>> X = sp.random(6, 5, density=0.4, format="csr", random_state=1)
@@ -145,11 +145,17 @@ def sum_by_row_label(X, row_labels: np.ndarray, n_labels: int) -> np.ndarray:
     n, m = X.shape
     if X.nnz == 0:
         return np.zeros((n_labels, m))
-    labels = np.asarray(row_labels, dtype=X.indices.dtype)
-    by_label = sp.coo_matrix(
-        (np.asarray(X.data, dtype=np.float64), (X.indices, np.repeat(labels, np.diff(X.indptr)))),
-        shape=(m, n_labels))
-    return np.ascontiguousarray(by_label.toarray().T)
+    index = np.int32 if m * n_labels < 2**31 else np.int64
+    cells = np.repeat(np.asarray(row_labels, dtype=index), np.diff(X.indptr))
+    scaled = np.empty(min(BLOCK_NNZ, X.nnz), dtype=index)
+    for start, stop in _blocks(X.nnz, BLOCK_NNZ):
+        part = scaled[:stop - start]
+        np.multiply(X.indices[start:stop], n_labels, out=part, casting="unsafe")
+        cells[start:stop] += part
+    by_cell = sp.csr_matrix(
+        (np.asarray(X.data, dtype=np.float64), cells, np.array([0, X.nnz], dtype=index)),
+        shape=(1, m * n_labels), copy=False)
+    return np.ascontiguousarray(by_cell.toarray().reshape(m, n_labels).T)
 
 
 def sum_rows_by_label(values: np.ndarray, labels: np.ndarray, n_groups: int) -> np.ndarray:
