@@ -122,7 +122,7 @@ def sum_by_column_label(X, col_labels: np.ndarray, n_labels: int) -> np.ndarray:
         lo, hi = int(indptr[start]), int(indptr[stop])
         offsets = indptr[start:stop + 1]
         block = sp.csr_matrix(
-            (np.asarray(X.data[lo:hi], dtype=np.float64), np.take(labels, X.indices[lo:hi]),
+            (np.asarray(X.data[lo:hi], dtype=np.float64), labels[X.indices[lo:hi]],
              offsets - indptr.dtype.type(lo) if lo else offsets),
             shape=(stop - start, n_labels), copy=False)
         block.toarray(out=out[start:stop])
