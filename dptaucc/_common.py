@@ -42,6 +42,9 @@ def force_diversity(
 
     labels = np.asarray(labels, dtype=np.intp)
     n_obj = labels.size
+    present = np.bincount(labels) > 0 if n_obj else np.zeros(0, dtype=bool)
+    if present.size > 1 and present.all():  # labels 0..k-1, k >= 2, all used: nothing to do
+        return labels.copy(), present.size
     active = n_requested > 1 and n_obj > 1
     if active and n_choices > 1 and np.all(labels == labels[0]):
         labels = labels.copy()

@@ -28,15 +28,16 @@ ValueError: epsilon=inf releases the data without noise: corrected mode promises
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
-from numbers import Integral, Real
+from numbers import Integral, Number, Real
 from typing import ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, BiclusterMixin
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval, StrOptions, validate_parameter_constraints
 from sklearn.utils.validation import check_is_fitted
 
 from dptaucc.privacy.ledger import PrivacyLedger
@@ -141,6 +142,26 @@ def check_privacy_parameters(epsilon, mode: str, secure: bool) -> float:
     return epsilon
 
 
+@functools.cache
+def _parameter_names(cls) -> list[str]:
+    """The constructor's parameter names, sorted (scikit-learn's ``get_params`` order)."""
+    return cls._get_param_names()
+
+
+def _check_parameter(cls, name: str, value) -> None:
+    """scikit-learn's constraint check of one parameter (raises its error)."""
+    validate_parameter_constraints({name: cls._parameter_constraints[name]}
+                                   if name in cls._parameter_constraints else {},
+                                   {name: value}, caller_name=cls.__name__)
+
+
+@functools.lru_cache(maxsize=4096)
+def _check_plain_parameter(cls, name: str, kind: type, value) -> None:
+    """:func:`_check_parameter` for a number, string or None, remembered once it passed
+    (``kind`` keeps 1, 1.0 and True apart)."""
+    _check_parameter(cls, name, value)
+
+
 class SuiteEstimator(ReleaseKindsMixin, BaseEstimator):
     """Base of every estimator of the suite (private methods and non-private references).
 
@@ -167,6 +188,19 @@ class SuiteEstimator(ReleaseKindsMixin, BaseEstimator):
         self._check_parameters()
         return check_fit_input(X, whole_counts=self._whole_counts,
                                outcome=self._all_zero_outcome)
+
+    def _validate_params(self) -> None:
+        """scikit-learn's check of every parameter against ``_parameter_constraints``, in the
+        same order and with the same messages, one parameter at a time; a number, string or
+        None that passed once for this class is not checked again (its validity depends only
+        on its type and value), so a loop of fits re-checks only what changes."""
+        cls = type(self)
+        for name in _parameter_names(cls):
+            value = getattr(self, name)
+            if value is None or isinstance(value, (Number, str)):
+                _check_plain_parameter(cls, name, type(value), value)
+            else:
+                _check_parameter(cls, name, value)
 
     def _check_parameters(self) -> None:
         """Rules the constraints cannot express (combinations of parameters)."""

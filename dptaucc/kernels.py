@@ -18,6 +18,7 @@ the next. Tests check both against :mod:`math` (the C library) value for value.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -30,11 +31,17 @@ __all__ = ["sum_by_column_label", "sum_by_row_label", "value_summary",
 
 #: non-zeros (or values) per block of the kernels: their temporaries stay in the cache
 BLOCK_NNZ = 1 << 18
+#: rows up to which :func:`sum_rows_by_label` sums by bincount (above it a sparse product,
+#: which reads each row once)
+BINCOUNT_MAX_ROWS = 1 << 14
+#: values up to which :func:`exponential_from_uniforms` computes both branches for every value
+#: and selects (cheaper than splitting small arrays)
+SELECT_MAX_VALUES = 1 << 10
 #: rows per block of :func:`choose_by_inversion`
-BLOCK_ROWS = 1 << 15
-#: choices up to which :func:`choose_by_inversion` ranks by pairwise comparisons (k²/2 vector
-#: operations); above it a stable argsort per row
-PAIRWISE_MAX_CHOICES = 16
+BLOCK_ROWS = 1 << 14
+#: choices up to which :func:`choose_by_inversion` sorts the weights by a sorting network
+#: (about k·log²k/4 vector minima and maxima); above it a stable argsort per row
+NETWORK_MAX_CHOICES = 16
 _TAIL_OFFSET = 2.0**-54
 _TAIL_SCALE = 2.0**-53
 
@@ -113,9 +120,10 @@ def sum_by_column_label(X, col_labels: np.ndarray, n_labels: int) -> np.ndarray:
     labels = np.ascontiguousarray(col_labels, dtype=indptr.dtype)
     for start, stop in _row_blocks(indptr):
         lo, hi = int(indptr[start]), int(indptr[stop])
+        offsets = indptr[start:stop + 1]
         block = sp.csr_matrix(
             (np.asarray(X.data[lo:hi], dtype=np.float64), labels[X.indices[lo:hi]],
-             indptr[start:stop + 1] - indptr.dtype.type(lo)),
+             offsets - indptr.dtype.type(lo) if lo else offsets),
             shape=(stop - start, n_labels), copy=False)
         block.toarray(out=out[start:stop])
     return out
@@ -124,9 +132,9 @@ def sum_by_column_label(X, col_labels: np.ndarray, n_labels: int) -> np.ndarray:
 def sum_by_row_label(X, row_labels: np.ndarray, n_labels: int) -> np.ndarray:
     """``Rᵀ A`` (K×m): each column's entries summed by the label of their row; one pass.
 
-    The non-zeros as a COO matrix (column, row label) of shape m×K, which scipy's dense
-    conversion sums in storage order; the row label of every non-zero (4 bytes each) is the
-    one temporary of the size of the input.
+    Each non-zero's cell of the m×K output, column·K + row label (4 bytes each, the one
+    temporary of the size of the input), as the indices of a one-row CSR matrix of m·K
+    columns, which scipy's dense conversion sums in storage order.
 
     >>> import numpy as np, scipy.sparse as sp
     >>> X = sp.random(6, 5, density=0.4, format="csr", random_state=1)
@@ -137,11 +145,17 @@ def sum_by_row_label(X, row_labels: np.ndarray, n_labels: int) -> np.ndarray:
     n, m = X.shape
     if X.nnz == 0:
         return np.zeros((n_labels, m))
-    labels = np.asarray(row_labels, dtype=X.indices.dtype)
-    by_label = sp.coo_matrix(
-        (np.asarray(X.data, dtype=np.float64), (X.indices, np.repeat(labels, np.diff(X.indptr)))),
-        shape=(m, n_labels))
-    return np.ascontiguousarray(by_label.toarray().T)
+    index = np.int32 if m * n_labels < 2**31 else np.int64
+    cells = np.repeat(np.asarray(row_labels, dtype=index), np.diff(X.indptr))
+    scaled = np.empty(min(BLOCK_NNZ, X.nnz), dtype=index)
+    for start, stop in _blocks(X.nnz, BLOCK_NNZ):
+        part = scaled[:stop - start]
+        np.multiply(X.indices[start:stop], n_labels, out=part, casting="unsafe")
+        cells[start:stop] += part
+    by_cell = sp.csr_matrix(
+        (np.asarray(X.data, dtype=np.float64), cells, np.array([0, X.nnz], dtype=index)),
+        shape=(1, m * n_labels), copy=False)
+    return np.ascontiguousarray(by_cell.toarray().reshape(m, n_labels).T)
 
 
 def sum_rows_by_label(values: np.ndarray, labels: np.ndarray, n_groups: int) -> np.ndarray:
@@ -155,8 +169,15 @@ def sum_rows_by_label(values: np.ndarray, labels: np.ndarray, n_groups: int) -> 
     """
     values = np.ascontiguousarray(values, dtype=np.float64)
     n = values.shape[0]
-    one_hot = sp.csc_matrix((np.ones(n), np.asarray(labels, dtype=np.int64),
-                             np.arange(n + 1, dtype=np.int64)), shape=(n_groups, n))
+    if n <= BINCOUNT_MAX_ROWS:  # one bincount per column: the same sums, without scipy's checks
+        labels = np.asarray(labels, dtype=np.intp)
+        out = np.empty((n_groups, values.shape[1]))
+        for col in range(values.shape[1]):
+            out[:, col] = np.bincount(labels, weights=values[:, col], minlength=n_groups)
+        return out
+    index = np.int32 if max(n, n_groups) < 2**31 else np.int64  # int32: no range scan
+    one_hot = sp.csc_matrix((np.ones(n), np.asarray(labels, dtype=index),
+                             np.arange(n + 1, dtype=index)), shape=(n_groups, n))
     return np.asarray(one_hot @ values)
 
 
@@ -208,6 +229,10 @@ def exponential_from_uniforms(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
     """
     hi = np.ascontiguousarray(hi, dtype=np.float64)
     lo = np.ascontiguousarray(lo, dtype=np.float64).reshape(hi.shape)
+    if hi.size <= SELECT_MAX_VALUES:
+        tail = (lo + _TAIL_OFFSET) * _TAIL_SCALE
+        upper = -libm_log1p(-((1.0 - hi) - tail))  # a value in (0, 1) either way: no warning
+        return np.where(hi >= 0.5, upper, -libm_log(hi + tail))
     out = np.empty_like(hi)
     flat_hi, flat_lo, flat_out = hi.reshape(-1), lo.reshape(-1), out.reshape(-1)
     for start, stop in _blocks(flat_hi.size, BLOCK_NNZ):
@@ -258,66 +283,124 @@ def choose_by_inversion(logits: np.ndarray, hi: np.ndarray, lo: np.ndarray,
 
 def _choose_block(logits: np.ndarray, hi: np.ndarray, lo: np.ndarray,
                   scale: float) -> np.ndarray:
-    """:func:`choose_by_inversion` on a block of rows, computed column by column."""
-    k = logits.shape[1]
-    columns = np.array(logits.T, order="C")                     # k × b, always a copy
+    """:func:`choose_by_inversion` on a block of rows, computed column by column (one row of
+    weights per choice, in place wherever the loop's arithmetic allows)."""
+    k, b = logits.shape[1], logits.shape[0]
+    columns = np.empty((k, b))                                  # k × b, always a copy
     if scale != 1.0:
-        columns /= scale
-    top = columns[0].copy()
-    for j in range(1, k):
-        np.maximum(top, columns[j], out=top)                     # NaN propagates
+        np.divide(logits.T, scale, out=columns)
+    else:
+        columns[...] = logits.T
+    top = np.maximum.reduce(columns, axis=0)                     # NaN propagates
     regular = np.isfinite(top)
-    out = np.empty(logits.shape[0], dtype=np.intp)
-    irregular = np.flatnonzero(~regular)
-    if irregular.size:
+    out = np.empty(b, dtype=np.intp)
+    if not regular.all():
+        irregular = np.flatnonzero(~regular)
         out[irregular] = [_choose_row(columns[:, i], hi[i], lo[i]) for i in irregular]
         if not regular.any():
             return out
         columns, top = columns[:, regular], top[regular]
         hi, lo = hi[regular], lo[regular]
-    weights = libm_exp(columns - top)                            # k × b, largest is 1
+    columns -= top
+    weights = inv_boxcox(columns, 0.0, out=columns)             # libm exp; the largest is 1
     total = weights[0].copy()
     for j in range(1, k):
         total += weights[j]
-    u = (hi + (lo + _TAIL_OFFSET) * _TAIL_SCALE) * total
-    ascending, order = _sort_columns(weights)
-    acc = np.zeros_like(total)
-    chosen = order[k - 1].copy()
-    pending = np.ones(total.size, dtype=bool)
-    for r in range(k):
-        acc += ascending[r]
-        hit = pending & (u < acc)
-        chosen[hit] = order[r][hit]
-        pending &= ~hit
+    u = lo + _TAIL_OFFSET
+    u *= _TAIL_SCALE
+    u += hi
+    u *= total
+    if k > NETWORK_MAX_CHOICES:
+        chosen = _invert_sorted_by_argsort(weights, u)
+    else:
+        chosen = _invert_sorted_by_network(weights, u)
+    if chosen.size == out.size:
+        return chosen
     out[regular] = chosen
     return out
 
 
-def _sort_columns(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(weights sorted ascending per column, their row indices), ties in index order: the
-    stable sort of each column of a k × b array without NaN."""
-    k, b = weights.shape
-    if k > PAIRWISE_MAX_CHOICES:
-        order = np.argsort(weights, axis=0, kind="stable")
-        return np.take_along_axis(weights, order, axis=0), order
-    # rank of j = #{i < j: w_i <= w_j} + #{i > j: w_i < w_j}; for i < j, w_i <= w_j puts i first
-    counts = np.zeros((k, b), dtype=np.int16)  # small integers: the additions stay cheap
-    first = np.empty(b, dtype=bool)
-    for j in range(1, k):
-        for i in range(j):
-            np.less_equal(weights[i], weights[j], out=first)
-            counts[j] += first
-            counts[i] -= first
-    rank = counts.astype(np.intp)
-    rank += np.arange(k - 1, -1, -1)[:, None]
-    rank *= b
-    rank += np.arange(b)                      # flat position of each weight in the sorted array
-    ascending = np.empty((k, b))
-    order = np.empty((k, b), dtype=np.intp)
+def _invert_sorted_by_argsort(weights: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """The first index, in the stable ascending order of each column of ``weights`` (k × b),
+    whose cumulative sum exceeds ``u`` (the last one if none does)."""
+    k = weights.shape[0]
+    order = np.argsort(weights, axis=0, kind="stable")
+    acc = np.take_along_axis(weights, order, axis=0)
+    for r in range(1, k):
+        acc[r] += acc[r - 1]
+    position = np.zeros(u.size, dtype=np.intp)
+    for r in range(k - 1):  # the cumulative sums never decrease: count those <= u
+        position += acc[r] <= u
+    return np.take_along_axis(order, position[None, :], axis=0)[0]
+
+
+def _invert_sorted_by_network(weights: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """:func:`_invert_sorted_by_argsort` for k <= NETWORK_MAX_CHOICES: the sorted values by a
+    sorting network of minima and maxima (exact: each output is one of the inputs), then the
+    index of the chosen value, ties counted in index order."""
+    k = weights.shape[0]
+    rows = _sorted_rows(weights)
+    acc = rows[0].copy()
+    flag = np.empty(u.size, dtype=bool)
+    step = flag.view(np.int8)  # 0/1 as a small integer: no casting in the counts below
+    position = np.zeros(u.size, dtype=np.int8)  # k <= NETWORK_MAX_CHOICES
+    for r in range(k - 1):  # the cumulative sums never decrease: count those <= u
+        np.less_equal(acc, u, out=flag)
+        position += step
+        acc += rows[r + 1]
+    picked = rows[k - 1]  # the weight at the chosen position of the ascending order
+    for r in range(k - 1):
+        np.copyto(picked, rows[r], where=position == r)
+    # the chosen index: ties sit in index order, so it is the (position − #{weights <
+    # picked})-th index, counting from 0, whose weight is picked; the indices before it are
+    # those after which that count, less the indices with weight picked so far, is still >= 0
     for j in range(k):
-        np.put(ascending, rank[j], weights[j])
-        np.put(order, rank[j], j)
-    return ascending, order
+        np.less(weights[j], picked, out=flag)
+        position -= step
+    chosen = np.zeros(u.size, dtype=np.int8)
+    for j in range(k - 1):
+        np.equal(weights[j], picked, out=flag)
+        position -= step
+        np.greater_equal(position, 0, out=flag)
+        chosen += step
+    return chosen.astype(np.intp)
+
+
+def _sorted_rows(weights: np.ndarray) -> list[np.ndarray]:
+    """The rows of a k × b array sorted per column (k new arrays): Batcher's odd-even merge
+    network of :func:`sorting_network`."""
+    buffer = weights.copy()
+    rows, spare = list(buffer), np.empty_like(buffer[0])
+    for a, b in sorting_network(len(rows)):
+        np.minimum(rows[a], rows[b], out=spare)
+        np.maximum(rows[a], rows[b], out=rows[b])
+        rows[a], spare = spare, rows[a]
+    return rows
+
+
+@functools.cache
+def sorting_network(n: int) -> tuple[tuple[int, int], ...]:
+    """The comparators (i, j), i < j, of Batcher's odd-even merge sort for n items (that of
+    the next power of two, without the comparators past n: padding sorts last).
+
+    >>> sorting_network(3)
+    ((0, 1), (0, 2), (1, 2))
+    """
+    size = 1
+    while size < n:
+        size *= 2
+    pairs = []
+    p = 1
+    while p < size:
+        k = p
+        while k >= 1:
+            for j in range(k % p, size - k, 2 * k):
+                for i in range(min(k, size - j - k)):
+                    if (i + j) // (2 * p) == (i + j + k) // (2 * p) and i + j + k < n:
+                        pairs.append((i + j, i + j + k))
+            k //= 2
+        p *= 2
+    return tuple(pairs)
 
 
 def _choose_row(logits: np.ndarray, hi: float, lo: float) -> int:

@@ -72,6 +72,7 @@ def check_count_matrix(X, *, integer: bool = True, name: str = "X") -> sp.csr_ma
     """
     if X is None:
         raise TypeError(f"{name} must be a 2-D array or sparse matrix, got None")
+    summary = None
     if isinstance(X, np.matrix):  # check_array refuses np.matrix; its data is a plain 2-D array
         X = np.asarray(X)
     if not sp.issparse(X):
@@ -84,8 +85,17 @@ def check_count_matrix(X, *, integer: bool = True, name: str = "X") -> sp.csr_ma
         X = check_array(X, accept_sparse=["csr", "csc", "coo"], dtype=None, copy=False,
                         ensure_all_finite=False, ensure_2d=True, allow_nd=False,
                         ensure_min_samples=1, ensure_min_features=1, input_name=name)
-        X = _as_canonical_csr(X)
-    lowest, whole, finite, zeros = value_summary(X.data)
+        if X.format == "csr" and X.dtype.kind in "iu" and X.has_canonical_format:
+            # whole counts already: summarised before the conversion, which keeps every value
+            # (as the nearest double) and its sign
+            summary = value_summary(X.data)
+            X = sp.csr_matrix((X.data.astype(np.float64), X.indices, X.indptr), shape=X.shape)
+            X.has_canonical_format = True
+        else:
+            X = _as_canonical_csr(X)
+    if summary is None:
+        summary = value_summary(X.data)
+    lowest, whole, finite, zeros = summary
     if not finite:
         what = "NaN" if np.isnan(X.data).any() else "infinity or a value too large for " \
             "dtype('float64')"

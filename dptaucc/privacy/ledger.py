@@ -73,6 +73,54 @@ class LedgerEntry:
 _ENTRY_FIELDS = tuple(f.name for f in fields(LedgerEntry))
 
 
+def _add_exactly(partials: list[float], x: float) -> None:
+    """Add x to a list of non-overlapping partial sums whose exact total is kept (Shewchuk's
+    algorithm, as ``math.fsum`` runs internally): ``math.fsum(partials)`` is then the correctly
+    rounded total of every value added, the same double as ``math.fsum`` of the values."""
+    i = 0
+    for y in partials:
+        if abs(x) < abs(y):
+            x, y = y, x
+        hi = x + y
+        lo = y - (hi - x)
+        if lo:
+            partials[i] = lo
+            i += 1
+        x = hi
+    partials[i:] = [x]
+
+
+class _ExactTotals:
+    """Running ``math.fsum`` of ε and δ over the mechanism entries of one ``entries`` list."""
+
+    __slots__ = ("source", "count", "epsilons", "deltas", "finite")
+
+    def __init__(self, source: list):
+        self.source, self.count = source, 0
+        self.epsilons: list[float] = []
+        self.deltas: list[float] = []
+        self.finite = True  # inf or NaN: the partials no longer hold; sum the values again
+
+    def catch_up(self) -> None:
+        for entry in self.source[self.count:]:
+            if entry.composition != "non-private":
+                if not (math.isfinite(entry.epsilon) and math.isfinite(entry.delta)):
+                    self.finite = False
+                if self.finite:
+                    _add_exactly(self.epsilons, entry.epsilon)
+                    _add_exactly(self.deltas, entry.delta)
+        self.count = len(self.source)
+
+    def _values(self, name: str):
+        return (getattr(e, name) for e in self.source if e.composition != "non-private")
+
+    def epsilon(self) -> float:
+        return math.fsum(self.epsilons if self.finite else self._values("epsilon"))
+
+    def delta(self) -> float:
+        return math.fsum(self.deltas if self.finite else self._values("delta"))
+
+
 @dataclass
 class PrivacyLedger:
     """Per-fit record of every privacy-relevant step.
@@ -103,6 +151,7 @@ class PrivacyLedger:
     budget_delta: float = 0.0
     strict: bool = False
     entries: list[LedgerEntry] = field(default_factory=list)
+    _totals: _ExactTotals | None = field(default=None, init=False, repr=False, compare=False)
 
     def charge(
         self,
@@ -139,10 +188,20 @@ class PrivacyLedger:
         """Name a step that reads the private data outside any mechanism (ε = ∞)."""
         return self.charge(step, "none", math.inf, 0.0, math.nan, "non-private", note)
 
+    def _exact_totals(self) -> _ExactTotals:
+        """The running exact sums of ε and δ, brought up to date with ``entries`` (rebuilt
+        when the list was replaced or shortened)."""
+        totals = self._totals
+        if totals is None or totals.source is not self.entries or totals.count > len(self.entries):
+            totals = self._totals = _ExactTotals(self.entries)
+        totals.catch_up()
+        return totals
+
     @property
     def epsilon_mechanisms(self) -> float:
-        """Sequential (basic-composition) sum of ε over the mechanism calls."""
-        return math.fsum(e.epsilon for e in self.entries if e.composition != "non-private")
+        """Sequential (basic-composition) sum of ε over the mechanism calls (``math.fsum``:
+        correctly rounded, kept as running exact partial sums, O(1) per new entry)."""
+        return self._exact_totals().epsilon()
 
     @property
     def epsilon_spent(self) -> float:
@@ -151,8 +210,8 @@ class PrivacyLedger:
 
     @property
     def delta_spent(self) -> float:
-        """Sum of δ over the mechanism calls."""
-        return math.fsum(e.delta for e in self.entries if e.composition != "non-private")
+        """Sum of δ over the mechanism calls (``math.fsum``, as :attr:`epsilon_mechanisms`)."""
+        return self._exact_totals().delta()
 
     @property
     def non_private_steps(self) -> list[str]:

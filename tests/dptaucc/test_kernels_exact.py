@@ -106,7 +106,7 @@ def test_libm_functions_are_the_c_library_value_for_value():
 def test_choose_by_inversion_is_the_loop(kind, monkeypatch):
     rng = np.random.default_rng(len(kind))
     monkeypatch.setattr(kernels, "BLOCK_ROWS", 97)  # several blocks, a ragged last one
-    for k in (1, 2, 3, 10, 17, 24):  # 17 and 24: the argsort path
+    for k in (1, 2, 3, 5, 10, 16, 17, 24):  # up to 16 a sorting network, then argsort
         n = 300
         L = _logits(rng, kind, n, k)
         hi, lo = rng.random(n), rng.random(n)
@@ -116,9 +116,21 @@ def test_choose_by_inversion_is_the_loop(kind, monkeypatch):
                                       _reference_choose(L, hi, lo), err_msg=f"k={k}")
 
 
-def test_exponential_from_uniforms_is_the_loop(monkeypatch):
+def test_sorting_networks_sort_every_zero_one_input():
+    """A comparator network sorts every input iff it sorts every 0/1 input (Knuth 5.3.4)."""
+    for n in range(1, kernels.NETWORK_MAX_CHOICES + 1):
+        bits = (np.arange(2**n)[:, None] >> np.arange(n)) & 1
+        rows = [bits[:, i].copy() for i in range(n)]
+        for a, b in kernels.sorting_network(n):
+            rows[a], rows[b] = np.minimum(rows[a], rows[b]), np.maximum(rows[a], rows[b])
+        assert (np.diff(np.stack(rows), axis=0) >= 0).all(), n
+
+
+@pytest.mark.parametrize("select_values", [0, 10**4])  # split by branch; both, selected
+def test_exponential_from_uniforms_is_the_loop(select_values, monkeypatch):
     rng = np.random.default_rng(3)
     monkeypatch.setattr(kernels, "BLOCK_NNZ", 1000)
+    monkeypatch.setattr(kernels, "SELECT_MAX_VALUES", select_values)
     hi, lo = rng.random((2500, 3)), rng.random((2500, 3))
     hi[0], lo[0] = [0.0, 0.5, 1 - 2.0**-53], [0.0, 1 - 2.0**-53, 1 - 2.0**-53]
     hi[1], lo[1] = [2.0**-53, 0.4999999999999999, 0.5], [0.0, 0.5, 0.0]
@@ -138,10 +150,12 @@ def _random_csr(rng, n, m, density, data_kind):
     return X
 
 
+@pytest.mark.parametrize("bincount_rows", [0, 1 << 14])  # the sparse product; bincount
 @pytest.mark.parametrize("data_kind", ["counts", "int", "fractions"])
-def test_label_sums_are_the_loops(data_kind, monkeypatch):
+def test_label_sums_are_the_loops(data_kind, bincount_rows, monkeypatch):
     rng = np.random.default_rng(11)
     monkeypatch.setattr(kernels, "BLOCK_NNZ", 50)
+    monkeypatch.setattr(kernels, "BINCOUNT_MAX_ROWS", bincount_rows)
     for n, m, K, L, density in [(120, 90, 4, 7, 0.2), (1, 40, 1, 3, 0.5), (60, 1, 3, 1, 0.6),
                                 (30, 20, 2, 2, 0.0)]:
         X = _random_csr(rng, n, m, density, data_kind)

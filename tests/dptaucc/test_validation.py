@@ -83,3 +83,29 @@ def test_dense_counts_views_a_full_matrix_copies_a_dense_one_and_leaves_sparse_o
     assert dense_counts(check_count_matrix(COUNTS)) is None       # 4 of 9 cells
     assert dense_counts(half, min_density=1.0) is None
     np.testing.assert_array_equal(dense_counts(check_count_matrix(COUNTS), 0.4), COUNTS)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint16])
+def test_integer_csr_input_is_checked_as_its_float_copy(dtype):
+    counts = sp.csr_matrix(np.array([[5, 0, 0], [0, 0, 7]], dtype=dtype))
+    counts.data[0] = 0  # an explicit zero, dropped as for float input
+    out = check_count_matrix(counts)
+    assert isinstance(out, sp.csr_matrix) and out.dtype == np.float64 and out.nnz == 1
+    assert out.has_canonical_format and out.toarray().tolist() == [[0, 0, 0], [0, 0, 7.0]]
+    assert counts.dtype == dtype and counts.nnz == 2  # the input is left as it was
+    if np.issubdtype(dtype, np.signedinteger):
+        counts.data[1] = -2
+        with pytest.raises(ValueError, match="Negative values in data passed to X"):
+            check_count_matrix(counts)
+
+
+def test_parameters_are_checked_at_every_fit_after_a_valid_one():
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    from dptaucc import DPTauCC
+
+    X = np.kron(np.eye(2, dtype=int), np.ones((3, 3), dtype=int))
+    DPTauCC(h=0.5, secure=False, n_iterations=2, random_state=0).fit(X)  # checked, remembered
+    for bad in ({"h": 1.5}, {"secure": 0}, {"n_iterations": 2.0}, {"random_state": -1}):
+        with pytest.raises(InvalidParameterError, match=f"'{next(iter(bad))}' parameter"):
+            DPTauCC(**{"random_state": 0, **bad}).fit(X)

@@ -32,3 +32,33 @@ def test_bad_charges():
         PrivacyLedger().charge("a", "x", 1.0, composition="other")
     with pytest.raises(ValueError, match="invalid charge"):
         PrivacyLedger().charge("a", "x", -1.0)
+
+
+def test_running_totals_are_math_fsum_of_the_entries():
+    """The ledger keeps running exact partial sums: after every charge its ε and δ are the
+    doubles math.fsum gives over the entries (also across non-private steps, an infinite ε
+    and a replaced entries list)."""
+    import random
+
+    from dptaucc.privacy.ledger import LedgerEntry
+
+    rnd = random.Random(0)
+    for _ in range(200):
+        ledger, charged = PrivacyLedger(), []
+        for _ in range(rnd.randint(1, 40)):
+            if rnd.random() < 0.1:
+                ledger.mark_non_private("s", "raw data")
+                continue
+            eps = rnd.choice([0.1, 1 / 3, 1e-16, 2.0**-60,
+                              rnd.random() * 10 ** rnd.uniform(-20, 5)])
+            delta = rnd.choice([0.0, 1e-9, rnd.random() * 1e-5])
+            ledger.charge("s", "m", eps, delta, 1.0, rnd.choice(["sequential", "parallel"]))
+            charged.append((eps, delta))
+            assert ledger.epsilon_mechanisms == math.fsum(e for e, _ in charged)
+            assert ledger.delta_spent == math.fsum(d for _, d in charged)
+    ledger.charge("inf", "m", math.inf)
+    assert ledger.epsilon_mechanisms == math.inf
+    ledger.entries = [LedgerEntry("x", "m", 0.25), LedgerEntry("y", "m", 0.5)]
+    assert ledger.epsilon_mechanisms == 0.75
+    ledger.entries.pop()
+    assert ledger.epsilon_mechanisms == 0.25

@@ -196,6 +196,22 @@ def test_zero_weight_range_is_a_uniform_charged_choice():
     assert choice_pvalue(labels, np.full(3, 1 / 3)) > 1e-3
 
 
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_scores_are_refused_before_any_charge(bad):
+    scores = np.zeros((4, 3))
+    scores[2, 1] = bad
+    ledger = PrivacyLedger()
+    with pytest.raises(ValueError, match="utilities must be finite"):
+        exponential_mechanism(scores, epsilon=1.0, sensitivity=1.0, sampler=sampler(0),
+                              ledger=ledger, step="s")
+    weights = np.ones((3, 2))
+    weights[1, 0] = np.nan
+    with pytest.raises(ValueError, match="weights contain NaN"):
+        linear_exponential_mechanism(np.ones((4, 2)), weights=weights, epsilon=1.0,
+                                     sampler=sampler(0), ledger=ledger, step="s")
+    assert len(ledger) == 0
+
+
 # ------------------------------------------------------------------ float Laplace, Gaussian
 def test_float_laplace_is_labelled_paper_only_and_draws_its_scale():
     ledger = PrivacyLedger()
