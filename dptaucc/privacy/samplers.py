@@ -145,7 +145,8 @@ class SeededSampler(Sampler):
         if scale == 0.0:
             return self._argmax_ties_uniform(scores)
         n = scores.shape[0]
-        choose = choose_wide_rows if prefers_rows(n, scores.shape[1]) else choose_by_inversion
+        wide = scores.ndim == 2 and prefers_rows(n, scores.shape[1])
+        choose = choose_wide_rows if wide else choose_by_inversion
         return choose(scores, self.rng.random(n), self.rng.random(n), scale)
 
     def standard_normal(self, size: int | tuple[int, ...]) -> np.ndarray:
