@@ -97,9 +97,11 @@ def object_aggregates(R: sp.csr_matrix, W: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray((R @ W.T).T)
 
 
-def item_aggregates(R: sp.csr_matrix, U: np.ndarray) -> np.ndarray:
-    """B = U R (C × m): b_cj = Σ_i u_ci r_ij, computed as (Rᵀ Uᵀ)ᵀ in O(nnz·C)."""
-    return np.ascontiguousarray((R.T @ U.T).T)
+def item_aggregates(R: sp.csr_matrix, U: np.ndarray, Rt: sp.csc_matrix | None = None
+                    ) -> np.ndarray:
+    """B = U R (C × m): b_cj = Σ_i u_ci r_ij, computed as (Rᵀ Uᵀ)ᵀ in O(nnz·C). ``Rt``: ``R.T``
+    kept by a caller that multiplies by it at every iteration (the same product)."""
+    return np.ascontiguousarray(((R.T if Rt is None else Rt) @ U.T).T)
 
 
 def _groups(m: int, column_groups) -> list[np.ndarray]:
@@ -166,13 +168,14 @@ def fccm_iterate(R: sp.csr_matrix, U0: np.ndarray, lambda_u: float, lambda_w,
     U = np.array(U0, dtype=np.float64, copy=True)
     converged = False
     n_iter = 0
-    W = _item_update_grouped(item_aggregates(R, U), lambda_w, groups)
+    Rt = R.T
+    W = _item_update_grouped(item_aggregates(R, U, Rt), lambda_w, groups)
     for it in range(1, max_iter + 1):
         n_iter = it
         U_new = object_update(object_aggregates(R, W), lambda_u)
         delta = float(np.max(np.abs(U_new - U)))
         U = U_new
-        W = _item_update_grouped(item_aggregates(R, U), lambda_w, groups)
+        W = _item_update_grouped(item_aggregates(R, U, Rt), lambda_w, groups)
         if delta < tol:
             converged = True
             break

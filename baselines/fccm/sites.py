@@ -97,7 +97,7 @@ class Site:
     def __init__(self, name: str, block: sp.csr_matrix, lambda_w: float):
         self.name = name
         self._raw = block
-        self._block = block
+        self._set_block(block)
         self.lambda_w = float(lambda_w)
         self._W: np.ndarray | None = None
         self._W_kept: np.ndarray | None = None
@@ -109,11 +109,15 @@ class Site:
     def normalize_rows(self, totals: np.ndarray) -> None:
         """Divide the local block by the global row totals (zero rows stay zero)."""
         scale = 1.0 / np.where(totals > 0, totals, 1.0)
-        self._block = sp.csr_matrix(sp.diags(scale) @ self._raw)
+        self._set_block(sp.csr_matrix(sp.diags(scale) @ self._raw))
+
+    def _set_block(self, block: sp.csr_matrix) -> None:
+        self._block = block
+        self._block_t = block.T  # a view, kept: eq. (3) multiplies by it at every iteration
 
     def update_items(self, U: np.ndarray) -> None:
         """Eq. (3) on the local block: w^t_cj = softmax_{j∈t}(b^t_cj / λ_w^t), B^t = U R^t."""
-        self._W = item_update(item_aggregates(self._block, U), self.lambda_w)
+        self._W = item_update(item_aggregates(self._block, U, self._block_t), self.lambda_w)
 
     def object_aggregates(self) -> np.ndarray:
         """A^t = W^t R^tᵀ (C × n), the site's term of eq. (2); only sent masked."""

@@ -33,6 +33,7 @@ import numpy as np
 
 from dptaucc.kernels import choose_by_inversion, exponential_from_uniforms
 from dptaucc.privacy.exact import exact_choose
+from dptaucc.privacy.wide_choice import choose_wide_rows, prefers_rows
 from dptaucc.validation import make_generator
 
 __all__ = ["Sampler", "SeededSampler", "SecureSampler", "make_sampler", "MAX_NOISE_SCALE"]
@@ -133,9 +134,10 @@ class SeededSampler(Sampler):
     def choose(self, scores: np.ndarray, scale: float) -> np.ndarray:
         """P(k) ∝ exp(score_k/scale), by inverting each row's cumulative distribution with one
         106-bit uniform per row (weights exp(logit − max), smallest first; see
-        :func:`dptaucc.kernels.choose_by_inversion`): exact up to double rounding for any score
-        magnitude, as the Gumbel-max trick, and one exponential per choice instead of two
-        logarithms."""
+        :func:`dptaucc.kernels.choose_by_inversion`, or the same row by row for few rows of
+        many choices, :mod:`dptaucc.privacy.wide_choice`): exact up to double rounding for
+        any score magnitude, as the Gumbel-max trick, and one exponential per choice instead
+        of two logarithms."""
         scores = np.asarray(scores, dtype=float)
         scale = _check_scale(scale) if math.isfinite(scale) else -1.0
         if scale < 0:
@@ -143,7 +145,9 @@ class SeededSampler(Sampler):
         if scale == 0.0:
             return self._argmax_ties_uniform(scores)
         n = scores.shape[0]
-        return choose_by_inversion(scores, self.rng.random(n), self.rng.random(n), scale)
+        wide = scores.ndim == 2 and prefers_rows(n, scores.shape[1])
+        choose = choose_wide_rows if wide else choose_by_inversion
+        return choose(scores, self.rng.random(n), self.rng.random(n), scale)
 
     def standard_normal(self, size: int | tuple[int, ...]) -> np.ndarray:
         return self.rng.standard_normal(size)

@@ -101,3 +101,32 @@ def test_descendants_are_listed_only_when_the_process_has_children():
     finally:
         child.kill()
         child.wait()
+
+
+def test_descendants_from_the_kernel_lists_are_psutils_scan():
+    """Children and grandchildren, from the kernel's per-thread lists, are the processes
+    psutil's scan of the whole machine finds."""
+    import subprocess
+    import sys
+
+    import psutil
+
+    from dptaucc.bench import contention
+
+    code = ("import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', "
+            "'import time; time.sleep(30)']); print('up', flush=True); time.sleep(30)")
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "up"
+        me = psutil.Process()
+        deadline = time.monotonic() + 20
+        while len(me.children(recursive=True)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        scanned = {p.pid for p in me.children(recursive=True)}
+        assert len(scanned) == 2
+        assert {p.pid for p in contention.live_descendants(me)} == scanned
+    finally:
+        for p in psutil.Process(child.pid).children(recursive=True):
+            p.kill()
+        child.kill()
+        child.wait()

@@ -32,6 +32,16 @@ PINNED = {
     "fast_taucc/1": "6383d8e9adc36e81",
 }
 
+#: DPM: its quantile picks one of thousands of grid intervals, its tree one of hundreds of
+#: splits (the exponential mechanism's row-by-row path, :mod:`dptaucc.privacy.wide_choice`)
+PINNED_DPM = {
+    "dpm/corrected/0/1.0": "910bc3f1862108b0",
+    "dpm/corrected/1/5.0": "24bf1b5b1a19af42",
+    "dpm/paper/0/1.0": "20ff4969c9fec35d",
+    "dpm/paper/1/5.0": "0257feca17174e6a",
+    "smith_quantile": "9cfeefcec5cb4f63",
+}
+
 
 def _matrix() -> sp.csr_matrix:
     rng = np.random.default_rng(7)
@@ -67,3 +77,28 @@ def test_seeded_fits_keep_their_records():
         m = FastTauCC(4, 4, random_state=seed).fit(X.astype(float) / 3)
         seen[f"fast_taucc/{seed}"] = _digest(m.row_labels_, m.column_labels_, m.contingency_)
     assert seen == PINNED
+
+
+def test_seeded_dpm_fits_keep_their_records():
+    from dptaucc.baselines.dpm import DPM
+    from dptaucc.baselines.dpm.interval import smith_quantile
+
+    from dptaucc.privacy import PrivacyLedger, make_sampler
+
+    rng = np.random.default_rng(7)
+    rows, cols = np.repeat(np.arange(4), 60), np.repeat(np.arange(4), 30)
+    X = sp.csr_matrix(rng.poisson(np.where(rows[:, None] == cols[None, :], 3.0, 0.2)))
+    seen = {}
+    for mode in ("corrected", "paper"):
+        for seed, eps in ((0, 1.0), (1, 5.0)):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # paper mode's non-private steps
+                m = DPM(epsilon=eps, random_state=seed, mode=mode).fit(X)
+            seen[f"dpm/{mode}/{seed}/{eps}"] = _digest(
+                m.cluster_centers_, m.leaf_sums_, m.leaf_counts_, [m.interval_sigma_],
+                m.predict(X))
+    values = np.random.default_rng(2).exponential(size=5000)
+    seen["smith_quantile"] = _digest([
+        smith_quantile(values, 0.65, 0.0, 10.0, eps, 1.65, make_sampler(s), PrivacyLedger())
+        for s in range(5) for eps in (0.01, 1.0)])
+    assert seen == PINNED_DPM
