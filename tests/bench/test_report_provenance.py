@@ -118,12 +118,14 @@ def test_descendants_from_the_kernel_lists_are_psutils_scan():
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout.readline().strip() == "up"
-        me = psutil.Process()
-        deadline = time.monotonic() + 20
-        while len(me.children(recursive=True)) < 2 and time.monotonic() < deadline:
+        me, ours = psutil.Process(), psutil.Process(child.pid)
+        deadline = time.monotonic() + 20  # the grandchild appears after the child's print
+        while not ours.children() and time.monotonic() < deadline:
             time.sleep(0.05)
-        scanned = {p.pid for p in me.children(recursive=True)}
-        assert len(scanned) == 2
+        grandchildren = {p.pid for p in ours.children()}
+        assert len(grandchildren) == 1, "the grandchild did not start within 20 s"
+        scanned = {p.pid for p in me.children(recursive=True)}  # earlier tests' children too
+        assert {child.pid} | grandchildren <= scanned
         assert {p.pid for p in contention.live_descendants(me)} == scanned
     finally:
         for p in psutil.Process(child.pid).children(recursive=True):
