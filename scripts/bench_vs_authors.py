@@ -13,8 +13,8 @@ which is what their experiments record and what a user waits for, so that is rep
 
 The authors' side gets the dense integer array their drivers build from the matrix; this
 library gets the sparse CSR matrix. Rows and columns keep the file's order (their drivers
-shuffle both first; that does not change the work done). Labels are checked with NMI against
-the classes so a fast but broken run shows.
+shuffle both first; that does not change the work done). The NMI of each side's last fit
+against the classes is printed as a sanity check (one seed at one ε: not a quality comparison).
 
 Without ``--authors`` the authors' repository is cloned once into a cache folder (the only
 step that needs the network). The output names both commits, the machine's cores and load
@@ -127,13 +127,15 @@ def authors_checkout(path: Path | None, cache_dir: Path | None) -> Path:
     return where
 
 
-def git_commit(path: Path) -> str:
+def git_commit(path: Path, *only: str) -> str:
+    """HEAD of the checkout at ``path``, marked when tracked files (under ``only``) changed."""
     done = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True,
                           text=True)
     if done.returncode != 0:
         return "unknown (not a git checkout)"
     dirty = subprocess.run(["git", "-C", str(path), "status", "--porcelain",
-                            "--untracked-files=no"], capture_output=True, text=True).stdout.strip()
+                            "--untracked-files=no", "--", *only],
+                           capture_output=True, text=True).stdout.strip()
     return done.stdout.strip() + ("+local changes" if dirty else "")
 
 
@@ -300,7 +302,8 @@ def main(argv: list[str] | None = None) -> None:
         "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"),
         "cores": os.cpu_count(), "machine": platform.platform(),
         "load_before": [round(v, 2) for v in os.getloadavg()],
-        "ours_commit": git_commit(REPO), "authors_commit": git_commit(checkout),
+        "ours_commit": git_commit(REPO),
+        "authors_commit": git_commit(checkout, "src"),   # only their src/ runs
         "ours_versions": interpreter_versions(sys.executable),
         "authors_versions": interpreter_versions(args.authors_python),
         "octave": octave_version(args.octave) if "dphd" in args.methods else None,
