@@ -4,8 +4,8 @@ synthetic matrices of the supplement.
 A Python process keeps one Octave and sends each matrix once, so the script prints two
 numbers per case: the *cold* fit (a fresh Octave: start-up and sending the matrix included,
 what every fit cost before the persistent process) and the median *warm* fit (what a sweep
-pays per job). The authors' figure is their whole per-call Octave subprocess on the same
-2-core machine (cstr 3.1 s, classic3 24.7 s); the target is >= 30x faster. For the dense
+pays per job). The authors' code runs one whole Octave subprocess per call; to time it beside
+these fits in the same run use ``bench_vs_authors.py --methods dphd``. For the dense
 synthetic matrices the warm fit is also timed on the sparse path, to show the dense path.
 
     python scripts/bench_dphd.py [--datasets cstr classic3 reviews] [--synthetic 10000]
