@@ -82,8 +82,8 @@ def _fit_python(method: str, T: np.ndarray, args, src: Path):
         _check_home(mod, src)
         out = {}
 
-        def fit():
-            out["labels"] = mod.run_DPNMF(T, k, args.epsilon, n_iter=args.iterations)[0]
+        def fit():   # the second labels (farthest topic) are the ones their figures plot
+            out["labels"] = mod.run_DPNMF(T, k, args.epsilon, n_iter=args.iterations)[1]
 
         return fit, (lambda: out["labels"])
     raise SystemExit(f"unknown method {method!r}")
