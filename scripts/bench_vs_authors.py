@@ -120,6 +120,9 @@ def authors_checkout(path: Path | None, cache_dir: Path | None) -> Path:
         return path
     where = cache_dir or default_cache_dir()
     if not (where / "src" / "dptaucc" / "dptaucc.py").is_file():
+        if where.exists():
+            raise SystemExit(f"{where} exists but holds no checkout of {AUTHORS_URL} (an "
+                             "interrupted clone?): remove it or pass --authors")
         print(f"no --authors given: cloning {AUTHORS_URL} into {where} (needs the network; "
               "done once, later runs reuse it)", flush=True)
         where.parent.mkdir(parents=True, exist_ok=True)

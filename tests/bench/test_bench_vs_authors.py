@@ -2,7 +2,7 @@
 
 No network and no checkout of the authors' code is needed; with ``DPTAUCC_AUTHORS_CODE`` (a
 checkout of github.com/rupensa/dptaucc) and ``DPTAUCC_AUTHORS_PYTHON`` (an interpreter with
-their requirements) one tiny DP-τCC comparison runs, skipped otherwise.
+their requirements) one tiny comparison per method runs, skipped otherwise.
 """
 
 from __future__ import annotations
@@ -91,6 +91,8 @@ def test_checkout_is_checked_and_never_cloned_when_given(tmp_path, monkeypatch):
     monkeypatch.setattr(bva.subprocess, "run", no_clone)
     with pytest.raises(SystemExit, match="does not look like a checkout"):
         bva.authors_checkout(tmp_path, None)
+    with pytest.raises(SystemExit, match="interrupted clone"):
+        bva.authors_checkout(None, tmp_path)
     (tmp_path / "src" / "dptaucc").mkdir(parents=True)
     (tmp_path / "src" / "dptaucc" / "dptaucc.py").write_text("")
     assert bva.authors_checkout(tmp_path, None) == tmp_path
@@ -110,7 +112,8 @@ def test_runner_refuses_a_module_from_outside_the_authors_code(tmp_path):
 @pytest.mark.skipif(not (os.environ.get("DPTAUCC_AUTHORS_CODE")
                          and os.environ.get("DPTAUCC_AUTHORS_PYTHON")),
                     reason="set DPTAUCC_AUTHORS_CODE and DPTAUCC_AUTHORS_PYTHON to compare")
-def test_tiny_comparison_with_the_authors_code(tmp_path):
+@pytest.mark.parametrize("method", bva.METHODS)
+def test_tiny_comparison_with_the_authors_code(tmp_path, method):
     checkout = bva.authors_checkout(Path(os.environ["DPTAUCC_AUTHORS_CODE"]), None)
     shutil.copytree(checkout / "src", tmp_path / "src")
     rng = np.random.default_rng(0)
@@ -120,9 +123,27 @@ def test_tiny_comparison_with_the_authors_code(tmp_path):
     sp.save_npz(tmp_path / "tiny.npz", X)
     args = bva.parse_args(["--authors-python", os.environ["DPTAUCC_AUTHORS_PYTHON"],
                            "--repeats", "1", "--epsilon", "5"])
-    authors = bva.time_authors(args, tmp_path / "src", "dp_taucc", "tiny", tmp_path / "tiny.npz",
-                               2, y)
-    assert not authors.error and len(authors.fit_s) == 1 and authors.fit_s[0] > 0
-    ours = bva.time_ours(args, "dp_taucc", "tiny", X, y, 2)
-    assert [r.side for r in ours] == ["ours paper", "ours corrected"]
-    assert all(not r.error and len(r.fit_s) == 1 for r in ours)
+    authors = bva.time_authors(args, tmp_path / "src", method, "tiny", tmp_path / "tiny.npz", 2, y)
+    assert not authors.error, authors.error
+    assert len(authors.fit_s) == 1 and authors.fit_s[0] > 0
+    assert len(authors.call_s) == (1 if method == "dphd" else 0)
+    ours = bva.time_ours(args, method, "tiny", X, y, 2)
+    sides = ["ours paper", "ours corrected"] if method in bva.PRIVATE else ["ours"]
+    assert [r.side for r in ours] == sides
+    assert all(not r.error and len(r.fit_s) == 1 for r in ours), [r.error for r in ours]
+
+
+def test_without_a_checkout_the_repository_is_cloned_once(tmp_path, monkeypatch, capsys):
+    calls = []
+
+    def fake_clone(cmd, check):
+        calls.append(cmd)
+        (Path(cmd[-1]) / "src" / "dptaucc").mkdir(parents=True)
+        (Path(cmd[-1]) / "src" / "dptaucc" / "dptaucc.py").write_text("")
+
+    monkeypatch.setattr(bva.subprocess, "run", fake_clone)
+    where = tmp_path / "cache" / "authors-dptaucc"
+    assert bva.authors_checkout(None, where) == where
+    assert calls == [["git", "clone", "--quiet", bva.AUTHORS_URL, str(where)]]
+    assert "cloning https://github.com/rupensa/dptaucc" in capsys.readouterr().out
+    assert bva.authors_checkout(None, where) == where and len(calls) == 1
