@@ -22,9 +22,6 @@ from dptaucc.baselines.dphd import DPHD, estimator, octave
 from dptaucc.datasets import load
 from dptaucc.datasets.synthetic import make_paper_biclusters
 
-AUTHORS_S = {"cstr": 3.1, "classic3": 24.7}
-TARGET_SPEED_UP = 30
-
 
 def _fit(X, k, mode, eps, seed) -> float:
     t0 = time.perf_counter()
@@ -61,14 +58,11 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     print(f"Octave start-up and first answer: {octave_startup(args.repeats):.2f} s (median)")
     print(f"{'matrix':16s} {'n x d':>12s} {'nnz':>9s} {'mode':10s} {'cold s':>7s} "
-          f"{'warm s':>7s} {'authors s':>9s} {'speed-up':>8s}")
+          f"{'warm s':>7s}")
 
     def row(name, X, mode, cold, warm):
-        ref = AUTHORS_S.get(name)
-        speed = f"{ref / warm:7.0f}x" if ref else "-"
-        flag = "" if not ref or ref / warm >= TARGET_SPEED_UP else "  < target"
         print(f"{name:16s} {f'{X.shape[0]}x{X.shape[1]}':>12s} {X.nnz:9d} {mode:10s} "
-              f"{cold:7.2f} {warm:7.2f} {ref if ref else '-':>9} {speed:>8s}{flag}")
+              f"{cold:7.2f} {warm:7.2f}")
 
     for name in args.datasets:
         ds = load(name, seed=0, progress=False)
