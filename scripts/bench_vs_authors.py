@@ -44,6 +44,7 @@ from pathlib import Path
 
 AUTHORS_URL = "https://github.com/rupensa/dptaucc"
 METHODS = ["dp_taucc", "taucc", "dpkmeans", "dpnmf", "dphd"]
+LOAD = "load"   # the data step, timed with --loading
 #: methods with a privacy mode (τCC is not private: Fast-τCC has one mode)
 PRIVATE = {"dp_taucc", "dpkmeans", "dpnmf", "dphd"}
 RUNNER = Path(__file__).resolve().parent / "_authors_runner.py"
@@ -94,6 +95,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--iterations", type=int, default=4,
                     help="DP-τCC iterations, DP-KMeans/DPNMF epochs, DPHD rounds")
     ap.add_argument("--octave", default="octave", help="Octave executable for the authors' DPHD")
+    ap.add_argument("--loading", action="store_true",
+                    help="also time the data step: their drivers' reading of data/NAME.txt "
+                         "into a dense array, and this library's first load of NAME")
     ap.add_argument("--out", type=Path, default=None,
                     help="folder for bench_vs_authors.{csv,md,json} (default: print only)")
     args = ap.parse_args(argv)
@@ -143,12 +147,13 @@ def git_commit(path: Path, *only: str) -> str:
 
 
 def runner_command(args: argparse.Namespace, src: Path, method: str, name: str, matrix: Path,
-                   k: int) -> list[str]:
-    """The command that times one authors' method in a subprocess."""
-    return [args.authors_python, str(RUNNER), "--src", str(src), "--method", method,
-            "--name", name, "--matrix", str(matrix), "--k", str(k),
-            "--epsilon", repr(args.epsilon), "--iterations", str(args.iterations),
-            "--repeats", str(args.repeats), "--octave", args.octave]
+                   k: int, data_dir: Path | None = None) -> list[str]:
+    """The command that times one authors' method (or their data step) in a subprocess."""
+    cmd = [args.authors_python, str(RUNNER), "--src", str(src), "--method", method,
+           "--name", name, "--matrix", str(matrix), "--k", str(k),
+           "--epsilon", repr(args.epsilon), "--iterations", str(args.iterations),
+           "--repeats", str(args.repeats), "--octave", args.octave]
+    return cmd + (["--data-dir", str(data_dir)] if data_dir is not None else [])
 
 
 def parse_runner_output(stdout: str) -> dict:
@@ -159,18 +164,35 @@ def parse_runner_output(stdout: str) -> dict:
     raise ValueError("the authors' runner printed no AUTHORS_RESULT line")
 
 
-def time_authors(args, src: Path, method: str, name: str, matrix: Path, k: int, y) -> Row:
+def time_authors(args, src: Path, method: str, name: str, matrix: Path, k: int, y,
+                 data_dir: Path | None = None) -> Row:
     from sklearn.metrics import normalized_mutual_info_score
 
-    done = subprocess.run(runner_command(args, src, method, name, matrix, k),
+    done = subprocess.run(runner_command(args, src, method, name, matrix, k, data_dir),
                           capture_output=True, text=True)
     try:
         result = parse_runner_output(done.stdout)
     except ValueError:
         tail = (done.stderr or done.stdout)[-1500:]
         return Row(name, method, "authors", [], error=f"exit {done.returncode}: {tail}")
-    return Row(name, method, "authors", result["fit_s"], result.get("call_s", []),
-               normalized_mutual_info_score(y, result["labels"]))
+    if "skipped" in result:
+        return Row(name, method, "authors", [], error=f"skipped: {result['skipped']}")
+    score = (normalized_mutual_info_score(y, result["labels"]) if "labels" in result
+             else float("nan"))
+    return Row(name, method, "authors", result["fit_s"], result.get("call_s", []), score)
+
+
+def time_our_loading(args, name: str) -> Row:
+    """This library's first load of ``name`` (fetch from the mirror or URL, verify, parse)."""
+    from dptaucc.datasets import load
+
+    times = []
+    for _ in range(args.repeats):
+        with tempfile.TemporaryDirectory(prefix="bench-vs-authors-cache-") as cache:
+            t0 = time.perf_counter()
+            load(name, cache_dir=cache, progress=False)
+            times.append(time.perf_counter() - t0)
+    return Row(name, LOAD, "ours", times)
 
 
 def our_estimator(method: str, k: int, args, mode: str | None, seed: int):
@@ -237,11 +259,13 @@ def _ratio(authors: Row | None, ours: Row | None) -> str:
 
 
 def _nmi(row: Row | None) -> str:
-    return "-" if row is None or row.error else f"{row.nmi:.2f}"
+    return "-" if row is None or row.error or row.nmi != row.nmi else f"{row.nmi:.2f}"
 
 
 def _cell(row: Row | None) -> str:
-    return "failed" if row is not None and row.error else _s(_fit(row))
+    if row is not None and row.error:
+        return "n/a" if row.error.startswith("skipped") else "failed"
+    return _s(_fit(row))
 
 
 def markdown_table(rows: list[Row]) -> str:
@@ -324,6 +348,13 @@ def main(argv: list[str] | None = None) -> None:
             sp.save_npz(matrix, X)
             print(f"{name}: {X.shape[0]} x {X.shape[1]}, {X.nnz} non-zeros, K = L = {k}",
                   flush=True)
+            if args.loading:
+                found = [time_authors(args, scratch / "src", LOAD, name, matrix, k, y,
+                                      checkout / "data"), time_our_loading(args, name)]
+                for r in found:
+                    what = r.error[-300:] if r.error else f"{_s(r.fit_median)} s"
+                    print(f"  {LOAD:9s} {r.side:15s} {what}", flush=True)
+                rows += found
             for method in args.methods:
                 found = [time_authors(args, scratch / "src", method, name, matrix, k, y)]
                 found += time_ours(args, method, name, X, y, k)
