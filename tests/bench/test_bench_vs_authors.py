@@ -12,6 +12,7 @@ import os
 import shutil
 import sys
 import types
+from argparse import Namespace
 from pathlib import Path
 
 import numpy as np
@@ -54,6 +55,24 @@ def test_runner_command_passes_the_settings():
                      "--iterations": "5", "--repeats": "2", "--octave": "octave-cli"}
 
 
+def test_runner_command_names_the_data_folder_for_the_data_step():
+    args = bva.parse_args(["--loading"])
+    assert args.loading and not bva.parse_args([]).loading
+    cmd = bva.runner_command(args, Path("s/src"), bva.LOAD, "cstr", Path("m.npz"), 4,
+                             Path("their/data"))
+    assert cmd[-2:] == ["--data-dir", "their/data"] and cmd[cmd.index("--method") + 1] == "load"
+
+
+def test_runner_times_their_data_step_and_skips_a_missing_file(tmp_path):
+    (tmp_path / "tiny.txt").write_text("doc,word,cluster\n0,1,2\n1,0,5\n2,2,1\n")
+    args = Namespace(data_dir=tmp_path, name="tiny", repeats=2)
+    out = runner._time_loading(args)
+    assert len(out["fit_s"]) == 2 and all(t > 0 for t in out["fit_s"])
+    args.name = "absent"
+    assert runner._time_loading(args) == {"fit_s": [],
+                                          "skipped": "absent.txt is not in the authors' checkout"}
+
+
 def test_runner_output_is_found_among_the_authors_prints():
     out = "Round: 1\nAUTHORS_RESULT {\"fit_s\": [1.5]}\nLloyd finished\n"
     assert bva.parse_runner_output(out) == {"fit_s": [1.5]}
@@ -70,8 +89,11 @@ def test_table_ratios_medians_and_failures():
             bva.Row("cstr", "dphd", "authors", [10.0], call_s=[12.0], nmi=0.0),
             bva.Row("cstr", "dphd", "ours paper", [1.0], nmi=0.0),
             bva.Row("cstr", "dphd", "ours corrected", [2.0], nmi=0.1)]
+    rows += [bva.Row("reviews", "load", "authors", [], error="skipped: no file"),
+             bva.Row("reviews", "load", "ours", [0.4])]
     lines = bva.markdown_table(rows).splitlines()
-    assert len(lines) == 2 + 3
+    assert len(lines) == 2 + 4
+    assert lines[5] == "| reviews | load | n/a | - | 0.400 | 0.400 | - | - | - / - / - |"
     assert lines[2] == ("| cstr | dp_taucc | 2.00 | - | 0.200 | failed | 10.0x | - | "
                         "0.50 / 0.40 / - |")
     assert lines[3] == ("| cstr | taucc | 4.00 | - | 0.500 | 0.500 | 8.0x | 8.0x | "
