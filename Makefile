@@ -80,7 +80,7 @@ bench: ## fit time and peak memory of every algorithm on the bundled CLUTO matri
 AUTHORS_VENV ?= .venv-authors
 AUTHORS_REQUIREMENTS = "numpy<2" "scipy<1.14" "scikit-learn<1.5" diffprivlib==0.6.4 pandas==2.0.3 tqdm==4.66.4
 AUTHORS ?=
-AUTHORS_ARGS ?= --datasets cstr classic3 --repeats 3
+AUTHORS_ARGS ?= --datasets cstr classic3 --loading --repeats 3
 
 $(AUTHORS_VENV)/bin/python:
 	$(PYTHON) -m venv $(AUTHORS_VENV)
