@@ -13,7 +13,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 SCALE ?= quick
 
 .DEFAULT_GOAL := help
-.PHONY: help setup octave data test test-fast test-slurm slurm-install slurm-start slurm-stop slurm-status lint bench reproduce reproduce-quick collect figures report audit audit-quick audit-ci audit-power audit-primitives audit-estimate clean
+.PHONY: help setup octave data test test-fast test-slurm slurm-install slurm-start slurm-stop slurm-status lint bench bench-authors reproduce reproduce-quick collect figures report audit audit-quick audit-ci audit-power audit-primitives audit-estimate clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
@@ -72,6 +72,22 @@ bench: ## fit time and peak memory of every algorithm on the bundled CLUTO matri
 	$(PY) scripts/bench_fit.py
 	$(PY) scripts/bench_baselines.py
 	$(PY) scripts/bench_first_fit.py --dataset reviews --runs 3
+
+# The authors' public code (github.com/rupensa/dptaucc) runs with its own interpreter: their
+# requirements, at versions that install on Python 3.11 (numpy < 2 for pandas 2.0.3). Their DPHD
+# also needs the Octave packages statistics and miscellaneous (Debian: octave-statistics
+# octave-miscellaneous). AUTHORS=PATH uses a checkout; without it the repository is cloned once.
+AUTHORS_VENV ?= .venv-authors
+AUTHORS_REQUIREMENTS = "numpy<2" "scipy<1.14" "scikit-learn<1.5" diffprivlib==0.6.4 pandas==2.0.3 tqdm==4.66.4
+AUTHORS ?=
+AUTHORS_ARGS ?= --datasets cstr classic3 --loading --repeats 3
+
+$(AUTHORS_VENV)/bin/python:
+	$(PYTHON) -m venv $(AUTHORS_VENV)
+	$(AUTHORS_VENV)/bin/pip install -q $(AUTHORS_REQUIREMENTS)
+
+bench-authors: $(AUTHORS_VENV)/bin/python ## fit time of the authors' code and ours side by side (clones their repository once: network)
+	$(PY) scripts/bench_vs_authors.py --authors-python $(AUTHORS_VENV)/bin/python $(if $(AUTHORS),--authors $(AUTHORS)) $(AUTHORS_ARGS)
 
 reproduce: ## every paper/supplement experiment at paper scale into results/ (resumable), then collect, figures, report
 	$(PY) -m dptaucc.bench.reproduce --scale paper --jobs $(JOBS)

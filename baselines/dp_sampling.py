@@ -1,7 +1,7 @@
 """Vectorised samplers with the same distributions as diffprivlib's scalar mechanisms.
 
 diffprivlib's DP-KMeans builds one mechanism object per cluster × coordinate × iteration, each
-running its own bisection and rejection loop (87 s per fit on reviews). The functions here
+running its own bisection and rejection loop (about a minute per fit on reviews). The functions here
 draw the same distributions for whole arrays at once. They serve ``mode="paper"`` of
 :class:`~dptaucc.baselines.dp_kmeans.DPKMeans`, which reproduces diffprivlib's float noise
 (53-bit uniforms, real-valued sums whose possible values depend on the data); corrected mode

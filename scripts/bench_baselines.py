@@ -1,10 +1,9 @@
 """Fit time of the DP baselines (DP-KMeans, DPNMF, DPHD) per call, both modes, on CLUTO matrices.
 
-Printed beside the authors' published code timed on this same 2-core machine when the
-benchmark was set up (two sets of reference timings, kept below: per call, DP-KMeans classic3
-16 s and 8.9 s, cstr 1.8 s, reviews 87 s; DPNMF classic3 5.6 s and 6.9 s, cstr 0.27 s; DPHD
-classic3 25 s and 24.7 s, cstr 3.1 s). DPHD (``dptaucc.baselines.dphd``) is included when it
-imports; otherwise it is skipped with a message.
+This times our estimators only. To time the authors' published code beside them, measured in
+the same run with the same settings, use ``scripts/bench_vs_authors.py`` (``make
+bench-authors``). DPHD (``dptaucc.baselines.dphd``) is included when it imports; otherwise it
+is skipped with a message.
 
 Data: ``dptaucc.datasets.load`` when the package imports, else the CLUTO mirror named by
 ``$DPTAUCC_MIRROR`` parsed directly (``make bench`` sets it).
@@ -27,12 +26,6 @@ import scipy.sparse as sp
 from dptaucc.baselines.dp_kmeans import DPKMeans
 from dptaucc.baselines.nmf_dp import DPNMF
 from sklearn.metrics import normalized_mutual_info_score
-
-AUTHORS_ISSUE_S = {("dpkmeans", "classic3"): 16.0, ("dpnmf", "classic3"): 5.6,
-                   ("dphd", "classic3"): 25.0}
-AUTHORS_SPEC_S = {("dpkmeans", "cstr"): 1.8, ("dpkmeans", "classic3"): 8.9,
-                  ("dpkmeans", "reviews"): 87.0, ("dpnmf", "cstr"): 0.27,
-                  ("dpnmf", "classic3"): 6.9, ("dphd", "cstr"): 3.1, ("dphd", "classic3"): 24.7}
 
 
 def _mirror() -> Path:
@@ -103,7 +96,7 @@ def main(argv: list[str] | None = None) -> None:
             methods.remove("dphd")
     print(f"ε = {args.epsilon}, {args.repeats} repeat(s); 'NMI' uses evaluation_row_labels")
     print(f"{'dataset':9s} {'n x d':>12s} {'method':9s} {'mode':9s} {'median s':>9s} "
-          f"{'min s':>7s} {'NMI':>6s} {'k':>3s} {'ε spent':>8s} {'authors s (issue / spec)':>24s}")
+          f"{'min s':>7s} {'NMI':>6s} {'k':>3s} {'ε spent':>8s}")
     for name in args.datasets:
         X, y = load_data(name)
         k = len(np.unique(y))
@@ -123,11 +116,9 @@ def main(argv: list[str] | None = None) -> None:
                     continue
                 labels = model.evaluation_row_labels(X)
                 score = normalized_mutual_info_score(y, labels)
-                ref = (f"{AUTHORS_ISSUE_S.get((method, name), '-')} / "
-                       f"{AUTHORS_SPEC_S.get((method, name), '-')}")
                 print(f"{name:9s} {shape:>12s} {method:9s} {mode:9s} "
                       f"{statistics.median(times):9.2f} {min(times):7.2f} {score:6.3f} "
-                      f"{len(np.unique(labels)):3d} {model.epsilon_spent_:8.3g} {ref:>24s}",
+                      f"{len(np.unique(labels)):3d} {model.epsilon_spent_:8.3g}",
                       flush=True)
 
 
