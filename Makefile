@@ -104,7 +104,7 @@ figures: ## redraw every figure from the stored tables (SCALE=quick|paper; no re
 report: ## regenerate REPORT.md from the stored tables (SCALE=quick|paper)
 	$(PY) -m dptaucc.bench.outputs report --scale $(SCALE)
 
-audit: ## privacy audit of every method, end to end and per call site (~20 min on 2 cores; exit 3 on a violation) -> results/audit.parquet
+audit: ## privacy audit of every method, end to end and per call site (about an hour on 2 cores, `--dry-run` estimates it; exit 3 on a violation) -> results/audit.parquet
 	$(PY) -m dptaucc.audit --size full --jobs $(JOBS)
 
 audit-quick: ## the audit at the quick size, corrected mode (a few minutes per method) -> results/quick/audit.parquet
