@@ -11,6 +11,7 @@ import math
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from logit_cases import KINDS, logits
 
 import dptaucc.kernels as kernels
 from dptaucc.kernels import (
@@ -69,28 +70,6 @@ def _reference_exponential(hi, lo):
     return np.array(out).reshape(hi.shape)
 
 
-def _logits(rng, kind, n, k):
-    if kind == "spread":
-        return rng.normal(size=(n, k)) * rng.choice([1e-3, 1.0, 30.0, 1e3, 1e6])
-    if kind == "ties":
-        return rng.integers(-3, 3, size=(n, k)).astype(float)
-    if kind == "equal":
-        return np.zeros((n, k))
-    if kind == "minus-inf":
-        L = rng.normal(size=(n, k)) * 800
-        L[rng.random((n, k)) < 0.2] = -np.inf
-        return L
-    if kind == "huge":  # +inf, -inf and NaN logits: the rows the loop handles with NaN weights
-        L = rng.normal(size=(n, k)) * 1e300
-        u = rng.random((n, k))
-        L[u < 0.05], L[u > 0.97], L[(u > 0.5) & (u < 0.52)] = np.inf, -np.inf, np.nan
-        return L
-    L = np.repeat(rng.normal(size=(n, 1)), k, axis=1)  # near ties, underflowing weights
-    L[:, 0] -= 1e-12
-    L[: n // 2, -1] = -745.2
-    return L
-
-
 def test_libm_functions_are_the_c_library_value_for_value():
     rng = np.random.default_rng(0)
     x = np.concatenate([-rng.exponential(20, 20_000), -rng.exponential(300, 2_000),
@@ -102,13 +81,13 @@ def test_libm_functions_are_the_c_library_value_for_value():
                                   _bits([math.log1p(-v) for v in u[u < 1]]))
 
 
-@pytest.mark.parametrize("kind", ["spread", "ties", "equal", "minus-inf", "huge", "near"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_choose_by_inversion_is_the_loop(kind, monkeypatch):
     rng = np.random.default_rng(len(kind))
     monkeypatch.setattr(kernels, "BLOCK_ROWS", 97)  # several blocks, a ragged last one
     for k in (1, 2, 3, 5, 10, 16, 17, 24):  # up to 16 a sorting network, then argsort
         n = 300
-        L = _logits(rng, kind, n, k)
+        L = logits(rng, kind, n, k)
         hi, lo = rng.random(n), rng.random(n)
         hi[:30], lo[:15] = 0.0, 0.0
         hi[-1] = lo[-1] = 1 - 2.0**-53

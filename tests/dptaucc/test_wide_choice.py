@@ -6,39 +6,18 @@ import math
 
 import numpy as np
 import pytest
+from logit_cases import KINDS, logits
 
 from dptaucc.kernels import choose_by_inversion
 from dptaucc.privacy import make_sampler
 from dptaucc.privacy.wide_choice import choose_wide_rows, prefers_rows
 
 
-def _logits(rng, kind, n, k):
-    if kind == "spread":
-        return rng.normal(size=(n, k)) * rng.choice([1e-3, 1.0, 30.0, 1e3, 1e6])
-    if kind == "ties":
-        return rng.integers(-3, 3, size=(n, k)).astype(float)
-    if kind == "equal":
-        return np.zeros((n, k))
-    if kind == "minus-inf":
-        L = rng.normal(size=(n, k)) * 800
-        L[rng.random((n, k)) < 0.2] = -np.inf
-        return L
-    if kind == "huge":  # +inf, -inf and NaN logits: the kernel's irregular rows
-        L = rng.normal(size=(n, k)) * 1e300
-        u = rng.random((n, k))
-        L[u < 0.05 / k], L[u > 0.97], L[(u > 0.5) & (u < 0.5 + 0.02 / k)] = np.inf, -np.inf, np.nan
-        return L
-    L = np.repeat(rng.normal(size=(n, 1)), k, axis=1)  # near ties, underflowing weights
-    L[:, 0] -= 1e-12
-    L[: n // 2, -1] = -745.2
-    return L
-
-
-@pytest.mark.parametrize("kind", ["spread", "ties", "equal", "minus-inf", "huge", "near"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_wide_rows_are_the_kernel(kind):
     rng = np.random.default_rng(len(kind))
     for n, k in ((1, 1), (1, 2), (3, 17), (2, 64), (8, 260), (1, 5000), (40, 20)):
-        L = _logits(rng, kind, n, k)
+        L = logits(rng, kind, n, k, irregular_per_row=True)
         hi, lo = rng.random(n), rng.random(n)
         hi[0], lo[0] = 0.0, 0.0
         hi[-1] = lo[-1] = 1 - 2.0**-53
