@@ -11,17 +11,25 @@ row, so n·m grows ~100x faster than nnz: any cost in n·m would show), then
 * ``mem/X``: the fit's peak resident memory above what the process held before the fit,
   divided by the CSR input's bytes (data + indices + indptr).
 
+``--breakdown`` adds, for DP-τCC, the passes of each stage of the median fit (the input
+check, the blind initialisation, the label sums, the utilities, the choices, the tables),
+timed by wrapping the functions the fit calls.
+
 ``--baseline REV`` runs the same measurements with the package of git revision REV (checked
 out in a temporary worktree) next to the working tree, so both columns come from one run on
 one machine. Measure on an idle machine.
 
     python scripts/bench_scaling.py                          # 1e5 .. 1e7 non-zeros
     python scripts/bench_scaling.py --sizes 1e5 1e6 1e7 1e8 --baseline a8b29bf
+    python scripts/bench_scaling.py --sizes 1e7 --row-nnz 20 --cols 20000 --clusters 10 \
+        --algorithms dp_taucc --breakdown
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import json
 import os
 import subprocess
@@ -61,8 +69,60 @@ def _matrix(nnz: int, seed: int = 0, row_nnz: int = ROW_NNZ, n_cols: int | None 
     return X
 
 
+#: DP-τCC's stages: (label, module, function); the exponential mechanism's own time less the
+#: choice's is the utilities (the profiles times the weights, the finiteness check)
+STAGES = [
+    ("input check", "dptaucc.dp_taucc", "DPTauCC._check_fit"),
+    ("blind init", "dptaucc.dp_taucc", "blind_block_init"),
+    ("A C label sums", "dptaucc.dp_taucc", "aggregate_columns"),
+    ("R^T A label sums", "dptaucc.dp_taucc", "aggregate_rows"),
+    ("weights", "dptaucc.dp_taucc", "column_weights"),
+    ("weights", "dptaucc.dp_taucc", "row_weights"),
+    ("exp. mechanism", "dptaucc.dp_taucc", "linear_exponential_mechanism"),
+    ("exp. mechanism", "dptaucc.dp_taucc", "exponential_mechanism"),
+    ("choice", "dptaucc.privacy.samplers", "choose_by_inversion"),
+    ("choice", "dptaucc.privacy.samplers", "choose_wide_rows"),
+    ("tables", "dptaucc.dp_taucc", "group_sum"),
+    ("tables", "dptaucc.dp_taucc", "_noisy_table"),
+    ("forced diversity", "dptaucc.dp_taucc", "force_diversity"),
+]
+
+
+@contextlib.contextmanager
+def stage_seconds():
+    """Time the stages of :data:`STAGES` while the block runs: yields {label: seconds}
+    (the exponential mechanism's entry excludes the choice's)."""
+    import importlib
+    import time
+
+    seconds: dict[str, float] = {}
+    restore = []
+    for label, module_name, name in STAGES:
+        owner = importlib.import_module(module_name)
+        *outer, attr = name.split(".")
+        for part in outer:
+            owner = getattr(owner, part)
+        original = getattr(owner, attr)
+
+        def timed(*args, _f=original, _label=label, **kwargs):
+            t = time.perf_counter()
+            try:
+                return _f(*args, **kwargs)
+            finally:
+                seconds[_label] = seconds.get(_label, 0.0) + time.perf_counter() - t
+        setattr(owner, attr, functools.wraps(original)(timed))
+        restore.append((owner, attr, original))
+    try:
+        yield seconds
+    finally:
+        for owner, attr, original in reversed(restore):
+            setattr(owner, attr, original)
+        if "exp. mechanism" in seconds:
+            seconds["exp. mechanism"] -= seconds.get("choice", 0.0)
+
+
 def worker(nnz: int, algorithm: str, repeats: int, row_nnz: int = ROW_NNZ,
-           n_cols: int | None = None, clusters: int = K) -> dict:
+           n_cols: int | None = None, clusters: int = K, breakdown: bool = False) -> dict:
     import statistics
     import time
 
@@ -98,10 +158,22 @@ def worker(nnz: int, algorithm: str, repeats: int, row_nnz: int = ROW_NNZ,
             times.append(time.perf_counter() - t)
         peaks.append(mem.peak_mb * 2**20 - before)
     fit, matvec = statistics.median(times), statistics.median(mv)
-    return {"nnz": int(X.nnz), "n": X.shape[0], "m": X.shape[1], "algorithm": algorithm,
-            "matvec_s": matvec, "fit_s": fit, "passes": fit / matvec,
-            "ns_per_nnz": fit / X.nnz * 1e9, "mem_over_x": max(peaks) / x_bytes,
-            "x_mb": x_bytes / 2**20}
+    out = {"nnz": int(X.nnz), "n": X.shape[0], "m": X.shape[1], "algorithm": algorithm,
+           "matvec_s": matvec, "fit_s": fit, "passes": fit / matvec,
+           "ns_per_nnz": fit / X.nnz * 1e9, "mem_over_x": max(peaks) / x_bytes,
+           "x_mb": x_bytes / 2**20}
+    if breakdown and algorithm == "dp_taucc":  # separate fits: the wrappers cost a little
+        runs = []
+        for seed in range(repeats):
+            with stage_seconds() as seconds:
+                t = time.perf_counter()
+                make(seed).fit(X)
+                total = time.perf_counter() - t
+            runs.append((total, dict(seconds)))
+        total, seconds = sorted(runs, key=lambda run: run[0])[len(runs) // 2]
+        seconds["other"] = total - sum(seconds.values())
+        out["stage_passes"] = {k: v / matvec for k, v in seconds.items()}
+    return out
 
 
 def _run(nnz: int, algorithm: str, args, pythonpath: str | None) -> dict | None:
@@ -111,6 +183,7 @@ def _run(nnz: int, algorithm: str, args, pythonpath: str | None) -> dict | None:
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", str(nnz), algorithm,
            "--repeats", str(args.repeats), "--row-nnz", str(args.row_nnz),
            "--clusters", str(args.clusters)] + (["--cols", str(args.cols)] if args.cols else [])
+    cmd += ["--breakdown"] if args.breakdown else []
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         print(f"  failed ({algorithm}, {nnz:.0e}): {proc.stderr.strip().splitlines()[-1:]}",
@@ -128,11 +201,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cols", type=int, default=None, help="columns (default 10·√nnz)")
     ap.add_argument("--clusters", type=int, default=K, help="K = L")
     ap.add_argument("--baseline", default=None, help="git revision to measure side by side")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="DP-τCC: also the passes of each stage of the fit")
     ap.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
         print(json.dumps(worker(int(float(args.worker[0])), args.worker[1], args.repeats,
-                                args.row_nnz, args.cols, args.clusters)))
+                                args.row_nnz, args.cols, args.clusters, args.breakdown)))
         return 0
 
     with baseline_tree(args.baseline) as base:
@@ -153,6 +228,9 @@ def main(argv: list[str] | None = None) -> int:
                                       f"{old['ns_per_nnz']:.1f}, {old['mem_over_x']:.2f}"
                                       if old else "failed"))
                 print(line, flush=True)
+                for stage, passes in sorted(rec.get("stage_passes", {}).items(),
+                                            key=lambda item: -item[1]):
+                    print(f"{'':10} {stage:>24} {passes:>7.1f} passes", flush=True)
     return 0
 
 
