@@ -13,7 +13,16 @@ function bytes = dphd_encode(v)
     end
     bytes = [uint8('s'), typecast(int64(numel(names)), 'uint8'), parts{:}];
   elseif iscell(v)
-    parts = cellfun(@dphd_encode, v(:).', 'UniformOutput', false);
+    % texts (the ledger's fields: most of a result's values) encoded here, not by a call each
+    parts = cell(1, numel(v));
+    for t = 1:numel(v)
+      x = v{t};
+      if ischar(x)
+        parts{t} = [uint8('c'), typecast(int64(numel(x)), 'uint8'), uint8(x(:).')];
+      else
+        parts{t} = dphd_encode(x);
+      end
+    end
     bytes = [uint8('l'), typecast(int64(numel(v)), 'uint8'), parts{:}];
   elseif isnumeric(v) || islogical(v)
     x = full(double(v));
