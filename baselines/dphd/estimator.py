@@ -289,22 +289,23 @@ class DPHD(ClusterMixin, PrivateEstimator):
         paper = self.mode == "paper"
         rows = _rows_of(X)
         sampler = self._sampler()
+        facts = _FACTS.of(X)
 
         if self.max_value is None and paper:
-            max_value = _FACTS.get(X, "max", lambda M: float(M.max()))
+            max_value = facts.get("max", lambda M: float(M.max()))
         else:
             max_value = float(self.max_value) if self.max_value is not None \
                 else DEFAULT_MAX_VALUE
         if paper:
             row_l1_bound = math.inf
-            key = _FACTS.key(X, "paper")
+            key = facts.key("paper")
 
             def build():
                 return octave_matrix(rows)
         else:
             row_l1_bound = (float(self.row_l1_bound) if self.row_l1_bound is not None
                             else max_value * d)
-            key = _FACTS.key(X, "corrected", max_value, row_l1_bound)
+            key = facts.key("corrected", max_value, row_l1_bound)
 
             def build():
                 return octave_matrix(_public_preprocess(rows, max_value, row_l1_bound))

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["content_key", "MatrixFacts"]
+__all__ = ["content_key", "MatrixFacts", "Facts"]
 
 
 def _content(X: sp.csr_matrix) -> tuple[tuple, tuple[np.ndarray, ...]]:
@@ -94,14 +94,34 @@ class MatrixFacts:
         del self._known[self.size:]
         return known[2]
 
+    def of(self, X: sp.csr_matrix) -> Facts:
+        """The facts of ``X``'s content (those remembered for a bit-equal matrix seen before),
+        found with one comparison however many of them a fit reads."""
+        with self._lock:
+            return Facts(X, self._facts_of(X), self._lock)
+
     def get(self, X: sp.csr_matrix, name: Hashable, compute: Callable[[sp.csr_matrix], Any]):
         """``compute(X)``, or its value for a bit-equal matrix seen before under ``name``."""
-        with self._lock:
-            facts = self._facts_of(X)
-            if name not in facts:
-                facts[name] = compute(X)
-            return facts[name]
+        return self.of(X).get(name, compute)
 
     def key(self, X: sp.csr_matrix, *context) -> str:
         """:func:`content_key` of ``X`` in ``context``, remembered."""
-        return self.get(X, ("content key", *context), lambda M: content_key(M, *context))
+        return self.of(X).key(*context)
+
+
+class Facts:
+    """The remembered facts of one matrix's content (from :meth:`MatrixFacts.of`)."""
+
+    def __init__(self, X: sp.csr_matrix, facts: dict, lock: threading.Lock):
+        self._X, self._facts, self._lock = X, facts, lock
+
+    def get(self, name: Hashable, compute: Callable[[sp.csr_matrix], Any]):
+        """``compute(X)``, computed once per content."""
+        with self._lock:
+            if name not in self._facts:
+                self._facts[name] = compute(self._X)
+            return self._facts[name]
+
+    def key(self, *context) -> str:
+        """:func:`content_key` of the matrix in ``context``."""
+        return self.get(("content key", *context), lambda M: content_key(M, *context))
