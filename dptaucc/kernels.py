@@ -37,6 +37,9 @@ BINCOUNT_MAX_ROWS = 1 << 14
 #: values up to which :func:`exponential_from_uniforms` computes both branches for every value
 #: and selects (cheaper than splitting small arrays)
 SELECT_MAX_VALUES = 1 << 10
+#: values per block of :func:`exponential_from_uniforms` above that: its ten or so temporaries
+#: of a block stay in the L2 cache (75k values: 13-17 ns a value, 27 in one block)
+EXPONENTIAL_BLOCK = 1 << 14
 #: rows per block of :func:`choose_by_inversion`
 BLOCK_ROWS = 1 << 14
 #: choices up to which :func:`choose_by_inversion` sorts the weights by a sorting network
@@ -238,7 +241,7 @@ def exponential_from_uniforms(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
     # masks), the sign flipped once
     out = np.empty_like(hi)
     flat_hi, flat_lo, flat_out = hi.reshape(-1), lo.reshape(-1), out.reshape(-1)
-    for start, stop in _blocks(flat_hi.size, BLOCK_NNZ):
+    for start, stop in _blocks(flat_hi.size, EXPONENTIAL_BLOCK):
         h, part = flat_hi[start:stop], flat_out[start:stop]
         tail = flat_lo[start:stop] + _TAIL_OFFSET
         tail *= _TAIL_SCALE
