@@ -113,8 +113,9 @@ DEFAULT_MAX_VALUE = 10.0
 #: even copied).
 DENSE_MIN_DENSITY = 0.5
 
-#: content keys and data maxima of the matrices fitted last (as many as Octave keeps)
-_FACTS = MatrixFacts(size=octave.MAX_CACHED_MATRICES)
+#: content key and data maximum of the matrix fitted last (its paper and corrected fits share
+#: them): one copy of its arrays kept, to recognise it
+_FACTS = MatrixFacts(size=1)
 
 
 def _rows_of(X: sp.csr_matrix) -> sp.csr_matrix | np.ndarray:
