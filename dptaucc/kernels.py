@@ -37,6 +37,9 @@ BINCOUNT_MAX_ROWS = 1 << 14
 #: values up to which :func:`exponential_from_uniforms` computes both branches for every value
 #: and selects (cheaper than splitting small arrays)
 SELECT_MAX_VALUES = 1 << 10
+#: values per block of :func:`exponential_from_uniforms` above that: its ten or so temporaries
+#: of a block stay in the L2 cache (75k values: 13-17 ns a value, 27 in one block)
+EXPONENTIAL_BLOCK = 1 << 14
 #: rows per block of :func:`choose_by_inversion`
 BLOCK_ROWS = 1 << 14
 #: choices up to which :func:`choose_by_inversion` sorts the weights by a sorting network
@@ -234,15 +237,24 @@ def exponential_from_uniforms(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
         tail = (lo + _TAIL_OFFSET) * _TAIL_SCALE
         upper = -libm_log1p(-((1.0 - hi) - tail))  # a value in (0, 1) either way: no warning
         return np.where(hi >= 0.5, upper, -libm_log(hi + tail))
+    # each branch's argument formed for the whole block (cheap), its logarithm taken only at
+    # the branch's positions (gathered and scattered by index: about twice as fast as boolean
+    # masks), the sign flipped once
     out = np.empty_like(hi)
     flat_hi, flat_lo, flat_out = hi.reshape(-1), lo.reshape(-1), out.reshape(-1)
-    for start, stop in _blocks(flat_hi.size, BLOCK_NNZ):
-        h, tail = flat_hi[start:stop], (flat_lo[start:stop] + _TAIL_OFFSET) * _TAIL_SCALE
+    for start, stop in _blocks(flat_hi.size, EXPONENTIAL_BLOCK):
+        h, part = flat_hi[start:stop], flat_out[start:stop]
+        tail = flat_lo[start:stop] + _TAIL_OFFSET
+        tail *= _TAIL_SCALE
         upper = h >= 0.5
-        part = flat_out[start:stop]
-        part[upper] = -libm_log1p(-((1.0 - h[upper]) - tail[upper]))
-        lower = ~upper
-        part[lower] = -libm_log(h[lower] + tail[lower])
+        at_upper, at_lower = np.flatnonzero(upper), np.flatnonzero(~upper)
+        arg = 1.0 - h
+        arg -= tail
+        np.negative(arg, out=arg)  # −((1 − h) − tail)
+        part[at_upper] = libm_log1p(arg.take(at_upper))
+        np.add(h, tail, out=arg)
+        part[at_lower] = libm_log(arg.take(at_lower))
+        np.negative(part, out=part)
     return out
 
 

