@@ -346,8 +346,10 @@ def _grid_rows(X: sp.csr_matrix | np.ndarray, grid: float,
         out *= grid
         return out
     steps = np.minimum(np.floor(X.data / grid), bound_steps)
-    out = sp.csr_matrix((steps * grid, X.indices, X.indptr), shape=X.shape)
-    out.eliminate_zeros()
+    out = sp.csr_matrix((steps * grid, X.indices, X.indptr), shape=X.shape)  # X's indices
+    if not np.all(out.data):  # compacting works in place: on copies of X's index arrays
+        out = out.copy()
+        out.eliminate_zeros()
     return out
 
 

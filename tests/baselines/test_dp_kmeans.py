@@ -542,3 +542,14 @@ def test_a_dense_matrix_fits_and_predicts_as_on_the_sparse_path(monkeypatch, mod
         np.testing.assert_array_equal(p1, p2)
         assert s1 == pytest.approx(s2, rel=1e-12)
         np.testing.assert_array_equal(r1, r2)
+
+
+def test_grid_rows_leaves_x_alone_when_cells_round_to_zero():
+    """Cells below one grid step vanish from the gridded copy; X's own index arrays (shared
+    with the copy until then) stay as they were."""
+    X = sp.csr_matrix(np.array([[0.25, 2.0], [3.0, 0.0]]))
+    before = X.indices.copy(), X.indptr.copy()
+    out = dpk._grid_rows(X, 0.5, 10)
+    assert out.nnz == 2 and out.toarray().tolist() == [[0.0, 2.0], [3.0, 0.0]]
+    np.testing.assert_array_equal(X.indices, before[0])
+    np.testing.assert_array_equal(X.indptr, before[1])
