@@ -1,13 +1,21 @@
-"""Peak resident memory of this process (and its working children, e.g. Octave) during a block."""
+"""Peak resident memory of this process (and its working children, e.g. Octave) during a block.
+
+The samples are taken by one thread per process that serves block after block: starting a
+thread for every block made each job wait for the new thread to be scheduled (0.2 ms and
+more on a busy machine, tens of thousands of times in a sweep). A block that begins while
+another one of the same process is still measured gets a thread of its own.
+"""
 
 from __future__ import annotations
 
+import os
+import queue
 import threading
 from pathlib import Path
 
 import psutil
 
-from dptaucc.bench.contention import live_descendants
+from dptaucc.bench.contention import live_descendants, this_process
 
 _STATUS = Path("/proc/self/status")
 _CLEAR_REFS = Path("/proc/self/clear_refs")
@@ -32,12 +40,67 @@ def _hwm_bytes() -> int | None:
     return None
 
 
+#: whether this process's kernel reports VmHWM, by process id (asked at the first block)
+_HWM_READABLE: dict[int, bool] = {}
+
+
+def _kernel_peak() -> bool:
+    """Reset VmHWM for a new block; True when the kernel both resets and reports it."""
+    if not _reset_hwm():
+        return False
+    pid = os.getpid()
+    if pid not in _HWM_READABLE:
+        _HWM_READABLE[pid] = _hwm_bytes() is not None
+    return _HWM_READABLE[pid]
+
+
+class _Sampler:
+    """The sampling thread of one process: runs the sampling loop of each block handed to it,
+    one block at a time."""
+
+    def __init__(self):
+        self._blocks: queue.SimpleQueue = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._busy = False
+        threading.Thread(target=self._serve, daemon=True, name="PeakRSS sampler").start()
+
+    def take(self, block: PeakRSS) -> bool:
+        """Sample ``block`` from now until it ends; False when a block is being measured
+        already (the caller then samples in a thread of its own)."""
+        with self._lock:
+            if self._busy:
+                return False
+            self._busy = True
+        self._blocks.put(block)
+        return True
+
+    def release(self) -> None:
+        """The block taken last has ended (its loop ends at its next wake-up)."""
+        with self._lock:
+            self._busy = False
+
+    def _serve(self) -> None:
+        while True:
+            self._blocks.get()._loop()
+
+
+#: the sampler of this process, by process id (a forked child starts its own)
+_SAMPLERS: dict[int, _Sampler] = {}
+
+
+def _sampler() -> _Sampler:
+    pid = os.getpid()
+    if pid not in _SAMPLERS:
+        _SAMPLERS[pid] = _Sampler()
+    return _SAMPLERS[pid]
+
+
 class PeakRSS:
     """Context manager: ``peak_mb`` after exit = peak RSS of this process during the block
-    (the kernel's VmHWM, reset on entry, where Linux allows it; else sampled) plus the largest
-    sampled RSS of the child processes that worked during the block (sampled every
-    ``child_interval`` s, as listing children scans /proc; a process without children skips
-    the scan): children started in the block, or
+    (the kernel's VmHWM, reset on entry, where Linux allows it; else sampled every
+    ``interval`` s) plus the largest sampled RSS of the child processes that worked during
+    the block (sampled every ``child_interval`` s, as listing children scans /proc; a process
+    without children skips the scan): children started in the block, or
     alive before it and using CPU since (a persistent Octave). Children idle throughout, such
     as a process pool's waiting workers, are not the block's memory and are left out. The
     peak includes what the process already held (the loaded dataset).
@@ -52,8 +115,9 @@ class PeakRSS:
         self.interval = interval
         self.child_interval = child_interval
         self.peak_mb = float("nan")
-        self._proc = psutil.Process()
+        self._proc = this_process()
         self._stop = threading.Event()
+        self._lock = threading.Lock()  # held by the sampling loop while it samples
 
     def _children_cpu(self) -> dict[int, float]:
         """CPU seconds used so far by each child process, by pid."""
@@ -83,27 +147,40 @@ class PeakRSS:
 
     def _loop(self) -> None:
         every = max(1, round(self.child_interval / self.interval))
+        # with the kernel's counter only the children are sampled: wake for them only
+        step, per_child = (every * self.interval, 1) if self._kernel else (self.interval, every)
         tick = 0
-        while not self._stop.wait(self.interval):
-            if not self._kernel:
-                self._self_peak = max(self._self_peak, self._proc.memory_info().rss)
-            tick += 1
-            if tick % every == 0:
-                self._child_peak = max(self._child_peak, self._children_rss())
+        while not self._stop.wait(step):
+            with self._lock:
+                if self._stop.is_set():  # ended meanwhile: its exit has read the peaks
+                    return
+                if not self._kernel:
+                    self._self_peak = max(self._self_peak, self._proc.memory_info().rss)
+                tick += 1
+                if tick % per_child == 0:
+                    self._child_peak = max(self._child_peak, self._children_rss())
 
     def __enter__(self) -> PeakRSS:
-        self._kernel = _reset_hwm() and _hwm_bytes() is not None
-        self._self_peak = self._proc.memory_info().rss
+        self._kernel = _kernel_peak()
+        # a reset VmHWM starts from the current RSS: no sample needed
+        self._self_peak = 0 if self._kernel else self._proc.memory_info().rss
         self._idle_children = self._children_cpu()
         self._child_peak = 0
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-        self._thread.start()
+        self._sampler = _sampler()
+        self._thread = None
+        if not self._sampler.take(self):
+            self._thread = threading.Thread(target=self._loop, daemon=True)
+            self._thread.start()
         return self
 
     def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
-        own = _hwm_bytes() if self._kernel else None
-        own = max(self._self_peak, own or 0, self._proc.memory_info().rss)
+        with self._lock:  # waits only for a sample being taken now
+            self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        else:
+            self._sampler.release()
+        own = max(self._self_peak, (_hwm_bytes() if self._kernel else None) or 0,
+                  self._proc.memory_info().rss)
         self._child_peak = max(self._child_peak, self._children_rss())
         self.peak_mb = (own + self._child_peak) / 2**20
