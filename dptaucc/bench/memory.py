@@ -3,14 +3,14 @@
 The samples are taken by one thread per process that serves block after block: starting a
 thread for every block made each job wait for the new thread to be scheduled (0.2 ms and
 more on a busy machine, tens of thousands of times in a sweep). A block that begins while
-another one of the same process is still measured gets a thread of its own.
+another one of the same process is measured gets a sampling thread of its own.
 """
 
 from __future__ import annotations
 
 import os
-import queue
 import threading
+import time
 from pathlib import Path
 
 import psutil
@@ -55,40 +55,62 @@ def _kernel_peak() -> bool:
 
 
 class _Sampler:
-    """The sampling thread of one process: runs the sampling loop of each block handed to it,
-    one block at a time."""
+    """A sampling thread: takes the samples of one block at a time, at the block's own times.
+
+    The thread is told when a block begins only if it is idle; when a block ends it is not
+    woken (it finds out at its next sample time and sleeps until the next block's), so that a
+    sweep of short jobs costs it a few wake-ups a second, not two per job."""
 
     def __init__(self):
-        self._blocks: queue.SimpleQueue = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._busy = False
+        self._cond = threading.Condition()
+        self._block: PeakRSS | None = None
+        self._idle = False  # waiting for a block, not for a sample time
+        self._closed = False
         threading.Thread(target=self._serve, daemon=True, name="PeakRSS sampler").start()
 
     def take(self, block: PeakRSS) -> bool:
-        """Sample ``block`` from now until it ends; False when a block is being measured
-        already (the caller then samples in a thread of its own)."""
-        with self._lock:
-            if self._busy:
+        """Sample ``block`` from now until :meth:`release`; False when another block is
+        being sampled."""
+        with self._cond:
+            if self._block is not None:
                 return False
-            self._busy = True
-        self._blocks.put(block)
+            self._block = block
+            if self._idle:
+                self._cond.notify()
         return True
 
     def release(self) -> None:
-        """The block taken last has ended (its loop ends at its next wake-up)."""
-        with self._lock:
-            self._busy = False
+        """Stop sampling the block taken (a sample being taken ends first)."""
+        with self._cond:
+            self._block = None
+
+    def close(self) -> None:
+        """End the thread."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
 
     def _serve(self) -> None:
-        while True:
-            self._blocks.get()._loop()
+        with self._cond:
+            while not self._closed:
+                block = self._block
+                if block is None:
+                    self._idle = True
+                    self._cond.wait()
+                    self._idle = False
+                    continue
+                delay = block._next_sample - time.monotonic()
+                if delay > 0:
+                    self._cond.wait(delay)
+                else:
+                    block._sample()
 
 
-#: the sampler of this process, by process id (a forked child starts its own)
+#: the shared sampler of this process, by process id (a forked child starts its own)
 _SAMPLERS: dict[int, _Sampler] = {}
 
 
-def _sampler() -> _Sampler:
+def _shared_sampler() -> _Sampler:
     pid = os.getpid()
     if pid not in _SAMPLERS:
         _SAMPLERS[pid] = _Sampler()
@@ -116,8 +138,6 @@ class PeakRSS:
         self.child_interval = child_interval
         self.peak_mb = float("nan")
         self._proc = this_process()
-        self._stop = threading.Event()
-        self._lock = threading.Lock()  # held by the sampling loop while it samples
 
     def _children_cpu(self) -> dict[int, float]:
         """CPU seconds used so far by each child process, by pid."""
@@ -145,20 +165,15 @@ class PeakRSS:
                 pass
         return total
 
-    def _loop(self) -> None:
-        every = max(1, round(self.child_interval / self.interval))
-        # with the kernel's counter only the children are sampled: wake for them only
-        step, per_child = (every * self.interval, 1) if self._kernel else (self.interval, every)
-        tick = 0
-        while not self._stop.wait(step):
-            with self._lock:
-                if self._stop.is_set():  # ended meanwhile: its exit has read the peaks
-                    return
-                if not self._kernel:
-                    self._self_peak = max(self._self_peak, self._proc.memory_info().rss)
-                tick += 1
-                if tick % per_child == 0:
-                    self._child_peak = max(self._child_peak, self._children_rss())
+    def _sample(self) -> None:
+        """One sample time: this process's RSS (without the kernel's counter) and, every
+        ``child_interval``, the children's."""
+        self._next_sample += self._step
+        self._tick += 1
+        if not self._kernel:
+            self._self_peak = max(self._self_peak, self._proc.memory_info().rss)
+        if self._tick % self._child_every == 0:
+            self._child_peak = max(self._child_peak, self._children_rss())
 
     def __enter__(self) -> PeakRSS:
         self._kernel = _kernel_peak()
@@ -166,20 +181,23 @@ class PeakRSS:
         self._self_peak = 0 if self._kernel else self._proc.memory_info().rss
         self._idle_children = self._children_cpu()
         self._child_peak = 0
-        self._sampler = _sampler()
-        self._thread = None
-        if not self._sampler.take(self):
-            self._thread = threading.Thread(target=self._loop, daemon=True)
-            self._thread.start()
+        every = max(1, round(self.child_interval / self.interval))
+        # with the kernel's counter only the children are sampled: sample times for them only
+        self._step, self._child_every = ((every * self.interval, 1) if self._kernel
+                                         else (self.interval, every))
+        self._tick = 0
+        self._next_sample = time.monotonic() + self._step
+        self._sampler = _shared_sampler()
+        self._own_sampler = not self._sampler.take(self)
+        if self._own_sampler:  # a block inside a block, or in another thread at the same time
+            self._sampler = _Sampler()
+            self._sampler.take(self)
         return self
 
     def __exit__(self, *exc) -> None:
-        with self._lock:  # waits only for a sample being taken now
-            self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-        else:
-            self._sampler.release()
+        self._sampler.release()
+        if self._own_sampler:
+            self._sampler.close()
         own = max(self._self_peak, (_hwm_bytes() if self._kernel else None) or 0,
                   self._proc.memory_info().rss)
         self._child_peak = max(self._child_peak, self._children_rss())
