@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import numbers
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -13,8 +14,10 @@ from dptaucc.kernels import value_summary
 
 __all__ = [
     "DENSE_MIN_DENSITY", "check_count_matrix", "check_n_clusters", "dense_counts",
-    "freeze_count_matrix", "make_generator",
+    "freeze_count_matrix", "make_generator", "matrix_fact",
 ]
+
+T = TypeVar("T")
 
 
 def make_generator(random_state) -> np.random.Generator:
@@ -118,13 +121,14 @@ def check_count_matrix(X, *, integer: bool = True, name: str = "X") -> sp.csr_ma
 
 class _Frozen(NamedTuple):
     """What :func:`freeze_count_matrix` saw: the matrix's arrays and whether its values are
-    whole."""
+    whole; and the facts computed from them since (:func:`matrix_fact`)."""
 
     data: np.ndarray
     indices: np.ndarray
     indptr: np.ndarray
     shape: tuple[int, int]
     whole: bool
+    facts: dict
 
 
 #: the attribute of a frozen matrix that holds its :class:`_Frozen`
@@ -160,7 +164,7 @@ def freeze_count_matrix(X) -> sp.csr_matrix:
     X = sp.csr_matrix((_immutable(X.data), _immutable(X.indices), _immutable(X.indptr)),
                       shape=X.shape, copy=False)
     X.has_canonical_format = True
-    setattr(X, _FROZEN, _Frozen(X.data, X.indices, X.indptr, X.shape, whole))
+    setattr(X, _FROZEN, _Frozen(X.data, X.indices, X.indptr, X.shape, whole, {}))
     return X
 
 
@@ -173,9 +177,9 @@ def _in_immutable_memory(a: np.ndarray) -> bool:
     return isinstance(a, bytes)
 
 
-def _frozen_whole(X) -> bool | None:
-    """For a matrix frozen by :func:`freeze_count_matrix` and still holding the immutable
-    arrays it was frozen with: whether its counts are whole; else None."""
+def _frozen(X) -> _Frozen | None:
+    """What :func:`freeze_count_matrix` recorded of X, when X still holds the immutable arrays
+    it was frozen with; else None."""
     frozen = getattr(X, _FROZEN, None) if type(X) is sp.csr_matrix else None
     if not isinstance(frozen, _Frozen):
         return None
@@ -183,7 +187,37 @@ def _frozen_whole(X) -> bool | None:
     if X.shape != frozen.shape or any(a is not b or not _in_immutable_memory(a)
                                       for a, b in arrays):
         return None
-    return frozen.whole
+    return frozen
+
+
+def _frozen_whole(X) -> bool | None:
+    """For a frozen matrix (:func:`_frozen`): whether its counts are whole; else None."""
+    frozen = _frozen(X)
+    return None if frozen is None else frozen.whole
+
+
+def matrix_fact(X, name: str, compute: Callable[[], T]) -> T:
+    """``compute()``, a fact of X's values: remembered under ``name`` on a matrix frozen by
+    :func:`freeze_count_matrix` (whose values cannot change), so that the fits and
+    evaluations of a sweep on one matrix compute it once; computed at every call for any
+    other X. The arrays of a remembered fact are made read-only.
+
+    >>> import numpy as np
+    >>> X = freeze_count_matrix([[1, 2], [3, 0]])
+    >>> first = matrix_fact(X, "row sums", lambda: np.asarray(X.sum(axis=1)).ravel())
+    >>> matrix_fact(X, "row sums", lambda: None) is first, first.flags.writeable
+    (True, False)
+    """
+    frozen = _frozen(X)
+    if frozen is None:
+        return compute()
+    if name not in frozen.facts:
+        value = compute()
+        for part in value if isinstance(value, tuple) else (value,):
+            if isinstance(part, np.ndarray):
+                part.flags.writeable = False
+        frozen.facts[name] = value
+    return frozen.facts[name]
 
 
 #: :func:`dense_counts` gives a dense array for a matrix with at least this share of non-zero
