@@ -99,7 +99,8 @@ def class_counts(dataset) -> tuple[int, int]:
     >>> class_counts(as_dataset([[1, 0], [0, 1]], row_labels=[0, 1], col_labels=[0, 0]))
     (2, 1)
     """
-    n_classes = int(dataset.meta.get("n_classes", len(np.unique(dataset.row_labels))))
+    n_classes = dataset.meta.get("n_classes")
+    n_classes = int(len(np.unique(dataset.row_labels)) if n_classes is None else n_classes)
     col = dataset.col_labels
     return n_classes, (n_classes if col is None else len(np.unique(col)))
 
