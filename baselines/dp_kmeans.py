@@ -106,7 +106,7 @@ from dptaucc.privacy import (
     discrete_laplace_mechanism,
 )
 from dptaucc.privacy.samplers import MAX_NOISE_SCALE
-from dptaucc.validation import check_n_clusters, dense_counts
+from dptaucc.validation import check_n_clusters, dense_counts, matrix_fact
 
 from .dp_sampling import bounded_domain_laplace, bounded_laplace_scale, folded_geometric
 
@@ -184,6 +184,18 @@ def _rows_of(X: sp.csr_matrix) -> sp.csr_matrix | np.ndarray:
     (:func:`dptaucc.validation.dense_counts`), else the CSR matrix itself."""
     dense = dense_counts(X)
     return X if dense is None else dense
+
+
+def _rows_bounds(X: sp.csr_matrix, rows: sp.csr_matrix | np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`feature_bounds` of ``rows = _rows_of(X)``, computed once per frozen matrix
+    (:func:`dptaucc.validation.matrix_fact`: a sweep's fits and evaluations share it)."""
+    return matrix_fact(X, "dp_kmeans: feature bounds", lambda: feature_bounds(rows))
+
+
+def _rows_sq_norms(X: sp.csr_matrix, rows: sp.csr_matrix | np.ndarray) -> np.ndarray:
+    """:func:`_row_sq_norms` of ``rows = _rows_of(X)``, computed once per frozen matrix."""
+    return matrix_fact(X, "dp_kmeans: row squared norms", lambda: _row_sq_norms(rows))
 
 
 def feature_bounds(X: sp.csr_matrix | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -346,8 +358,10 @@ def _grid_rows(X: sp.csr_matrix | np.ndarray, grid: float,
         out *= grid
         return out
     steps = np.minimum(np.floor(X.data / grid), bound_steps)
-    out = sp.csr_matrix((steps * grid, X.indices, X.indptr), shape=X.shape)
-    out.eliminate_zeros()
+    out = sp.csr_matrix((steps * grid, X.indices, X.indptr), shape=X.shape)  # X's indices
+    if not np.all(out.data):  # compacting works in place: on copies of X's index arrays
+        out = out.copy()
+        out.eliminate_zeros()
     return out
 
 
@@ -499,11 +513,11 @@ class DPKMeans(ClusterMixin, PrivateEstimator):
             grid = sum_grid(share_coord / 2.0, bmax)  # refuses a hopeless ε before any work
         sampler = self._sampler()
         ledger = PrivacyLedger(budget_epsilon=epsilon, strict=not paper)
-        X = _rows_of(X)
+        rows = _rows_of(X)
         if paper:
-            self._fit_paper(X, k, iters, share_count, share_coord, sampler.rng, ledger)
+            self._fit_paper(X, rows, k, iters, share_count, share_coord, sampler.rng, ledger)
         else:
-            self._fit_corrected(X, k, iters, share_count / 2.0, share_coord / 2.0, bmax, grid,
+            self._fit_corrected(rows, k, iters, share_count / 2.0, share_coord / 2.0, bmax, grid,
                                 sampler, ledger)
         self.n_iter_ = iters
         self.n_features_in_ = d
@@ -530,19 +544,19 @@ class DPKMeans(ClusterMixin, PrivateEstimator):
         self.cluster_sizes_ = sizes
         self.epsilon_count_, self.epsilon_coord_ = eps_count, eps_coord
 
-    def _fit_paper(self, X, k, iters, share_count, share_coord, rng, ledger) -> None:
+    def _fit_paper(self, X_checked, X, k, iters, share_count, share_coord, rng, ledger) -> None:
         d = X.shape[1]
         warnings.warn("Bounds have not been specified and will be calculated on the data "
                       "provided (paper mode, as the reference experiments). This leaks privacy.",
                       PrivacyLeakWarning, stacklevel=3)
         ledger.mark_non_private(
             "bounds", "per-feature min/max read from the data (diffprivlib PrivacyLeakWarning)")
-        lower, upper = widen_bounds(*feature_bounds(X))
+        lower, upper = widen_bounds(*_rows_bounds(X_checked, X))
         # 0.6.4/0.6.6 unpack (N, c·N) as (ε_count, ε_coord): the swapped split
         eps_count, eps_coord = share_coord, share_count
         sens_coord = (upper - lower) / d
         # the data lie within their own min/max: clipping to the bounds changes nothing
-        x2 = _row_sq_norms(X)
+        x2 = _rows_sq_norms(X_checked, X)
         centers = _init_centers(lower, upper, k, rng)
         dist = _sq_distances(X, x2, centers)
         labels = np.argmin(dist, axis=1)
@@ -575,9 +589,9 @@ class DPKMeans(ClusterMixin, PrivateEstimator):
         zero = np.clip(0.0, lower, upper)
         dense = dense_counts(X)
         if dense is not None:
-            low, high = feature_bounds(dense)
+            low, high = _rows_bounds(X, dense)
             if np.all(low >= lower) and np.all(high <= upper):  # nothing to clip: ‖x − c‖²
-                return _sq_distances(dense, _row_sq_norms(dense), self.cluster_centers_)
+                return _sq_distances(dense, _rows_sq_norms(X, dense), self.cluster_centers_)
             S = np.clip(dense, lower, upper)
             S -= zero
             return _sq_distances(S, _row_sq_norms(S), self.cluster_centers_ - zero[None, :])

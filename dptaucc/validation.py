@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import numbers
+from collections.abc import Callable
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -12,8 +14,10 @@ from dptaucc.kernels import value_summary
 
 __all__ = [
     "DENSE_MIN_DENSITY", "check_count_matrix", "check_n_clusters", "dense_counts",
-    "make_generator",
+    "freeze_count_matrix", "make_generator", "matrix_fact",
 ]
+
+T = TypeVar("T")
 
 
 def make_generator(random_state) -> np.random.Generator:
@@ -72,6 +76,11 @@ def check_count_matrix(X, *, integer: bool = True, name: str = "X") -> sp.csr_ma
     """
     if X is None:
         raise TypeError(f"{name} must be a 2-D array or sparse matrix, got None")
+    whole_frozen = _frozen_whole(X)
+    if whole_frozen is not None:  # checked when frozen, and unchangeable since
+        if integer and not whole_frozen:
+            raise ValueError(f"{name} contains fractional entries; counts must be whole numbers")
+        return X
     summary = None
     if isinstance(X, np.matrix):  # check_array refuses np.matrix; its data is a plain 2-D array
         X = np.asarray(X)
@@ -108,6 +117,107 @@ def check_count_matrix(X, *, integer: bool = True, name: str = "X") -> sp.csr_ma
         X = X.copy()
         X.eliminate_zeros()
     return X
+
+
+class _Frozen(NamedTuple):
+    """What :func:`freeze_count_matrix` saw: the matrix's arrays and whether its values are
+    whole; and the facts computed from them since (:func:`matrix_fact`)."""
+
+    data: np.ndarray
+    indices: np.ndarray
+    indptr: np.ndarray
+    shape: tuple[int, int]
+    whole: bool
+    facts: dict
+
+
+#: the attribute of a frozen matrix that holds its :class:`_Frozen`
+_FROZEN = "_dptaucc_frozen_counts"
+
+
+def _immutable(a: np.ndarray) -> np.ndarray:
+    """A copy of ``a`` backed by a bytes object: read-only for good (numpy refuses to make
+    such an array writeable again)."""
+    return np.frombuffer(np.ascontiguousarray(a).tobytes(), dtype=a.dtype)
+
+
+def freeze_count_matrix(X) -> sp.csr_matrix:
+    """:func:`check_count_matrix` (fractional counts allowed), with the result's arrays
+    copied into immutable memory: no code can change its values afterwards, so
+    :func:`check_count_matrix` returns a frozen matrix as it is, without another pass over
+    its values (a sweep that fits thousands of models on one matrix checks it once).
+    Whether its counts are whole is remembered, for ``integer=True``.
+
+    Examples
+    --------
+    >>> from dptaucc.validation import check_count_matrix, freeze_count_matrix
+    >>> X = freeze_count_matrix([[1, 0], [0, 2]])
+    >>> check_count_matrix(X) is X, X.data.flags.writeable
+    (True, False)
+    >>> check_count_matrix(freeze_count_matrix([[0.5, 1.0]]))
+    Traceback (most recent call last):
+    ...
+    ValueError: X contains fractional entries; counts must be whole numbers
+    """
+    X = check_count_matrix(X, integer=False)
+    whole = value_summary(X.data)[1]
+    X = sp.csr_matrix((_immutable(X.data), _immutable(X.indices), _immutable(X.indptr)),
+                      shape=X.shape, copy=False)
+    X.has_canonical_format = True
+    setattr(X, _FROZEN, _Frozen(X.data, X.indices, X.indptr, X.shape, whole, {}))
+    return X
+
+
+def _in_immutable_memory(a: np.ndarray) -> bool:
+    """Does ``a`` view memory of a bytes object (through read-only views only)?"""
+    while isinstance(a, np.ndarray):
+        if a.flags.writeable:
+            return False
+        a = a.base
+    return isinstance(a, bytes)
+
+
+def _frozen(X) -> _Frozen | None:
+    """What :func:`freeze_count_matrix` recorded of X, when X still holds the immutable arrays
+    it was frozen with; else None."""
+    frozen = getattr(X, _FROZEN, None) if type(X) is sp.csr_matrix else None
+    if not isinstance(frozen, _Frozen):
+        return None
+    arrays = ((X.data, frozen.data), (X.indices, frozen.indices), (X.indptr, frozen.indptr))
+    if X.shape != frozen.shape or any(a is not b or not _in_immutable_memory(a)
+                                      for a, b in arrays):
+        return None
+    return frozen
+
+
+def _frozen_whole(X) -> bool | None:
+    """For a frozen matrix (:func:`_frozen`): whether its counts are whole; else None."""
+    frozen = _frozen(X)
+    return None if frozen is None else frozen.whole
+
+
+def matrix_fact(X, name: str, compute: Callable[[], T]) -> T:
+    """``compute()``, a fact of X's values: remembered under ``name`` on a matrix frozen by
+    :func:`freeze_count_matrix` (whose values cannot change), so that the fits and
+    evaluations of a sweep on one matrix compute it once; computed at every call for any
+    other X. The arrays of a remembered fact are made read-only.
+
+    >>> import numpy as np
+    >>> X = freeze_count_matrix([[1, 2], [3, 0]])
+    >>> first = matrix_fact(X, "row sums", lambda: np.asarray(X.sum(axis=1)).ravel())
+    >>> matrix_fact(X, "row sums", lambda: None) is first, first.flags.writeable
+    (True, False)
+    """
+    frozen = _frozen(X)
+    if frozen is None:
+        return compute()
+    if name not in frozen.facts:
+        value = compute()
+        for part in value if isinstance(value, tuple) else (value,):
+            if isinstance(part, np.ndarray):
+                part.flags.writeable = False
+        frozen.facts[name] = value
+    return frozen.facts[name]
 
 
 #: :func:`dense_counts` gives a dense array for a matrix with at least this share of non-zero

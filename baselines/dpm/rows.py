@@ -19,6 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from dptaucc.validation import matrix_fact
+
 __all__ = ["TRANSFORMS", "DENSE_FILL", "normalise_rows", "RowEmbedding", "make_embedding"]
 
 TRANSFORMS = ("l2", "l1")
@@ -60,6 +62,18 @@ def normalise_rows(X, transform: str):
     return X
 
 
+def _normalised(X: sp.csr_matrix, transform: str) -> sp.csr_matrix:
+    """:func:`normalise_rows` of a CSR matrix, read-only, computed once per matrix frozen by
+    :func:`dptaucc.validation.freeze_count_matrix` (a sweep's fits and evaluations on one
+    matrix share it)."""
+    def compute() -> sp.csr_matrix:
+        Xn = normalise_rows(X, transform)
+        for array in (Xn.data, Xn.indices, Xn.indptr):
+            array.flags.writeable = False
+        return Xn
+    return matrix_fact(X, f"rows normalised to unit {transform} norm", compute)
+
+
 def _unit_rows(Y: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(Y, axis=1)
     return Y * np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)[:, None]
@@ -95,6 +109,9 @@ class RowEmbedding:
         """
         if self.projection is not None and X.shape[1] != self.projection.shape[0]:
             raise ValueError(f"X has {X.shape[1]} columns, the fit had {self.projection.shape[0]}")
+        if self.projection is not None and sp.issparse(X) and not is_dense_enough(X):
+            Xn = _normalised(X, self.transform)  # a frozen matrix's, computed once
+            return _unit_rows(np.asarray(Xn @ self.projection))
         if is_dense_enough(X):
             X = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
         Xn = normalise_rows(X, self.transform)

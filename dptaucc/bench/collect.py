@@ -74,12 +74,14 @@ def merge(existing: pd.DataFrame | None, new: pd.DataFrame) -> pd.DataFrame:
 
 
 def collect_experiment(results_dir: str | os.PathLike, experiment: str,
-                       replace: bool = False) -> pd.DataFrame | None:
+                       replace: bool = False,
+                       records: Sequence[dict] | None = None) -> pd.DataFrame | None:
     """Write ``<results_dir>/<experiment>.parquet`` and ``.csv`` from the local records merged
-    into the existing table (``replace``: the local records only); None if there is nothing."""
+    into the existing table (``replace``: the local records only); None if there is nothing.
+    ``records``: the store's records when the caller has read them."""
     results_dir = Path(results_dir)
-    store = RunStore(results_dir / "runs", experiment)
-    records = list(store.records())
+    if records is None:
+        records = list(RunStore(results_dir / "runs", experiment).records())
     existing = None if replace else load_table(results_dir, experiment)
     if not records:
         return existing

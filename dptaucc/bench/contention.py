@@ -35,6 +35,18 @@ def _system_busy() -> float:
 _LAST_SEEN: dict[int, list[psutil.Process]] = {}
 
 
+#: this process as a psutil.Process, by process id (a forked child makes its own)
+_THIS: dict[int, psutil.Process] = {}
+
+
+def this_process() -> psutil.Process:
+    """This process (one psutil.Process per process, not one per block)."""
+    pid = os.getpid()
+    if pid not in _THIS:
+        _THIS[pid] = psutil.Process(pid)
+    return _THIS[pid]
+
+
 def has_children() -> bool:
     """Does this process have a child (running, or ended and not yet waited for)? One system
     call, which leaves an ended child to whoever waits for it."""
@@ -91,7 +103,8 @@ def live_descendants(proc: psutil.Process) -> list[psutil.Process]:
 def _own_cpu(proc: psutil.Process, descendants: list[psutil.Process] | None = None) -> float:
     """CPU seconds of this process, its finished children and its live ``descendants``
     (listed now when not given)."""
-    t = proc.cpu_times()
+    # the same clock-tick counts as psutil's /proc/<pid>/stat, in one system call
+    t = os.times() if proc.pid == os.getpid() else proc.cpu_times()
     total = t.user + t.system + t.children_user + t.children_system
     for child in proc.children(recursive=True) if descendants is None else descendants:
         try:
@@ -108,7 +121,7 @@ class OtherLoad:
     average when it started (it includes this process)."""
 
     def __init__(self):
-        self._proc = psutil.Process()
+        self._proc = this_process()
         self.load_1m = float("nan")
         self.other_busy_cpus = float("nan")
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import argparse
 import math
 import os
-from collections.abc import Iterator, Sequence
-from functools import cache
+from collections.abc import Callable, Iterator, Sequence
+from functools import cache, lru_cache, partial
 from pathlib import Path
 
 import matplotlib
@@ -433,7 +433,11 @@ def _modes(df: pd.DataFrame) -> list[str]:
         present - {"paper", "corrected"})
 
 
-def real_data_figures(real: pd.DataFrame) -> Iterator[tuple[str, Figure]]:
+#: a figure not drawn yet: calling it draws the figure
+Draw = Callable[[], Figure]
+
+
+def real_data_plots(real: pd.DataFrame) -> Iterator[tuple[str, Draw]]:
     """Fig. 2 / supp. Fig. 1 (both modes) and the extra-methods comparison, your methods added."""
     from dptaucc.bench.calibration import calibration as _calibration
 
@@ -441,47 +445,54 @@ def real_data_figures(real: pd.DataFrame) -> Iterator[tuple[str, Figure]]:
     mine, mine_bands = discovered(real)
     for mode in ("paper", "corrected"):
         for metric, name in (("nmi_rows", "fig2_nmi"), ("ari_rows", "supp_fig1_ari")):
-            yield f"{name}_{mode}", fig_metric_vs_eps(
-                real, metric, mode, [*PAPER_METHODS, *mine], ["fast_taucc", *mine_bands],
+            yield f"{name}_{mode}", partial(
+                fig_metric_vs_eps, real, metric, mode, [*PAPER_METHODS, *mine],
+                ["fast_taucc", *mine_bands],
                 f"{METRIC_NAMES[metric]} vs ε, real data ({mode} mode)",
                 calibration=cal if (mode, metric) == ("paper", "nmi_rows") else None)
         extra = ["dp_taucc", *(a for a in EXTRA_METHODS if a != "fccm"), *mine]
-        yield f"fig2_extra_methods_{mode}", fig_metric_vs_eps(
-            real, "nmi_rows", mode, extra, ["fast_taucc", "fccm", *mine_bands],
+        yield f"fig2_extra_methods_{mode}", partial(
+            fig_metric_vs_eps, real, "nmi_rows", mode, extra, ["fast_taucc", "fccm", *mine_bands],
             f"Other privacy-preserving methods vs DP-τCC ({mode} mode)")
 
 
-def other_experiment_figures(experiment: str, df: pd.DataFrame) -> Iterator[tuple[str, Figure]]:
+def other_experiment_plots(experiment: str, df: pd.DataFrame) -> Iterator[tuple[str, Draw]]:
     """A table of your own experiment: row NMI vs ε per dataset, every algorithm it holds."""
     private = sorted(set(df.loc[df["private"].fillna(True).astype(bool), "algorithm"].dropna()))
     bands = sorted(set(df["algorithm"].dropna()) - set(private))
     for mode in _modes(df) or ["corrected"]:
-        yield f"{experiment}_nmi_{mode}", fig_metric_vs_eps(
-            df, "nmi_rows", mode, private, bands,
+        yield f"{experiment}_nmi_{mode}", partial(
+            fig_metric_vs_eps, df, "nmi_rows", mode, private, bands,
             f"{experiment}: {METRIC_NAMES['nmi_rows']} vs ε ({mode} mode)", xmax=None)
 
 
-def experiment_figures(exp: str, df: pd.DataFrame) -> Iterator[tuple[str, Figure]]:
-    """(file stem, figure) of every figure drawn from the table of ``exp``."""
+def experiment_plots(exp: str, df: pd.DataFrame) -> Iterator[tuple[str, Draw]]:
+    """(file stem, how to draw it) of every figure drawn from the table of ``exp``."""
     if exp == "fig2_real":
-        yield from real_data_figures(df)
+        yield from real_data_plots(df)
     elif exp in ("fig3_iterations", "supp_h"):
         param, ylabel, name = (("p_n_iterations", "iterations I", "fig3_supp_fig2_iterations_tau")
                                if exp == "fig3_iterations" else ("p_h", "h", "supp_fig3_h_tau"))
         for mode in [m for m in ("paper", "corrected") if m in set(df["mode"].dropna())]:
-            yield f"{name}_{mode}", fig_heatmap(
-                df[df["mode"] == mode], param, ylabel,
+            yield f"{name}_{mode}", partial(
+                fig_heatmap, df[df["mode"] == mode], param, ylabel,
                 rf"DP-τCC: mean $\hat\tau_{{R|C}}$ of the released table ({mode} mode)")
     elif exp == "supp_synthetic":
         for mode in [m for m in ("paper", "corrected") if m in set(df["mode"].dropna())]:
             for kind, num in (("nmi", 4), ("ari", 5)):
                 for vs in ("eps", "size"):
                     yield (f"supp_fig{num}_synthetic_{kind}_vs_{vs}_{mode}",
-                           fig_synthetic(df, kind, mode, vs))
+                           partial(fig_synthetic, df, kind, mode, vs))
     elif exp == "supp_runtime":
-        yield "supp_fig6_runtime", fig_runtime(df)
+        yield "supp_fig6_runtime", partial(fig_runtime, df)
     else:
-        yield from other_experiment_figures(exp, df)
+        yield from other_experiment_plots(exp, df)
+
+
+def experiment_figures(exp: str, df: pd.DataFrame) -> Iterator[tuple[str, Figure]]:
+    """(file stem, figure) of every figure drawn from the table of ``exp``."""
+    for name, draw in experiment_plots(exp, df):
+        yield name, draw()
 
 
 def experiment_tables(results_dir: str | os.PathLike) -> dict[str, pd.DataFrame]:
@@ -496,16 +507,49 @@ def experiment_tables(results_dir: str | os.PathLike) -> dict[str, pd.DataFrame]
 
 
 def make_figures(results_dir: str | os.PathLike = "results",
-                 formats: Sequence[str] = ("pdf", "png")) -> list[Path]:
-    """Draw every figure whose table exists (in ``formats``); returns the files written."""
+                 formats: Sequence[str] = ("pdf", "png"), n_jobs: int = 1) -> list[Path]:
+    """Draw every figure whose table exists (in ``formats``); returns the files written.
+
+    ``n_jobs > 1`` draws them in up to that many new processes, each figure from the table it
+    reads (the same figures, in the same styles)."""
     results_dir = Path(results_dir)
     tables = experiment_tables(results_dir)
     register_algorithms([a for df in tables.values() for a in df["algorithm"].dropna()])
-    written: list[Path] = []
-    for exp, df in tables.items():
-        for name, fig in experiment_figures(exp, df):
-            written += _save(fig, results_dir / "figures", name, formats)
-    return written
+    plots = [(exp, i) for exp, df in tables.items()
+             for i, _ in enumerate(experiment_plots(exp, df))]
+    if n_jobs == 1 or len(plots) < 2:
+        written: list[Path] = []
+        for exp, df in tables.items():
+            for name, draw in experiment_plots(exp, df):
+                written += _save(draw(), results_dir / "figures", name, formats)
+        return written
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    # new processes ("spawn"): no threads or locks inherited from this one, and none of a
+    # sweep's workers, whose pool would restart a worker that grows by a table or two
+    with ProcessPoolExecutor(min(n_jobs, len(plots)),
+                             mp_context=multiprocessing.get_context("spawn")) as pool:
+        drawn = [pool.submit(_draw_plot, str(results_dir), exp, i, dict(_styles),
+                             tuple(formats)) for exp, i in plots]
+        return [path for done in drawn for path in done.result()]
+
+
+def _draw_plot(results_dir: str, exp: str, index: int, styles: dict[str, tuple[str, str]],
+               formats: Sequence[str]) -> list[Path]:
+    """Draw and save figure ``index`` of ``exp`` (in a worker process), with the styles the
+    parent process handed out."""
+    _styles.clear()
+    _styles.update(styles)
+    df = _table(results_dir, exp, (Path(results_dir) / f"{exp}.parquet").stat().st_mtime_ns)
+    name, draw = list(experiment_plots(exp, df))[index]
+    return _save(draw(), Path(results_dir) / "figures", name, formats)
+
+
+@lru_cache(maxsize=1)
+def _table(results_dir: str, exp: str, mtime_ns: int) -> pd.DataFrame:
+    """The table of ``exp`` as last written (a worker draws several figures of one table)."""
+    return load_table(results_dir, exp)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

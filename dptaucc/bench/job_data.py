@@ -14,7 +14,7 @@ from functools import lru_cache
 import numpy as np
 
 from dptaucc.bench.configs import resolve_sentinels
-from dptaucc.validation import check_count_matrix
+from dptaucc.validation import freeze_count_matrix
 
 __all__ = ["LOADERS", "load_dataset", "class_counts", "resolve_params"]
 
@@ -25,10 +25,11 @@ LOADERS = ("cluto", "biclusters", "matrix", "callable")
 @lru_cache(maxsize=3)
 def _load(loader: str, name: str, seed: int | None, params_json: str, cache_dir: str | None,
           mirror: str | None, allow_unverified: bool):
-    """The dataset with its matrix validated once, as canonical CSR float64, so that the many
-    fits of a worker on it do not each convert and copy it."""
+    """The dataset with its matrix validated once, as canonical CSR float64 in immutable
+    memory (:func:`dptaucc.validation.freeze_count_matrix`), so that the many fits and
+    evaluations of a worker on it neither convert and copy it nor check its values again."""
     dataset = _read(loader, name, seed, params_json, cache_dir, mirror, allow_unverified)
-    return dataclasses.replace(dataset, X=check_count_matrix(dataset.X, integer=False))
+    return dataclasses.replace(dataset, X=freeze_count_matrix(dataset.X))
 
 
 def _read(loader: str, name: str, seed: int | None, params_json: str, cache_dir: str | None,
@@ -98,7 +99,8 @@ def class_counts(dataset) -> tuple[int, int]:
     >>> class_counts(as_dataset([[1, 0], [0, 1]], row_labels=[0, 1], col_labels=[0, 0]))
     (2, 1)
     """
-    n_classes = int(dataset.meta.get("n_classes", len(np.unique(dataset.row_labels))))
+    n_classes = dataset.meta.get("n_classes")
+    n_classes = int(len(np.unique(dataset.row_labels)) if n_classes is None else n_classes)
     col = dataset.col_labels
     return n_classes, (n_classes if col is None else len(np.unique(col)))
 

@@ -107,7 +107,7 @@ def reproduce(scale: str = "paper", n_jobs: int | None = None,
         summary = _run_plans(plans, scale, results_dir, n_jobs, executor, slurm or {})
         if outputs:
             summary["_outputs"] = _outputs(results_dir, experiments, full_paper,
-                                           summary["_outcomes"])
+                                           summary["_outcomes"], n_jobs, plans)
         from dptaucc.bench.slurm import resources
 
         write_run_log(results_dir, scale=scale,
@@ -172,7 +172,12 @@ def _run_plans(plans: dict[str, list[dict]], scale: str, results_dir: str, n_job
 
 
 def _outputs(results_dir: str, experiments: Sequence[str], full_paper: bool,
-             outcomes: Sequence[Outcome]) -> dict:
+             outcomes: Sequence[Outcome], n_jobs: int = 1,
+             plans: dict[str, list[dict]] | None = None) -> dict:
+    """Tables and figures (on ``n_jobs`` processes); the report is written after the run log,
+    whose commit and wall time it names. ``plans``: every experiment's jobs (at the full paper
+    scale, its paper grid: the tables' guard need not enumerate it again)."""
+    from dptaucc.bench.configs import run_id
     from dptaucc.bench.outputs import publish
 
     if full_paper and any(o.failed for o in outcomes):
@@ -181,7 +186,10 @@ def _outputs(results_dir: str, experiments: Sequence[str], full_paper: bool,
     # A complete paper-scale run is the reproduction: each complete table is rebuilt from the
     # store alone (merging would keep rows of older code, whose job ids differ). Quick and
     # partial runs merge (make collect), so a user adds a method by running only its jobs.
-    return publish(results_dir, experiments, replace=full_paper)
+    grids = ({exp: {run_id(j) for j in jobs} for exp, jobs in plans.items()}
+             if full_paper and plans is not None else None)
+    return publish(results_dir, experiments, steps=("collect", "figures"), replace=full_paper,
+                   n_jobs=n_jobs, grids=grids)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -140,6 +140,11 @@ def _located(target: str, name: Any) -> functools.partial:
                           + " ".join(problem.split())) from exc
 
 
+@lru_cache(maxsize=64)
+def _takes_random_state(cls) -> bool:
+    return "random_state" in inspect.signature(cls).parameters
+
+
 def make_estimator(alg: Mapping, kwargs: Mapping, random_state: int | None = None):
     """The estimator of algorithm config ``alg`` built with ``kwargs`` (plain Python), plus
     ``random_state`` when its class takes one; ConfigError for an unknown parameter.
@@ -154,7 +159,7 @@ def make_estimator(alg: Mapping, kwargs: Mapping, random_state: int | None = Non
     """
     factory = estimator_factory(alg)
     kwargs = dict(kwargs)
-    if random_state is not None and "random_state" in inspect.signature(factory.func).parameters:
+    if random_state is not None and _takes_random_state(factory.func):
         kwargs["random_state"] = random_state
     try:
         return factory(**kwargs)

@@ -542,3 +542,37 @@ def test_a_dense_matrix_fits_and_predicts_as_on_the_sparse_path(monkeypatch, mod
         np.testing.assert_array_equal(p1, p2)
         assert s1 == pytest.approx(s2, rel=1e-12)
         np.testing.assert_array_equal(r1, r2)
+
+
+def test_grid_rows_leaves_x_alone_when_cells_round_to_zero():
+    """Cells below one grid step vanish from the gridded copy; X's own index arrays (shared
+    with the copy until then) stay as they were."""
+    X = sp.csr_matrix(np.array([[0.25, 2.0], [3.0, 0.0]]))
+    before = X.indices.copy(), X.indptr.copy()
+    out = dpk._grid_rows(X, 0.5, 10)
+    assert out.nnz == 2 and out.toarray().tolist() == [[0.0, 2.0], [3.0, 0.0]]
+    np.testing.assert_array_equal(X.indices, before[0])
+    np.testing.assert_array_equal(X.indptr, before[1])
+
+
+def test_a_frozen_matrix_computes_its_bounds_once_and_gives_the_same_model(monkeypatch):
+    from dptaucc.validation import freeze_count_matrix
+
+    X = np.kron(np.eye(3, dtype=int), np.full((20, 4), 5)) + 1  # every cell stored: dense
+    frozen = freeze_count_matrix(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        plain = [DPKMeans(n_clusters=3, epsilon=2.0, mode="paper", random_state=s).fit(X)
+                 for s in range(2)]
+    expected = [(m.cluster_centers_, m.predict(X)) for m in plain]
+    calls = []
+    real_bounds = dpk.feature_bounds
+    monkeypatch.setattr(dpk, "feature_bounds", lambda A: calls.append(1) or real_bounds(A))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        models = [DPKMeans(n_clusters=3, epsilon=2.0, mode="paper", random_state=s).fit(frozen)
+                  for s in range(2)]
+    for model, (centres, labels) in zip(models, expected, strict=True):
+        np.testing.assert_array_equal(model.cluster_centers_, centres)
+        np.testing.assert_array_equal(model.predict(frozen), labels)
+    assert len(calls) == 1  # two fits and two evaluations, one pass

@@ -670,3 +670,22 @@ def test_secure_flag_draws_from_opendp_and_refuses_a_seed(data):
     assert m.privacy_ledger_.end_to_end_dp and m.leaf_counts_.dtype == np.int64
     with pytest.raises(ValueError, match="random_state"):
         DPM(epsilon=1.0, secure=True, random_state=0).fit(X)
+
+
+def test_a_frozen_matrix_is_normalised_once_and_embeds_the_same(monkeypatch):
+    import dptaucc.baselines.dpm.rows as rows_module
+
+    from dptaucc.validation import freeze_count_matrix
+
+    X = sp.random(40, 30, density=0.2, format="csr", random_state=0)
+    X.data = np.ceil(X.data * 5)
+    frozen = freeze_count_matrix(X)
+    emb = make_embedding(30, 4, "l2", np.random.default_rng(0))
+    expected = emb.apply(X)
+    calls = []
+    real = rows_module.normalise_rows
+    monkeypatch.setattr(rows_module, "normalise_rows",
+                        lambda *a: calls.append(1) or real(*a))
+    for _ in range(3):
+        np.testing.assert_array_equal(emb.apply(frozen), expected)
+    assert len(calls) == 1

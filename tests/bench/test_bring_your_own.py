@@ -70,7 +70,7 @@ def test_readme_bring_your_own_example(tmp_path):
 
     for stem in ("fig2_nmi_corrected", "fig2_extra_methods_corrected", "adhoc_nmi_corrected"):
         assert (results / "figures" / f"{stem}.png").stat().st_size > 5000
-    fig = dict(figures.real_data_figures(table))["fig2_nmi_corrected"]
+    fig = dict(figures.real_data_plots(table))["fig2_nmi_corrected"]()
     legend = {t.get_text() for t in fig.legends[0].get_texts()}
     assert {"random_rows (not declared DP)", "DP-τCC: its DP row labels (DP)"} <= legend
     assert "2 seeds per point" in fig._suptitle.get_text()

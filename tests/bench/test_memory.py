@@ -58,3 +58,23 @@ def test_children_working_in_the_block_are_counted():
         assert mem.peak_mb - own > 190, (mem.peak_mb, own)
     finally:
         worker.wait(timeout=30)
+
+
+def test_children_that_end_inside_the_block_are_sampled_in_every_block():
+    """Only the samples taken while the child ran can see it (it is reaped before the block
+    ends), in each of consecutive blocks: the process's sampling thread serves them all."""
+    for _ in range(2):
+        worker = _holder("work")
+        own = _own_mb()
+        with PeakRSS(child_interval=0.05) as mem:
+            _finish(worker)
+        assert mem.peak_mb - own > 190, (mem.peak_mb, own)
+
+
+def test_a_block_inside_another_block_is_measured_too():
+    with PeakRSS(child_interval=0.05) as outer:
+        worker = _holder("work")
+        with PeakRSS(child_interval=0.05) as inner:
+            _finish(worker)
+    assert inner.peak_mb - _own_mb() > 190, inner.peak_mb
+    assert outer.peak_mb - _own_mb() > 190, outer.peak_mb

@@ -276,7 +276,7 @@ def test_unknown_algorithms_are_discovered_with_their_own_style(stored):
     figures.register_algorithms(["my_method", "my_reference"])
     styles = {a: figures.style(a) for a in (*aggregate.LABELS, "my_method", "my_reference")}
     assert len(set(styles.values())) == len(styles)  # nobody shares colour and marker
-    figs = dict(figures.real_data_figures(df))
+    figs = dict(figures.experiment_figures("fig2_real", df))
     for name in ("fig2_nmi_corrected", "supp_fig1_ari_corrected", "fig2_extra_methods_corrected"):
         labels = figs[name].legends[0].get_texts()
         assert {"my_method (not declared DP)", "my_reference (not DP)"} <= {
@@ -288,3 +288,17 @@ def test_unknown_algorithms_are_discovered_with_their_own_style(stored):
     header = next(line for line in cstr.splitlines() if line.startswith("| ε |"))
     assert header.endswith("| my_method (corrected) |")
     assert "- my_reference (not DP, 2 runs)" in text
+
+
+def test_figures_drawn_in_new_processes_are_the_same_files(stored):
+    """Worker processes draw byte-identical PNGs, in the styles this process handed out (a
+    name registered before shifts the spare styles of the table's own algorithms)."""
+    store = RunStore(stored / "runs", "fig2_real")
+    for seed in range(2):
+        store.write(_rec(980 + seed, "fig2_real", "my_method", "corrected", "cstr", 0.5, seed))
+    collect.collect(stored, ["fig2_real", "supp_runtime"])  # their figures only: faster
+    figures.register_algorithms(["a_method_drawn_earlier"])
+    serial = {p: p.read_bytes() for p in figures.make_figures(stored, formats=("png",))}
+    parallel = figures.make_figures(stored, formats=("png",), n_jobs=2)
+    assert parallel == list(serial) and len(parallel) > 3
+    assert all(p.read_bytes() == serial[p] for p in parallel)

@@ -43,6 +43,24 @@ def test_collect_keeps_the_paper_table_while_the_store_is_incomplete(results_dir
     assert "0123456789abcdef" in set(table["run_id"])
 
 
+def test_a_grid_given_by_the_caller_decides_without_enumerating_it(results_dir, monkeypatch):
+    from dptaucc.bench import configs
+
+    before = _committed_table(results_dir)
+    store = RunStore(results_dir / "runs", "supp_runtime")
+    for rid in ("0123456789abcdef", "fedcba9876543210"):
+        store.write({"run_id": rid, "experiment": "supp_runtime", "status": "ok"})
+    monkeypatch.setattr(configs, "enumerate_jobs", lambda *a, **kw: pytest.fail("enumerated"))
+    grid = {"0123456789abcdef", "fedcba9876543210", "00000000000000ff"}
+    done = outputs.collect_guarded(results_dir, ["supp_runtime"], grids={"supp_runtime": grid})
+    assert done["supp_runtime"].startswith("kept the existing table: the store holds 2 of "
+                                           "the 3 paper-scale jobs")
+    assert (results_dir / "supp_runtime.parquet").read_bytes() == before
+    done = outputs.collect_guarded(results_dir, ["supp_runtime"],
+                                   grids={"supp_runtime": grid - {"00000000000000ff"}})
+    assert done == {"supp_runtime": "3 records"}  # merged into the committed table ("a")
+
+
 def test_quick_folder_collects_freely(results_dir):
     quick = results_dir / "quick"
     before = _committed_table(results_dir)

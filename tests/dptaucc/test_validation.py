@@ -4,7 +4,13 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from dptaucc.validation import check_count_matrix, check_n_clusters, dense_counts
+from dptaucc import validation
+from dptaucc.validation import (
+    check_count_matrix,
+    check_n_clusters,
+    dense_counts,
+    freeze_count_matrix,
+)
 
 COUNTS = np.array([[1, 0, 2], [0, 3, 0], [4, 0, 0]])
 
@@ -109,3 +115,33 @@ def test_parameters_are_checked_at_every_fit_after_a_valid_one():
     for bad in ({"h": 1.5}, {"secure": 0}, {"n_iterations": 2.0}, {"random_state": -1}):
         with pytest.raises(InvalidParameterError, match=f"'{next(iter(bad))}' parameter"):
             DPTauCC(**{"random_state": 0, **bad}).fit(X)
+
+
+def test_a_frozen_matrix_is_returned_without_another_pass_and_cannot_change(monkeypatch):
+    X = freeze_count_matrix(sp.csr_matrix(COUNTS))
+    np.testing.assert_array_equal(X.toarray(), COUNTS)
+    for array in (X.data, X.indices, X.indptr):
+        with pytest.raises(ValueError):
+            array.flags.writeable = True
+        with pytest.raises(ValueError):
+            array[0] = 5
+    monkeypatch.setattr(validation, "value_summary", lambda data: pytest.fail("a pass"))
+    assert check_count_matrix(X) is X
+
+
+def test_what_is_no_longer_the_frozen_matrix_is_checked_again():
+    X = freeze_count_matrix(COUNTS)
+    copy = X.copy()                      # writeable arrays: checked as any matrix
+    copy.data[0] = -1.0
+    with pytest.raises(ValueError, match="Negative values"):
+        check_count_matrix(copy)
+    X.data = np.array([-1.0, 3.0, 3.0, 4.0])  # an array swapped in: not the frozen one
+    with pytest.raises(ValueError, match="Negative values"):
+        check_count_matrix(X)
+
+
+def test_a_frozen_matrix_remembers_whether_its_counts_are_whole():
+    X = freeze_count_matrix(np.array([[0.5, 1.0]]))
+    assert check_count_matrix(X, integer=False) is X
+    with pytest.raises(ValueError, match="fractional entries"):
+        check_count_matrix(X)
