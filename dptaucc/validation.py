@@ -14,7 +14,7 @@ from dptaucc.kernels import value_summary
 
 __all__ = [
     "DENSE_MIN_DENSITY", "check_count_matrix", "check_n_clusters", "dense_counts",
-    "freeze_count_matrix", "make_generator", "matrix_fact",
+    "freeze_count_matrix", "is_frozen", "make_generator", "matrix_fact",
 ]
 
 T = TypeVar("T")
@@ -194,6 +194,17 @@ def _frozen_whole(X) -> bool | None:
     """For a frozen matrix (:func:`_frozen`): whether its counts are whole; else None."""
     frozen = _frozen(X)
     return None if frozen is None else frozen.whole
+
+
+def is_frozen(X) -> bool:
+    """Is X a matrix frozen by :func:`freeze_count_matrix`, still holding its immutable
+    arrays (so that its values cannot have changed since)?
+
+    >>> import numpy as np
+    >>> is_frozen(freeze_count_matrix([[1, 0]])), is_frozen(check_count_matrix(np.ones((1, 2))))
+    (True, False)
+    """
+    return _frozen(X) is not None
 
 
 def matrix_fact(X, name: str, compute: Callable[[], T]) -> T:

@@ -160,6 +160,24 @@ def test_remembered_keys_are_the_content_keys_of_what_the_matrix_holds_now():
     assert facts.key(moved, "a") == content_key(moved, "a") != content_key(X, "a")
 
 
+def test_a_frozen_matrix_keeps_its_facts_on_itself_without_a_copy():
+    from dptaucc.validation import freeze_count_matrix
+
+    facts = MatrixFacts(size=1)
+    X = freeze_count_matrix(_counts(seed=5))
+    calls = []
+
+    def biggest(M):
+        calls.append(1)
+        return float(M.max())
+
+    assert facts.key(X, "a") == content_key(X, "a")
+    assert facts.get(X, "max", biggest) == facts.get(X, "max", biggest) == X.max()
+    other = freeze_count_matrix(_counts(seed=5))  # the same values, frozen apart: its own facts
+    assert facts.get(other, "max", biggest) == X.max() and len(calls) == 2
+    assert facts._known == []  # nothing copied or compared
+
+
 @octave_test
 def test_a_matrix_changed_in_place_travels_again(monkeypatch):
     X = _counts(seed=6)
