@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+import secrets
 from collections.abc import Callable
 from typing import NamedTuple, TypeVar
 
@@ -14,7 +15,7 @@ from dptaucc.kernels import value_summary
 
 __all__ = [
     "DENSE_MIN_DENSITY", "check_count_matrix", "check_n_clusters", "dense_counts",
-    "freeze_count_matrix", "is_frozen", "make_generator", "matrix_fact",
+    "freeze_count_matrix", "is_frozen", "make_generator", "matrix_fact", "matrix_token",
 ]
 
 T = TypeVar("T")
@@ -229,6 +230,24 @@ def matrix_fact(X, name: str, compute: Callable[[], T]) -> T:
                 part.flags.writeable = False
         frozen.facts[name] = value
     return frozen.facts[name]
+
+
+def matrix_token(X) -> str | None:
+    """A random name of a frozen matrix (:func:`freeze_count_matrix`), the same for its whole
+    life and no other matrix's; None for any other X. A model that kept the token of the
+    matrix it was fitted on knows, from the token alone, that a matrix is that one, values
+    included (its own values, none derived from them: the name is random).
+
+    >>> import numpy as np
+    >>> X = freeze_count_matrix([[1, 0], [0, 2]])
+    >>> matrix_token(X) == matrix_token(X) != matrix_token(freeze_count_matrix([[1, 0], [0, 2]]))
+    True
+    >>> matrix_token(np.ones((2, 2))) is None
+    True
+    """
+    if not is_frozen(X):
+        return None
+    return matrix_fact(X, "token", lambda: secrets.token_hex(16))
 
 
 #: :func:`dense_counts` gives a dense array for a matrix with at least this share of non-zero

@@ -324,3 +324,27 @@ def test_paper_final_step_rules():
     T_zero_col = np.array([[8.0, 0.0], [1.0, 0.0]])
     labels = dp_mod.paper_final_row_labels(X, c, T_zero_col, np.random.default_rng(0))
     assert np.bincount(labels).tolist() == [3, 1]
+
+
+def test_paper_evaluation_on_the_frozen_fitted_matrix_reuses_the_fit_labels(small_counts,
+                                                                          monkeypatch):
+    from dptaucc.validation import freeze_count_matrix
+
+    X = freeze_count_matrix(small_counts)
+    model = DPTauCC(3, 3, epsilon=2.0, mode="paper", random_state=4).fit(X)
+    recomputed = model.evaluation_row_labels(sp.csr_matrix(small_counts))  # not frozen
+    assert np.array_equal(recomputed, model.row_labels_)
+
+    calls = []
+    real = dp_mod.paper_final_row_labels
+    monkeypatch.setattr(dp_mod, "paper_final_row_labels",
+                        lambda *args: calls.append(1) or real(*args))
+    reused = model.evaluation_row_labels(X)
+    assert calls == [] and np.array_equal(reused, model.row_labels_)
+    assert reused is not model.row_labels_  # a copy: the caller may change it
+    other = np.asarray(small_counts.todense() if sp.issparse(small_counts) else small_counts)
+    other = freeze_count_matrix(other[::-1].copy())  # another frozen matrix: recomputed
+    assert np.array_equal(model.evaluation_row_labels(other), real(
+        other, model.column_labels_, model.contingency_,
+        np.random.default_rng(model._final_seed)))
+    assert calls == [1]
