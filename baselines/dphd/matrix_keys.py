@@ -116,7 +116,14 @@ class MatrixFacts:
 
 
 class Facts:
-    """The remembered facts of one matrix's content (from :meth:`MatrixFacts.of`)."""
+    """The remembered facts of one matrix's content (from :meth:`MatrixFacts.of`).
+
+    >>> import scipy.sparse as sp
+    >>> X = sp.csr_matrix([[1.0, 0.0], [2.0, 3.0]])
+    >>> facts = MatrixFacts(size=1).of(X)
+    >>> facts.get("max", lambda M: float(M.max())), facts.key("paper") == content_key(X, "paper")
+    (3.0, True)
+    """
 
     def __init__(self, X: sp.csr_matrix, facts: dict, lock: threading.Lock):
         self._X, self._facts, self._lock = X, facts, lock
