@@ -245,9 +245,10 @@ def matrix_token(X) -> str | None:
     >>> matrix_token(np.ones((2, 2))) is None
     True
     """
-    if not is_frozen(X):
+    frozen = _frozen(X)
+    if frozen is None:
         return None
-    return matrix_fact(X, "token", lambda: secrets.token_hex(16))
+    return frozen.facts.setdefault("token", secrets.token_hex(16))
 
 
 #: :func:`dense_counts` gives a dense array for a matrix with at least this share of non-zero

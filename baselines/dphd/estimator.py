@@ -114,7 +114,8 @@ DEFAULT_MAX_VALUE = 10.0
 DENSE_MIN_DENSITY = 0.5
 
 #: content key and data maximum of the matrix fitted last (its paper and corrected fits share
-#: them): one copy of its arrays kept, to recognise it
+#: them): kept on a frozen matrix (the engine's datasets); of any other, one copy of its arrays
+#: is kept to recognise it
 _FACTS = MatrixFacts(size=1)
 
 
