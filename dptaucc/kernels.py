@@ -9,6 +9,11 @@ in storage order, starting from 0, so results are bitwise those of a plain loop 
 non-zeros. Data may be integer or floating point (integer counts are summed exactly in
 float64 up to 2⁵³).
 
+Where the compiled module ``dptaucc._native`` was built (a C compiler at install time; see
+:func:`native_kernels`), the label sums and the exponential-mechanism choice run its loops
+instead, which do the same operations in the same order: bitwise the same results, without
+numpy's temporaries. Tests compare the two paths value for value.
+
 The sampler transforms call the C library's ``exp``, ``log`` and ``log1p`` through scipy's
 Box-Cox ufuncs at λ = 0 (``inv_boxcox(x, 0) = exp(x)``, ``boxcox(x, 0) = log(x)``,
 ``boxcox1p(x, 0) = log1p(x)``): numpy's own vectorised ``exp``/``log`` differ from the C
@@ -20,12 +25,13 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import boxcox, boxcox1p, inv_boxcox
 
-__all__ = ["sum_by_column_label", "sum_by_row_label", "value_summary",
+__all__ = ["native_kernels", "sum_by_column_label", "sum_by_row_label", "value_summary",
            "exponential_from_uniforms", "choose_by_inversion", "sum_rows_by_label",
            "libm_exp", "libm_log", "libm_log1p"]
 
@@ -47,6 +53,28 @@ BLOCK_ROWS = 1 << 14
 NETWORK_MAX_CHOICES = 16
 _TAIL_OFFSET = 2.0**-54
 _TAIL_SCALE = 2.0**-53
+
+#: environment variable that, set to 0, makes every kernel take its numpy path
+NATIVE_SWITCH = "DPTAUCC_NATIVE"
+
+try:  # optional at build time (setup.py): the package works without it
+    from dptaucc import _native
+except ImportError:  # pragma: no cover - depends on the build
+    _native = None
+
+
+def native_kernels():
+    """The compiled loops (``dptaucc._native``), or None: not built (no C compiler when the
+    package was installed) or switched off by ``DPTAUCC_NATIVE=0``. Either way the results
+    are bitwise the same; the compiled loops are faster on large matrices.
+
+    >>> import os
+    >>> (native_kernels() is None) == (os.environ.get("DPTAUCC_NATIVE") == "0" or _native is None)
+    True
+    """
+    if _native is None or os.environ.get(NATIVE_SWITCH, "1") == "0":
+        return None
+    return _native
 
 
 def libm_exp(x: np.ndarray) -> np.ndarray:
@@ -120,6 +148,11 @@ def sum_by_column_label(X, col_labels: np.ndarray, n_labels: int) -> np.ndarray:
     if n == 0 or X.nnz == 0:
         return np.zeros((n, n_labels))
     out = np.empty((n, n_labels))  # every row lies in one block, which toarray zeroes first
+    native = native_kernels()
+    if native is not None:
+        native.sum_by_column_label(X.indptr, X.indices, np.asarray(X.data, dtype=np.float64),
+                                   np.ascontiguousarray(col_labels), n_labels, out)
+        return out
     indptr = X.indptr
     labels = np.ascontiguousarray(col_labels, dtype=indptr.dtype)
     for start, stop in _row_blocks(indptr):
@@ -149,6 +182,12 @@ def sum_by_row_label(X, row_labels: np.ndarray, n_labels: int) -> np.ndarray:
     n, m = X.shape
     if X.nnz == 0:
         return np.zeros((n_labels, m))
+    native = native_kernels()
+    if native is not None:
+        out = np.empty((n_labels, m))
+        native.sum_by_row_label(X.indptr, X.indices, np.asarray(X.data, dtype=np.float64),
+                                np.ascontiguousarray(row_labels), n_labels, m, out)
+        return out
     index = np.int32 if m * n_labels < 2**31 else np.int64
     cells = np.repeat(np.asarray(row_labels, dtype=index), np.diff(X.indptr))
     scaled = np.empty(min(BLOCK_NNZ, X.nnz), dtype=index)
@@ -173,6 +212,12 @@ def sum_rows_by_label(values: np.ndarray, labels: np.ndarray, n_groups: int) -> 
     """
     values = np.ascontiguousarray(values, dtype=np.float64)
     n = values.shape[0]
+    native = native_kernels()
+    if native is not None and values.ndim == 2:
+        out = np.empty((n_groups, values.shape[1]))
+        native.sum_rows_by_label(values, values.shape[1], np.ascontiguousarray(labels),
+                                 n_groups, out)
+        return out
     if n <= BINCOUNT_MAX_ROWS:  # one bincount per column: the same sums, without scipy's checks
         labels = np.asarray(labels, dtype=np.intp)
         out = np.empty((n_groups, values.shape[1]))
@@ -287,11 +332,27 @@ def choose_by_inversion(logits: np.ndarray, hi: np.ndarray, lo: np.ndarray,
         raise ValueError("need logits (n, k >= 1) and one pair of uniforms per row")
     hi = np.ascontiguousarray(hi, dtype=np.float64)
     lo = np.ascontiguousarray(lo, dtype=np.float64)
+    native = native_kernels()
+    if native is not None and logits.shape[1] <= native.MAX_CHOICES:
+        return _choose_native(native, logits, hi, lo, float(scale))
     out = np.empty(logits.shape[0], dtype=np.intp)
     for start, stop in _blocks(logits.shape[0], BLOCK_ROWS):
         out[start:stop] = _choose_block(logits[start:stop], hi[start:stop], lo[start:stop],
                                         float(scale))
     return out
+
+
+def _choose_native(native, logits: np.ndarray, hi: np.ndarray, lo: np.ndarray,
+                   scale: float) -> np.ndarray:
+    """:func:`choose_by_inversion` by the compiled loop, row by row; the rows whose largest
+    logit is not finite (left at −1) element by element, as the numpy path."""
+    out = np.empty(logits.shape[0], dtype=np.int64)
+    network = np.array(sorting_network(logits.shape[1]), dtype=np.int32).reshape(-1)
+    if native.choose_by_inversion(logits, logits.shape[1], hi, lo, scale, network, out):
+        for i in np.flatnonzero(out < 0).tolist():
+            row = logits[i] / scale if scale != 1.0 else logits[i]
+            out[i] = _choose_row(row, hi[i], lo[i])
+    return out.astype(np.intp, copy=False)
 
 
 def _choose_block(logits: np.ndarray, hi: np.ndarray, lo: np.ndarray,

@@ -29,6 +29,16 @@ from dptaucc.kernels import (
 TAIL = 2.0**-54
 
 
+@pytest.fixture(autouse=True, params=["numpy", "native"])
+def kernel_path(request, monkeypatch):
+    """Every test here runs on both paths: the numpy kernels and the compiled loops."""
+    if request.param == "numpy":
+        monkeypatch.setattr(kernels, "_native", None)
+    elif kernels.native_kernels() is None:
+        pytest.skip("the compiled kernels are not built (or DPTAUCC_NATIVE=0)")
+    return request.param
+
+
 def _bits(a) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.float64).view(np.int64)
 
@@ -93,6 +103,26 @@ def test_choose_by_inversion_is_the_loop(kind, monkeypatch):
         hi[-1] = lo[-1] = 1 - 2.0**-53
         np.testing.assert_array_equal(choose_by_inversion(L, hi, lo),
                                       _reference_choose(L, hi, lo), err_msg=f"k={k}")
+
+
+@pytest.mark.parametrize("n", [1, 7, 255, 256, 257, 301])  # blocks of the compiled loop
+def test_choose_by_inversion_is_the_loop_for_ragged_blocks(n):
+    rng = np.random.default_rng(n)
+    for kind, k in (("spread", 10), ("ties", 4), ("huge", 6), ("near", 33), ("spread", 64)):
+        L = logits(rng, kind, n, k)
+        hi, lo = rng.random(n), rng.random(n)
+        np.testing.assert_array_equal(choose_by_inversion(L, hi, lo, 0.7),
+                                      _reference_choose(L / 0.7, hi, lo), err_msg=f"{kind}")
+
+
+def test_sorting_networks_sort_random_inputs_up_to_64():
+    """The compiled choice sorts up to 64 weights by these networks: random rows with ties."""
+    rng = np.random.default_rng(2)
+    for n in range(17, 65):
+        rows = list(rng.integers(0, 5, size=(n, 2000)).astype(float))
+        for a, b in kernels.sorting_network(n):
+            rows[a], rows[b] = np.minimum(rows[a], rows[b]), np.maximum(rows[a], rows[b])
+        assert (np.diff(np.stack(rows), axis=0) >= 0).all(), n
 
 
 def test_sorting_networks_sort_every_zero_one_input():

@@ -1,0 +1,557 @@
+/* dptaucc._native: compiled loops of DP-tauCC's hot steps, bitwise equal to the numpy/scipy
+ * kernels of dptaucc/kernels.py (which stay the reference and the fallback).
+ *
+ * Every output entry is computed with the same operations in the same order as the numpy
+ * path: label sums add their terms in storage order starting from 0, and the exponential-
+ * mechanism choice uses the C library's exp, index-order totals and a stable ascending order.
+ * Build flags keep that true: no fast-math, no contraction of a*b+c into a fused multiply-add.
+ * Arrays come in through the buffer protocol (C-contiguous; the Python side checks dtypes and
+ * shapes), so no numpy header is needed at build time.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#define TAIL_OFFSET 0x1p-54
+#define TAIL_SCALE 0x1p-53
+#define MAX_CHOICES 64
+
+/* ------------------------------------------------------------------ buffers */
+
+static int
+get_buffer(PyObject *obj, Py_buffer *view, int writable, const char *name)
+{
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) != 0) {
+        PyErr_Format(PyExc_TypeError, "%s: need a C-contiguous%s array", name,
+                     writable ? " writable" : "");
+        return -1;
+    }
+    return 0;
+}
+
+/* 'd' for float64, 'i' for a signed integer of 4 or 8 bytes */
+static int
+check_kind(Py_buffer *view, char kind, const char *name)
+{
+    const char *f = view->format ? view->format : "B";
+    while (*f == '<' || *f == '=' || *f == '@')
+        f++;
+    int ok;
+    if (kind == 'd')
+        ok = f[0] == 'd' && f[1] == '\0' && view->itemsize == 8;
+    else
+        ok = (f[0] == 'i' || f[0] == 'l' || f[0] == 'q') && f[1] == '\0'
+             && (view->itemsize == 4 || view->itemsize == 8);
+    if (!ok) {
+        PyErr_Format(PyExc_TypeError, "%s: need %s values, got format '%s'", name,
+                     kind == 'd' ? "float64" : "int32 or int64", f);
+        return -1;
+    }
+    return 0;
+}
+
+static inline int64_t
+int_at(const Py_buffer *view, Py_ssize_t i)
+{
+    return view->itemsize == 4 ? (int64_t)((const int32_t *)view->buf)[i]
+                               : ((const int64_t *)view->buf)[i];
+}
+
+static Py_ssize_t
+count_of(const Py_buffer *view)
+{
+    return view->len / view->itemsize;
+}
+
+/* the labels as an int32 copy (4 bytes each: the gathers stay in the cache), checked to lie in
+ * [0, n_labels); NULL on error */
+static int32_t *
+checked_labels(const Py_buffer *view, int64_t n_labels, const char *name)
+{
+    Py_ssize_t count = count_of(view);
+    if (n_labels > INT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "%s: too many labels", name);
+        return NULL;
+    }
+    int32_t *labels = PyMem_Malloc((count ? count : 1) * sizeof(int32_t));
+    if (labels == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    int ok = 1;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        int64_t label = int_at(view, i);
+        ok &= label >= 0 && label < n_labels;
+        labels[i] = (int32_t)label;
+    }
+    if (!ok) {
+        PyErr_Format(PyExc_ValueError, "%s: a label lies outside [0, %lld)", name,
+                     (long long)n_labels);
+        PyMem_Free(labels);
+        return NULL;
+    }
+    return labels;
+}
+
+/* the CSR arrays: indptr (n + 1, from 0, non-decreasing, ending at nnz), indices (checked
+ * against n_cols by the loops as they read them), data */
+typedef struct {
+    Py_buffer indptr, indices, data;
+    int held;
+    Py_ssize_t n, nnz, n_cols;
+} Csr;
+
+static void
+release_csr(Csr *csr)
+{
+    if (csr->held >= 3) PyBuffer_Release(&csr->data);
+    if (csr->held >= 2) PyBuffer_Release(&csr->indices);
+    if (csr->held >= 1) PyBuffer_Release(&csr->indptr);
+    csr->held = 0;
+}
+
+static int
+get_csr(PyObject *indptr, PyObject *indices, PyObject *data, Py_ssize_t n_cols, Csr *csr)
+{
+    csr->held = 0;
+    if (get_buffer(indptr, &csr->indptr, 0, "indptr") < 0) return -1;
+    csr->held = 1;
+    if (get_buffer(indices, &csr->indices, 0, "indices") < 0) goto fail;
+    csr->held = 2;
+    if (get_buffer(data, &csr->data, 0, "data") < 0) goto fail;
+    csr->held = 3;
+    if (check_kind(&csr->indptr, 'i', "indptr") < 0
+        || check_kind(&csr->indices, 'i', "indices") < 0
+        || check_kind(&csr->data, 'd', "data") < 0)
+        goto fail;
+    csr->n = count_of(&csr->indptr) - 1;
+    csr->nnz = count_of(&csr->data);
+    if (csr->n < 0 || count_of(&csr->indices) != csr->nnz) {
+        PyErr_SetString(PyExc_ValueError, "CSR arrays of inconsistent lengths");
+        goto fail;
+    }
+    csr->n_cols = n_cols;
+    return 0;
+fail:
+    release_csr(csr);
+    return -1;
+}
+
+/* indptr as int64, checked to run from 0 to nnz without decreasing; NULL on error */
+static int64_t *
+row_pointers(const Csr *csr)
+{
+    int64_t *ptr = PyMem_Malloc((csr->n + 1) * sizeof(int64_t));
+    if (ptr == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    int ok = 1;
+    for (Py_ssize_t i = 0; i <= csr->n; i++) {
+        ptr[i] = int_at(&csr->indptr, i);
+        ok &= i ? ptr[i] >= ptr[i - 1] : ptr[i] == 0;
+    }
+    if (!ok || ptr[csr->n] != csr->nnz) {
+        PyErr_SetString(PyExc_ValueError,
+                        "indptr must run from 0 to the number of non-zeros without decreasing");
+        PyMem_Free(ptr);
+        return NULL;
+    }
+    return ptr;
+}
+
+/* ------------------------------------------------------------------ label sums */
+
+/* out[i, labels[col]] += data over each row's entries in storage order (A C, n x L) */
+#define COLUMN_SUMS(IDX)                                                            \
+    for (Py_ssize_t i = 0; i < csr.n && !bad; i++) {                                \
+        double *row = out + i * n_labels;                                           \
+        memset(row, 0, n_labels * sizeof(double));                                  \
+        for (Py_ssize_t j = ptr[i]; j < ptr[i + 1]; j++) {                          \
+            uint64_t col = (uint64_t)((const IDX *)csr.indices.buf)[j];             \
+            if (col >= (uint64_t)csr.n_cols) { bad = 1; break; }                    \
+            row[labels[col]] += values[j];                                          \
+        }                                                                           \
+    }
+
+static PyObject *
+sum_by_column_label(PyObject *self, PyObject *args)
+{
+    PyObject *indptr, *indices, *data, *labels_obj, *out_obj;
+    Py_ssize_t n_labels;
+    if (!PyArg_ParseTuple(args, "OOOOnO", &indptr, &indices, &data, &labels_obj, &n_labels,
+                          &out_obj))
+        return NULL;
+    Py_buffer lab, outb;
+    if (get_buffer(labels_obj, &lab, 0, "labels") < 0) return NULL;
+    if (check_kind(&lab, 'i', "labels") < 0) { PyBuffer_Release(&lab); return NULL; }
+    Csr csr;
+    if (get_csr(indptr, indices, data, count_of(&lab), &csr) < 0) {
+        PyBuffer_Release(&lab);
+        return NULL;
+    }
+    if (get_buffer(out_obj, &outb, 1, "out") < 0) goto fail_out;
+    if (check_kind(&outb, 'd', "out") < 0 || count_of(&outb) != csr.n * n_labels) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "out must hold n_rows x n_labels values");
+        PyBuffer_Release(&outb);
+        goto fail_out;
+    }
+    int32_t *labels = checked_labels(&lab, n_labels, "labels");
+    if (labels == NULL) { PyBuffer_Release(&outb); goto fail_out; }
+    double *out = (double *)outb.buf;
+    const double *values = (const double *)csr.data.buf;
+    int64_t *ptr = row_pointers(&csr);
+    int bad = 0;
+    if (ptr != NULL) {
+        Py_BEGIN_ALLOW_THREADS
+        if (csr.indices.itemsize == 4) {
+            COLUMN_SUMS(int32_t)
+        } else {
+            COLUMN_SUMS(int64_t)
+        }
+        Py_END_ALLOW_THREADS
+        PyMem_Free(ptr);
+        if (bad)
+            PyErr_SetString(PyExc_ValueError, "a column index lies outside the matrix");
+    }
+    PyMem_Free(labels);
+    PyBuffer_Release(&outb);
+    release_csr(&csr);
+    PyBuffer_Release(&lab);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+fail_out:
+    release_csr(&csr);
+    PyBuffer_Release(&lab);
+    return NULL;
+}
+
+/* out[labels[i], col] += data over the non-zeros in storage order (R^T A, K x m) */
+#define ROW_SUMS(IDX)                                                               \
+    for (Py_ssize_t i = 0; i < csr.n && !bad; i++) {                                \
+        double *row = out + labels[i] * n_cols;                                     \
+        for (Py_ssize_t j = ptr[i]; j < ptr[i + 1]; j++) {                          \
+            uint64_t col = (uint64_t)((const IDX *)csr.indices.buf)[j];             \
+            if (col >= (uint64_t)n_cols) { bad = 1; break; }                        \
+            row[col] += values[j];                                                  \
+        }                                                                           \
+    }
+
+static PyObject *
+sum_by_row_label(PyObject *self, PyObject *args)
+{
+    PyObject *indptr, *indices, *data, *labels_obj, *out_obj;
+    Py_ssize_t n_labels, n_cols;
+    if (!PyArg_ParseTuple(args, "OOOOnnO", &indptr, &indices, &data, &labels_obj, &n_labels,
+                          &n_cols, &out_obj))
+        return NULL;
+    Py_buffer lab, outb;
+    if (get_buffer(labels_obj, &lab, 0, "labels") < 0) return NULL;
+    if (check_kind(&lab, 'i', "labels") < 0) { PyBuffer_Release(&lab); return NULL; }
+    Csr csr;
+    if (get_csr(indptr, indices, data, n_cols, &csr) < 0) {
+        PyBuffer_Release(&lab);
+        return NULL;
+    }
+    if (count_of(&lab) != csr.n) {
+        PyErr_SetString(PyExc_ValueError, "need one label per row");
+        goto fail_out;
+    }
+    if (get_buffer(out_obj, &outb, 1, "out") < 0) goto fail_out;
+    if (check_kind(&outb, 'd', "out") < 0 || count_of(&outb) != n_labels * n_cols) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "out must hold n_labels x n_cols values");
+        PyBuffer_Release(&outb);
+        goto fail_out;
+    }
+    int32_t *labels = checked_labels(&lab, n_labels, "labels");
+    if (labels == NULL) { PyBuffer_Release(&outb); goto fail_out; }
+    double *out = (double *)outb.buf;
+    const double *values = (const double *)csr.data.buf;
+    int64_t *ptr = row_pointers(&csr);
+    int bad = 0;
+    if (ptr != NULL) {
+        Py_BEGIN_ALLOW_THREADS
+        memset(out, 0, (size_t)n_labels * n_cols * sizeof(double));
+        if (csr.indices.itemsize == 4) {
+            ROW_SUMS(int32_t)
+        } else {
+            ROW_SUMS(int64_t)
+        }
+        Py_END_ALLOW_THREADS
+        PyMem_Free(ptr);
+        if (bad)
+            PyErr_SetString(PyExc_ValueError, "a column index lies outside the matrix");
+    }
+    PyMem_Free(labels);
+    PyBuffer_Release(&outb);
+    release_csr(&csr);
+    PyBuffer_Release(&lab);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+fail_out:
+    release_csr(&csr);
+    PyBuffer_Release(&lab);
+    return NULL;
+}
+
+/* out[labels[i], :] += values[i, :] over the rows in order (R^T V, G x L) */
+static PyObject *
+sum_rows_by_label(PyObject *self, PyObject *args)
+{
+    PyObject *values_obj, *labels_obj, *out_obj;
+    Py_ssize_t n_groups, width;
+    if (!PyArg_ParseTuple(args, "OnOnO", &values_obj, &width, &labels_obj, &n_groups, &out_obj))
+        return NULL;
+    Py_buffer val, lab, outb;
+    if (get_buffer(values_obj, &val, 0, "values") < 0) return NULL;
+    if (get_buffer(labels_obj, &lab, 0, "labels") < 0) { PyBuffer_Release(&val); return NULL; }
+    if (get_buffer(out_obj, &outb, 1, "out") < 0) {
+        PyBuffer_Release(&lab);
+        PyBuffer_Release(&val);
+        return NULL;
+    }
+    int32_t *labels = NULL;
+    if (check_kind(&val, 'd', "values") < 0 || check_kind(&lab, 'i', "labels") < 0
+        || check_kind(&outb, 'd', "out") < 0)
+        goto done;
+    Py_ssize_t n = count_of(&lab);
+    if (width < 0 || count_of(&val) != n * width || count_of(&outb) != n_groups * width) {
+        PyErr_SetString(PyExc_ValueError, "values must be n x width and out n_groups x width");
+        goto done;
+    }
+    labels = checked_labels(&lab, n_groups, "labels");
+    if (labels == NULL) goto done;
+    const double *values = (const double *)val.buf;
+    double *out = (double *)outb.buf;
+    Py_BEGIN_ALLOW_THREADS
+    memset(out, 0, (size_t)n_groups * width * sizeof(double));
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double *group = out + labels[i] * width;
+        const double *row = values + i * width;
+        for (Py_ssize_t l = 0; l < width; l++)
+            group[l] += row[l];
+    }
+    Py_END_ALLOW_THREADS
+done:
+    PyMem_Free(labels);
+    PyBuffer_Release(&outb);
+    PyBuffer_Release(&lab);
+    PyBuffer_Release(&val);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------ the choice */
+
+/* rows per block of the choice: its k x BLOCK_ROWS arrays stay in the L1/L2 cache */
+#define BLOCK_ROWS 256
+#define PAIRS (BLOCK_ROWS / 2)
+
+/* two doubles, and two 64-bit integers (comparisons of v2d give -1 for true, 0 for false):
+ * GCC/Clang vector extensions, exact IEEE operations lane by lane */
+typedef double v2d __attribute__((vector_size(16)));
+typedef long long v2i __attribute__((vector_size(16)));
+
+static inline v2d
+select2(v2i mask, v2d a, v2d b)
+{
+    return (v2d)(((v2i)a & mask) | ((v2i)b & ~mask));
+}
+
+/* choose_by_inversion on a block of rows, laid out choice by choice (k rows of the block's
+ * values, two rows per vector) so that every step but the exponential works on vectors.
+ * Rows whose largest logit is not finite (NaN, +inf, or every logit -inf) get -1, and the
+ * Python side handles them element by element. The weights are sorted by the comparators of
+ * a sorting network (minima and maxima: exact), the cumulative sums run in that ascending
+ * order, and the chosen value is traced back to its index with ties in index order, as a
+ * stable sort places them. Returns the number of rows left at -1. */
+static Py_ssize_t
+choose_block(const double *logits, Py_ssize_t rows, Py_ssize_t k, const double *hi,
+             const double *lo, double scale, const int32_t *network, Py_ssize_t n_comparators,
+             int64_t *out)
+{
+    v2d w[MAX_CHOICES][PAIRS], s[MAX_CHOICES][PAIRS];
+    v2d top[PAIRS], total[PAIRS], u[PAIRS], picked[PAIRS];
+    v2i regular[PAIRS], position[PAIRS], chosen[PAIRS];
+    Py_ssize_t pairs = (rows + 1) / 2, irregular = 0;
+    const v2d scale2 = {scale, scale};
+    /* choice by choice; a padding row of an odd block scores 0 everywhere */
+    for (Py_ssize_t b = 0; b < 2 * pairs; b++)
+        for (Py_ssize_t j = 0; j < k; j++)
+            ((double *)w[j])[b] = b < rows ? logits[b * k + j] : 0.0;
+    for (Py_ssize_t p = 0; p < pairs; p++) {
+        v2i nan = {0, 0};
+        v2d best = {-INFINITY, -INFINITY};
+        for (Py_ssize_t j = 0; j < k; j++) {
+            v2d c = scale != 1.0 ? w[j][p] / scale2 : w[j][p];
+            w[j][p] = c;
+            nan |= c != c;
+            best = select2(c > best, c, best);
+        }
+        regular[p] = ((best - best) == 0) & ~nan; /* finite largest logit, no NaN */
+        top[p] = select2(regular[p], best, (v2d){0.0, 0.0});
+    }
+    for (Py_ssize_t b = 0; b < rows; b++)
+        irregular += ((long long *)regular)[b] == 0;
+    if (irregular) /* keep the steps below finite on those rows; their result is dropped */
+        for (Py_ssize_t j = 0; j < k; j++)
+            for (Py_ssize_t p = 0; p < pairs; p++)
+                w[j][p] = select2(regular[p], w[j][p], (v2d){0.0, 0.0});
+    for (Py_ssize_t j = 0; j < k; j++) {
+        for (Py_ssize_t p = 0; p < pairs; p++)
+            w[j][p] -= top[p];
+        double *values = (double *)w[j];
+        for (Py_ssize_t b = 0; b < 2 * pairs; b++) /* the C library's exp */
+            values[b] = exp(values[b]);
+    }
+    for (Py_ssize_t p = 0; p < pairs; p++) {
+        v2d sum = w[0][p];
+        for (Py_ssize_t j = 1; j < k; j++)
+            sum += w[j][p];
+        total[p] = sum;
+    }
+    for (Py_ssize_t p = 0; p < pairs; p++) {
+        v2d h = {0.5, 0.5}, l = {0.5, 0.5};
+        for (int lane = 0; lane < 2; lane++)
+            if (2 * p + lane < rows) {
+                h[lane] = hi[2 * p + lane];
+                l[lane] = lo[2 * p + lane];
+            }
+        v2d v = l + TAIL_OFFSET;
+        v *= TAIL_SCALE;
+        v += h;
+        u[p] = v * total[p];
+    }
+    memcpy(s, w, sizeof(v2d) * PAIRS * k);
+    for (Py_ssize_t c = 0; c < n_comparators; c++) {
+        v2d *x = s[network[2 * c]], *y = s[network[2 * c + 1]];
+        for (Py_ssize_t p = 0; p < pairs; p++) {
+            v2i less = x[p] < y[p];
+            v2d a = x[p], d = y[p];
+            x[p] = select2(less, a, d);
+            y[p] = select2(less, d, a);
+        }
+    }
+    /* the number of cumulative sums (ascending order, from the first) <= u among the first
+     * k - 1: the position of the first one that exceeds u, or k - 1 */
+    for (Py_ssize_t p = 0; p < pairs; p++) {
+        v2d sum = s[0][p];
+        v2i count = {0, 0};
+        for (Py_ssize_t r = 0; r < k - 1; r++) {
+            count -= sum <= u[p];
+            sum += s[r + 1][p];
+        }
+        position[p] = count;
+    }
+    for (Py_ssize_t b = 0; b < 2 * pairs; b++)
+        ((double *)picked)[b] = ((double *)s[((long long *)position)[b]])[b];
+    /* the chosen index: the (position - #{w < picked})-th, from 0, of those equal to picked */
+    for (Py_ssize_t p = 0; p < pairs; p++) {
+        v2i count = position[p], index = {0, 0};
+        for (Py_ssize_t j = 0; j < k; j++)
+            count += w[j][p] < picked[p];
+        for (Py_ssize_t j = 0; j < k - 1; j++) {
+            count += w[j][p] == picked[p];
+            index += 1 + (count >> 63);
+        }
+        chosen[p] = index;
+    }
+    for (Py_ssize_t b = 0; b < rows; b++)
+        out[b] = ((long long *)regular)[b] ? ((long long *)chosen)[b] : -1;
+    return irregular;
+}
+
+static PyObject *
+choose_by_inversion(PyObject *self, PyObject *args)
+{
+    PyObject *logits_obj, *hi_obj, *lo_obj, *out_obj, *network_obj;
+    Py_ssize_t k;
+    double scale;
+    if (!PyArg_ParseTuple(args, "OnOOdOO", &logits_obj, &k, &hi_obj, &lo_obj, &scale,
+                          &network_obj, &out_obj))
+        return NULL;
+    if (k < 1 || k > MAX_CHOICES) {
+        PyErr_Format(PyExc_ValueError, "choices per row must lie in [1, %d], got %zd",
+                     MAX_CHOICES, k);
+        return NULL;
+    }
+    Py_buffer bufs[5];
+    PyObject *objs[5] = {logits_obj, hi_obj, lo_obj, network_obj, out_obj};
+    const char *names[5] = {"logits", "hi", "lo", "network", "out"};
+    int held = 0;
+    Py_ssize_t irregular = 0;
+    for (; held < 5; held++)
+        if (get_buffer(objs[held], &bufs[held], held == 4, names[held]) < 0)
+            goto done;
+    Py_buffer *lg = &bufs[0], *hb = &bufs[1], *lb = &bufs[2], *nb = &bufs[3], *ob = &bufs[4];
+    if (check_kind(lg, 'd', "logits") < 0 || check_kind(hb, 'd', "hi") < 0
+        || check_kind(lb, 'd', "lo") < 0 || check_kind(nb, 'i', "network") < 0
+        || check_kind(ob, 'i', "out") < 0)
+        goto done;
+    Py_ssize_t n = count_of(hb), n_comparators = count_of(nb) / 2;
+    if (count_of(lg) != n * k || count_of(lb) != n || count_of(ob) != n
+        || ob->itemsize != 8 || nb->itemsize != 4 || count_of(nb) % 2) {
+        PyErr_SetString(PyExc_ValueError, "need logits n x k, n uniforms of each kind, an "
+                        "int64 out of n values and int32 comparator pairs");
+        goto done;
+    }
+    const int32_t *network = (const int32_t *)nb->buf;
+    for (Py_ssize_t c = 0; c < 2 * n_comparators; c++) {
+        if (network[c] < 0 || network[c] >= k) {
+            PyErr_SetString(PyExc_ValueError, "a comparator lies outside the choices");
+            goto done;
+        }
+    }
+    const double *logits = (const double *)lg->buf;
+    const double *hi = (const double *)hb->buf, *lo = (const double *)lb->buf;
+    int64_t *out = (int64_t *)ob->buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i += BLOCK_ROWS) {
+        Py_ssize_t rows = n - i < BLOCK_ROWS ? n - i : BLOCK_ROWS;
+        irregular += choose_block(logits + i * k, rows, k, hi + i, lo + i, scale, network,
+                                  n_comparators, out + i);
+    }
+    Py_END_ALLOW_THREADS
+done:
+    while (held > 0)
+        PyBuffer_Release(&bufs[--held]);
+    if (PyErr_Occurred()) return NULL;
+    return PyLong_FromSsize_t(irregular);
+}
+
+/* ------------------------------------------------------------------ module */
+
+static PyMethodDef methods[] = {
+    {"sum_by_column_label", sum_by_column_label, METH_VARARGS,
+     "sum_by_column_label(indptr, indices, data, labels, n_labels, out): A C into out (n x L)"},
+    {"sum_by_row_label", sum_by_row_label, METH_VARARGS,
+     "sum_by_row_label(indptr, indices, data, labels, n_labels, n_cols, out): R^T A into out "
+     "(K x m)"},
+    {"sum_rows_by_label", sum_rows_by_label, METH_VARARGS,
+     "sum_rows_by_label(values, width, labels, n_groups, out): R^T V into out (G x width)"},
+    {"choose_by_inversion", choose_by_inversion, METH_VARARGS,
+     "choose_by_inversion(logits, k, hi, lo, scale, network, out) -> number of rows left at -1"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_native",
+    "Compiled loops of DP-tauCC's hot steps, bitwise equal to dptaucc.kernels' numpy path.",
+    -1, methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__native(void)
+{
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddIntConstant(m, "MAX_CHOICES", MAX_CHOICES) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
