@@ -9,7 +9,7 @@ from setuptools.command.build_ext import build_ext
 
 #: flags that keep the C arithmetic the numpy path's, bit for bit: IEEE double operations in
 #: the order written (no fast-math, no fused multiply-add)
-EXACT_FLAGS = {"unix": ["-O3", "-fno-fast-math", "-ffp-contract=off"],
+EXACT_FLAGS = {"unix": ["-O3", "-fno-fast-math", "-ffp-contract=off", "-Wno-psabi"],
                "msvc": ["/O2", "/fp:precise"]}
 
 

@@ -168,13 +168,13 @@ row_pointers(const Csr *csr)
 /* out[i, labels[col]] += data over each row's entries in storage order (A C, n x L) */
 #define COLUMN_SUMS(IDX)                                                            \
     for (Py_ssize_t i = 0; i < csr.n && !bad; i++) {                                \
-        double *row = out + i * n_labels;                                           \
         memset(row, 0, n_labels * sizeof(double));                                  \
         for (Py_ssize_t j = ptr[i]; j < ptr[i + 1]; j++) {                          \
             uint64_t col = (uint64_t)((const IDX *)csr.indices.buf)[j];             \
             if (col >= (uint64_t)csr.n_cols) { bad = 1; break; }                    \
             row[labels[col]] += values[j];                                          \
         }                                                                           \
+        memcpy(out + i * n_labels, row, n_labels * sizeof(double));                 \
     }
 
 static PyObject *
@@ -205,7 +205,14 @@ sum_by_column_label(PyObject *self, PyObject *args)
     double *out = (double *)outb.buf;
     const double *values = (const double *)csr.data.buf;
     int64_t *ptr = row_pointers(&csr);
+    /* each row's sums in a small array of its own (in the L1 cache), then copied out */
+    double *row = PyMem_Malloc((n_labels ? n_labels : 1) * sizeof(double));
     int bad = 0;
+    if (row == NULL && ptr != NULL) {
+        PyErr_NoMemory();
+        PyMem_Free(ptr);
+        ptr = NULL;
+    }
     if (ptr != NULL) {
         Py_BEGIN_ALLOW_THREADS
         if (csr.indices.itemsize == 4) {
@@ -218,6 +225,7 @@ sum_by_column_label(PyObject *self, PyObject *args)
         if (bad)
             PyErr_SetString(PyExc_ValueError, "a column index lies outside the matrix");
     }
+    PyMem_Free(row);
     PyMem_Free(labels);
     PyBuffer_Release(&outb);
     release_csr(&csr);
@@ -350,12 +358,21 @@ done:
 
 /* rows per block of the choice: its k x BLOCK_ROWS arrays stay in the L1/L2 cache */
 #define BLOCK_ROWS 256
-#define PAIRS (BLOCK_ROWS / 2)
+#define LANES 4
+#define PAIRS (BLOCK_ROWS / LANES)
 
-/* two doubles, and two 64-bit integers (comparisons of v2d give -1 for true, 0 for false):
+/* four doubles, and four 64-bit integers (comparisons of v2d give -1 for true, 0 for false):
  * GCC/Clang vector extensions, exact IEEE operations lane by lane */
-typedef double v2d __attribute__((vector_size(16)));
-typedef long long v2i __attribute__((vector_size(16)));
+typedef double v2d __attribute__((vector_size(8 * LANES)));
+typedef long long v2i __attribute__((vector_size(8 * LANES)));
+
+/* on x86-64 Linux the choice is compiled twice, for AVX2 and for the baseline, and the loader
+ * picks the one the processor runs (the same operations either way, only wider) */
+#if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
+#define WIDE_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define WIDE_CLONES
+#endif
 
 static inline v2d
 select2(v2i mask, v2d a, v2d b)
@@ -364,13 +381,13 @@ select2(v2i mask, v2d a, v2d b)
 }
 
 /* choose_by_inversion on a block of rows, laid out choice by choice (k rows of the block's
- * values, two rows per vector) so that every step but the exponential works on vectors.
+ * values, LANES rows per vector) so that every step but the exponential works on vectors.
  * Rows whose largest logit is not finite (NaN, +inf, or every logit -inf) get -1, and the
  * Python side handles them element by element. The weights are sorted by the comparators of
  * a sorting network (minima and maxima: exact), the cumulative sums run in that ascending
  * order, and the chosen value is traced back to its index with ties in index order, as a
  * stable sort places them. Returns the number of rows left at -1. */
-static Py_ssize_t
+WIDE_CLONES static Py_ssize_t
 choose_block(const double *logits, Py_ssize_t rows, Py_ssize_t k, const double *hi,
              const double *lo, double scale, const int32_t *network, Py_ssize_t n_comparators,
              int64_t *out)
@@ -378,15 +395,16 @@ choose_block(const double *logits, Py_ssize_t rows, Py_ssize_t k, const double *
     v2d w[MAX_CHOICES][PAIRS], s[MAX_CHOICES][PAIRS];
     v2d top[PAIRS], total[PAIRS], u[PAIRS], picked[PAIRS];
     v2i regular[PAIRS], position[PAIRS], chosen[PAIRS];
-    Py_ssize_t pairs = (rows + 1) / 2, irregular = 0;
-    const v2d scale2 = {scale, scale};
+    Py_ssize_t pairs = (rows + LANES - 1) / LANES, irregular = 0;
+    const v2d scale2 = {scale, scale, scale, scale};
+    const v2d zero = {0.0, 0.0, 0.0, 0.0};
     /* choice by choice; a padding row of an odd block scores 0 everywhere */
-    for (Py_ssize_t b = 0; b < 2 * pairs; b++)
+    for (Py_ssize_t b = 0; b < LANES * pairs; b++)
         for (Py_ssize_t j = 0; j < k; j++)
             ((double *)w[j])[b] = b < rows ? logits[b * k + j] : 0.0;
     for (Py_ssize_t p = 0; p < pairs; p++) {
-        v2i nan = {0, 0};
-        v2d best = {-INFINITY, -INFINITY};
+        v2i nan = {0, 0, 0, 0};
+        v2d best = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
         for (Py_ssize_t j = 0; j < k; j++) {
             v2d c = scale != 1.0 ? w[j][p] / scale2 : w[j][p];
             w[j][p] = c;
@@ -394,19 +412,19 @@ choose_block(const double *logits, Py_ssize_t rows, Py_ssize_t k, const double *
             best = select2(c > best, c, best);
         }
         regular[p] = ((best - best) == 0) & ~nan; /* finite largest logit, no NaN */
-        top[p] = select2(regular[p], best, (v2d){0.0, 0.0});
+        top[p] = select2(regular[p], best, zero);
     }
     for (Py_ssize_t b = 0; b < rows; b++)
         irregular += ((long long *)regular)[b] == 0;
     if (irregular) /* keep the steps below finite on those rows; their result is dropped */
         for (Py_ssize_t j = 0; j < k; j++)
             for (Py_ssize_t p = 0; p < pairs; p++)
-                w[j][p] = select2(regular[p], w[j][p], (v2d){0.0, 0.0});
+                w[j][p] = select2(regular[p], w[j][p], zero);
     for (Py_ssize_t j = 0; j < k; j++) {
         for (Py_ssize_t p = 0; p < pairs; p++)
             w[j][p] -= top[p];
         double *values = (double *)w[j];
-        for (Py_ssize_t b = 0; b < 2 * pairs; b++) /* the C library's exp */
+        for (Py_ssize_t b = 0; b < LANES * pairs; b++) /* the C library's exp */
             values[b] = exp(values[b]);
     }
     for (Py_ssize_t p = 0; p < pairs; p++) {
@@ -416,11 +434,11 @@ choose_block(const double *logits, Py_ssize_t rows, Py_ssize_t k, const double *
         total[p] = sum;
     }
     for (Py_ssize_t p = 0; p < pairs; p++) {
-        v2d h = {0.5, 0.5}, l = {0.5, 0.5};
-        for (int lane = 0; lane < 2; lane++)
-            if (2 * p + lane < rows) {
-                h[lane] = hi[2 * p + lane];
-                l[lane] = lo[2 * p + lane];
+        v2d h = {0.5, 0.5, 0.5, 0.5}, l = {0.5, 0.5, 0.5, 0.5};
+        for (int lane = 0; lane < LANES; lane++)
+            if (LANES * p + lane < rows) {
+                h[lane] = hi[LANES * p + lane];
+                l[lane] = lo[LANES * p + lane];
             }
         v2d v = l + TAIL_OFFSET;
         v *= TAIL_SCALE;
@@ -441,18 +459,18 @@ choose_block(const double *logits, Py_ssize_t rows, Py_ssize_t k, const double *
      * k - 1: the position of the first one that exceeds u, or k - 1 */
     for (Py_ssize_t p = 0; p < pairs; p++) {
         v2d sum = s[0][p];
-        v2i count = {0, 0};
+        v2i count = {0, 0, 0, 0};
         for (Py_ssize_t r = 0; r < k - 1; r++) {
             count -= sum <= u[p];
             sum += s[r + 1][p];
         }
         position[p] = count;
     }
-    for (Py_ssize_t b = 0; b < 2 * pairs; b++)
+    for (Py_ssize_t b = 0; b < LANES * pairs; b++)
         ((double *)picked)[b] = ((double *)s[((long long *)position)[b]])[b];
     /* the chosen index: the (position - #{w < picked})-th, from 0, of those equal to picked */
     for (Py_ssize_t p = 0; p < pairs; p++) {
-        v2i count = position[p], index = {0, 0};
+        v2i count = position[p], index = {0, 0, 0, 0};
         for (Py_ssize_t j = 0; j < k; j++)
             count += w[j][p] < picked[p];
         for (Py_ssize_t j = 0; j < k - 1; j++) {
@@ -524,6 +542,76 @@ done:
     return PyLong_FromSsize_t(irregular);
 }
 
+/* ------------------------------------------------------------------ range sensitivity */
+
+/* max over d of (max_c W[c, d] - min_c W[c, d]) for W (C x D), NaN if W holds a NaN or a
+ * range is inf - inf: numpy's W.max(0) - W.min(0), then max, whose values are exact (maxima
+ * and minima round nothing, the differences are the same operations). by_dim: W is stored
+ * dimension by dimension (Fortran order, W.T C-contiguous), else choice by choice. */
+static PyObject *
+max_range(PyObject *self, PyObject *args)
+{
+    PyObject *values_obj;
+    Py_ssize_t n_choices, n_dims;
+    int by_dim;
+    if (!PyArg_ParseTuple(args, "Onnp", &values_obj, &n_choices, &n_dims, &by_dim))
+        return NULL;
+    Py_buffer val;
+    if (get_buffer(values_obj, &val, 0, "weights") < 0) return NULL;
+    if (check_kind(&val, 'd', "weights") < 0) { PyBuffer_Release(&val); return NULL; }
+    if (n_choices < 1 || n_dims < 1 || count_of(&val) != n_choices * n_dims) {
+        PyBuffer_Release(&val);
+        PyErr_SetString(PyExc_ValueError, "weights must hold n_choices x n_dims >= 1 values");
+        return NULL;
+    }
+    const double *w = (const double *)val.buf;
+    double *top = NULL, *bottom = NULL, best = -INFINITY;
+    int nan = 0;
+    if (!by_dim) {
+        top = PyMem_Malloc(2 * n_dims * sizeof(double));
+        if (top == NULL) { PyBuffer_Release(&val); return PyErr_NoMemory(); }
+        bottom = top + n_dims;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    if (by_dim) {
+        for (Py_ssize_t d = 0; d < n_dims; d++) {
+            const double *column = w + d * n_choices;
+            double hi = column[0], lo = column[0];
+            nan |= hi != hi;
+            for (Py_ssize_t c = 1; c < n_choices; c++) {
+                double v = column[c];
+                nan |= v != v;
+                hi = v > hi ? v : hi;
+                lo = v < lo ? v : lo;
+            }
+            double range = hi - lo;
+            nan |= range != range;
+            best = range > best ? range : best;
+        }
+    } else {
+        memcpy(top, w, n_dims * sizeof(double));
+        memcpy(bottom, w, n_dims * sizeof(double));
+        for (Py_ssize_t d = 0; d < n_dims; d++)
+            nan |= w[d] != w[d];
+        for (Py_ssize_t c = 1; c < n_choices; c++)
+            for (Py_ssize_t d = 0; d < n_dims; d++) {
+                double v = w[c * n_dims + d];
+                nan |= v != v;
+                top[d] = v > top[d] ? v : top[d];
+                bottom[d] = v < bottom[d] ? v : bottom[d];
+            }
+        for (Py_ssize_t d = 0; d < n_dims; d++) {
+            double range = top[d] - bottom[d];
+            nan |= range != range;
+            best = range > best ? range : best;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_Free(top);
+    PyBuffer_Release(&val);
+    return PyFloat_FromDouble(nan ? NAN : best);
+}
+
 /* ------------------------------------------------------------------ module */
 
 static PyMethodDef methods[] = {
@@ -536,6 +624,9 @@ static PyMethodDef methods[] = {
      "sum_rows_by_label(values, width, labels, n_groups, out): R^T V into out (G x width)"},
     {"choose_by_inversion", choose_by_inversion, METH_VARARGS,
      "choose_by_inversion(logits, k, hi, lo, scale, network, out) -> number of rows left at -1"},
+    {"max_range", max_range, METH_VARARGS,
+     "max_range(weights, n_choices, n_dims, by_dim) -> max_d (max_c W_cd - min_c W_cd), NaN "
+     "if any"},
     {NULL, NULL, 0, NULL},
 };
 

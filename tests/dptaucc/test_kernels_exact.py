@@ -14,6 +14,7 @@ import scipy.sparse as sp
 from logit_cases import KINDS, logits
 
 import dptaucc.kernels as kernels
+import dptaucc.privacy.mechanisms as mechanisms
 from dptaucc.kernels import (
     choose_by_inversion,
     exponential_from_uniforms,
@@ -181,6 +182,25 @@ def test_label_sums_are_the_loops(data_kind, bincount_rows, monkeypatch):
         for i in range(n):
             rv[r[i]] += V[i]
         np.testing.assert_array_equal(_bits(sum_rows_by_label(V, r, K)), _bits(rv))
+
+
+@pytest.mark.parametrize("layout", ["C", "F"])
+def test_range_sensitivity_is_numpys(layout, monkeypatch):
+    """Δ of eq. (4.10) from wide and small weights, with infinities and NaN: the same float."""
+    monkeypatch.setattr(mechanisms, "NATIVE_RANGE_VALUES", 1)
+    rng = np.random.default_rng(4)
+    for shape in ((10, 5000), (5000, 3), (1, 7), (6, 1), (3, 3)):
+        W = rng.normal(size=shape) * 10 ** rng.uniform(-3, 3, size=shape)
+        variants = [W, np.where(W > 2.5, np.inf, W), np.where(W < -2.5, -np.inf, W),
+                    np.where(np.abs(W) > 2.5, np.inf, W) * np.sign(W)]
+        variants.append(np.where(W > 3.5, np.nan, W))
+        variants.append(np.full(shape, np.inf))
+        for V in variants:
+            V = np.asfortranarray(V) if layout == "F" else np.ascontiguousarray(V)
+            with np.errstate(invalid="ignore"):
+                want = float(np.max(V.max(axis=0) - V.min(axis=0)))
+                got = mechanisms.linear_range_sensitivity(V)
+            assert (math.isnan(got) and math.isnan(want)) or _bits(got) == _bits(want)
 
 
 def test_value_summary_is_the_loop(monkeypatch):
