@@ -302,6 +302,7 @@ class DPTauCC(CoClustererMixin, PrivateEstimator):
         else:
             r, K = relabel(init.row_labels)
         table = np.zeros((K, L))  # replaced at t = 1 before any use
+        ac_memory = np.empty(n * L0)  # A C of every iteration (L <= L0), one allocation
 
         for t in range(1, n_iter + 1):
             if t > 1:  # Alg. 1 line 10: C from Aᵀ R (profiles m×K) and T̃ (weights L×K)
@@ -309,7 +310,7 @@ class DPTauCC(CoClustererMixin, PrivateEstimator):
                 c, L = assign(AR.T, column_weights(table, guard=True).T,
                               raw(column_weights, table, transpose=True), table.shape[1], L0,
                               f"iter{t}/column-assignment")
-            AC = aggregate_columns(X, c, L)
+            AC = aggregate_columns(X, c, L, out=ac_memory[:n * L].reshape(n, L))
             if r is None:  # paper Q1: all-zero row incidence, a data-independent table
                 table = table_of(np.zeros((K0, L)), f"iter{t}/table-before-rows",
                                  "paper Q1: all-zero row incidence (pure noise)")

@@ -79,8 +79,13 @@ def _one_hot(labels: np.ndarray, n_labels: int) -> np.ndarray:
     return (np.arange(n_labels)[:, None] == np.asarray(labels)[None, :]).astype(np.float64)
 
 
-def aggregate_columns(X: sp.csr_matrix, col_labels: np.ndarray, n_col_clusters: int) -> np.ndarray:
+def aggregate_columns(X: sp.csr_matrix, col_labels: np.ndarray, n_col_clusters: int,
+                      out: np.ndarray | None = None) -> np.ndarray:
     """``A C`` (n×L): row profiles summed over column clusters, one pass over the non-zeros.
+
+    ``out``: a C-contiguous n×L float64 array the sums of a stored-sparse matrix are written
+    to (a caller that aggregates again and again reuses its memory); the result is returned
+    either way.
 
     Examples
     --------
@@ -92,7 +97,7 @@ def aggregate_columns(X: sp.csr_matrix, col_labels: np.ndarray, n_col_clusters: 
     dense = _full_array(X, n_col_clusters)
     if dense is not None:  # (Cᵀ Aᵀ)ᵀ: BLAS streams A once
         return np.ascontiguousarray((_one_hot(col_labels, n_col_clusters) @ dense.T).T)
-    return sum_by_column_label(X, col_labels, n_col_clusters)
+    return sum_by_column_label(X, col_labels, n_col_clusters, out=out)
 
 
 def aggregate_rows(X: sp.csr_matrix, row_labels: np.ndarray, n_row_clusters: int) -> np.ndarray:

@@ -176,6 +176,9 @@ def test_label_sums_are_the_loops(data_kind, bincount_rows, monkeypatch):
                 ac[i, c[X.indices[p]]] += X.data[p]
                 ra[r[i], X.indices[p]] += X.data[p]
         np.testing.assert_array_equal(_bits(sum_by_column_label(X, c, L)), _bits(ac))
+        reused = np.full((n, L), np.nan)  # memory of an earlier call: every value rewritten
+        assert sum_by_column_label(X, c, L, out=reused) is reused
+        np.testing.assert_array_equal(_bits(reused), _bits(ac))
         np.testing.assert_array_equal(_bits(sum_by_row_label(X, r, K)), _bits(ra))
         V = rng.normal(size=(n, L)) * 10 ** rng.uniform(-6, 6, size=(n, L))
         rv = np.zeros((K, L))
@@ -201,6 +204,12 @@ def test_range_sensitivity_is_numpys(layout, monkeypatch):
                 want = float(np.max(V.max(axis=0) - V.min(axis=0)))
                 got = mechanisms.linear_range_sensitivity(V)
             assert (math.isnan(got) and math.isnan(want)) or _bits(got) == _bits(want)
+
+
+def test_column_label_sums_refuse_an_out_of_another_shape():
+    X = sp.csr_matrix(np.eye(3))
+    with pytest.raises(ValueError, match="C-contiguous 3x2 float64"):
+        sum_by_column_label(X, np.array([0, 1, 1]), 2, out=np.empty((2, 3)))
 
 
 def test_value_summary_is_the_loop(monkeypatch):
