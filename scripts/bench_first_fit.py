@@ -1,9 +1,10 @@
 #!/usr/bin/env python
 """What a user waits for on a fresh install: import, first fit, peak memory of one process.
 
-The package is copied into a temporary folder (tracked and new files of the working tree, or
-git revision ``--baseline REV``), byte-compiled as ``pip install`` does, and never run before:
-no compiled-kernel cache exists. Then ``--runs`` new processes each import the library, load
+The package is copied into a temporary folder (tracked and new files of the working tree with
+the compiled kernels its install built, as a wheel carries them; or git revision
+``--baseline REV``, source only), byte-compiled as ``pip install`` does, and never run before:
+no just-in-time cache exists. Then ``--runs`` new processes each import the library, load
 a CLUTO matrix (``$DPTAUCC_MIRROR``), fit DPTauCC (K = L = classes, I = 4, ε = 1, seed 0)
 twice and report
 
@@ -64,7 +65,10 @@ def _copy_working_tree(dest: Path) -> None:
     files = subprocess.run(["git", "-C", str(REPO), "ls-files", "-co", "--exclude-standard",
                             "--", *PACKAGE_DIRS],
                            check=True, capture_output=True, text=True).stdout.split()
-    for rel in files:
+    # the compiled kernels a wheel carries: the editable install's build of the same source
+    built = [str(p.relative_to(REPO)) for p in (REPO / "dptaucc").glob("_native*")
+             if p.suffix in (".so", ".pyd")]
+    for rel in files + built:
         src = REPO / rel
         if src.is_file():
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)

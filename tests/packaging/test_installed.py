@@ -67,6 +67,10 @@ def test_installed_wheel_works_outside_the_clone(installed, tmp_path):
     lib, conf, *_ = where.splitlines()
     assert "site-packages" in lib and "site-packages" in conf and not lib.startswith(str(REPO))
     assert where.splitlines()[2] == "None None None"  # nothing of ours at top level
+    if shutil.which("cc") or shutil.which("gcc"):  # the wheel was built with a C compiler
+        native = run("-c", "from dptaucc.kernels import native_kernels; "
+                           "print(native_kernels().__file__)")
+        assert "site-packages" in native, native
 
     run("-c", readme_python_snippet() + "\nassert model.epsilon_spent_ == 1.0, model.epsilon_spent_"
         "\nassert data.X.shape == (3891, 4303)\n")

@@ -7,6 +7,7 @@ the dataset registry, the typing marker) is left in the clone.
 
 from __future__ import annotations
 
+import shutil
 import zipfile
 
 import pytest
@@ -44,6 +45,14 @@ def test_every_package_file_is_in_the_wheel(contents, source_files, suffix):
     wanted = {installed_path(f) for f in source_files if f.endswith(suffix)} - {None}
     assert wanted, f"no {suffix} file found in the package folders"
     assert not wanted - names, sorted(wanted - names)
+
+
+@pytest.mark.skipif(not (shutil.which("cc") or shutil.which("gcc")), reason="no C compiler")
+def test_the_wheel_carries_the_compiled_kernels(contents):
+    """Built where a C compiler is found (setup.py; optional elsewhere)."""
+    names = contents[0]
+    assert [n for n in names if n.startswith("dptaucc/_native") and n.endswith((".so", ".pyd"))]
+    assert "dptaucc/_native.c" not in names  # the source ships in the sdist, not the wheel
 
 
 def test_runtime_data_files_are_shipped(contents):
