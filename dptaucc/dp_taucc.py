@@ -90,11 +90,12 @@ METHOD = MethodInfo(
 SENSITIVITY_FLOOR = 1e-9
 
 
-def _assign_corrected(profiles, weights, epsilon, sampler, ledger, step) -> np.ndarray:
+def _assign_corrected(profiles, weights, epsilon, sampler, ledger, step,
+                      scratch=None) -> np.ndarray:
     """Alg. 3: exponential mechanism on u = P Wᵀ, Δ from W (eq. 4.9-4.10)."""
     return linear_exponential_mechanism(profiles, weights=weights, epsilon=epsilon,
                                         sampler=sampler, ledger=ledger, step=step,
-                                        sensitivity_floor=SENSITIVITY_FLOOR)
+                                        sensitivity_floor=SENSITIVITY_FLOOR, scratch=scratch)
 
 
 def _assign_paper(profiles, weights, raw_weights, epsilon, sampler, ledger, step) -> np.ndarray:
@@ -272,13 +273,14 @@ class DPTauCC(CoClustererMixin, PrivateEstimator):
         eps_assign = h * eps_half
         eps_table = (1.0 - h) * eps_half
 
-        def assign(profiles, table_weights, raw_weights, n_choices, n_requested, step):
+        def assign(profiles, table_weights, raw_weights, n_choices, n_requested, step,
+                   scratch=None):
             if paper:
                 labels = _assign_paper(profiles, table_weights, raw_weights, eps_assign,
                                        sampler, ledger, step)
             else:
                 labels = _assign_corrected(profiles, table_weights, eps_assign, sampler,
-                                           ledger, step)
+                                           ledger, step, scratch)
             return force_diversity(labels, n_choices, n_requested, rng)
 
         def raw(weights_of, table, transpose=False):
@@ -302,7 +304,8 @@ class DPTauCC(CoClustererMixin, PrivateEstimator):
         else:
             r, K = relabel(init.row_labels)
         table = np.zeros((K, L))  # replaced at t = 1 before any use
-        ac_memory = np.empty(n * L0)  # A C of every iteration (L <= L0), one allocation
+        # A C and the row utilities of every iteration (L <= L0, K <= K0), one allocation each
+        ac_memory, utility_memory = np.empty(n * L0), np.empty(n * K0)
 
         for t in range(1, n_iter + 1):
             if t > 1:  # Alg. 1 line 10: C from Aᵀ R (profiles m×K) and T̃ (weights L×K)
@@ -317,7 +320,7 @@ class DPTauCC(CoClustererMixin, PrivateEstimator):
             else:
                 table = table_of(group_sum(r, AC, K), f"iter{t}/table-before-rows")
             r, K = assign(AC, row_weights(table, guard=True), raw(row_weights, table),
-                          table.shape[0], K0, f"iter{t}/row-assignment")
+                          table.shape[0], K0, f"iter{t}/row-assignment", utility_memory)
             table = table_of(group_sum(r, AC, K), f"iter{t}/table-after-rows")
 
         self._set_ledger(ledger)

@@ -19,7 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from dptaucc.kernels import native_kernels
-from dptaucc.privacy.hook import watch
+from dptaucc.privacy.hook import MECHANISM_HOOK, watch
 from dptaucc.privacy.ledger import PrivacyLedger
 from dptaucc.privacy.samplers import Sampler, SeededSampler
 
@@ -138,6 +138,19 @@ def linear_range_sensitivity(weights: np.ndarray) -> float:
     return float(np.max(weights.max(axis=0) - weights.min(axis=0)))  # NaN propagates
 
 
+def _utilities(profiles, weights: np.ndarray, scratch: np.ndarray | None) -> np.ndarray:
+    """``profiles @ weights.T`` as float64, into ``scratch`` when it can (the same BLAS call)."""
+    usable = (scratch is not None and MECHANISM_HOOK.get() is None
+              and isinstance(profiles, np.ndarray) and profiles.dtype == np.float64
+              and profiles.ndim == 2 and scratch.dtype == np.float64 and scratch.ndim == 1
+              and scratch.size >= profiles.shape[0] * weights.shape[0])
+    if not usable:
+        return np.asarray(profiles @ weights.T, dtype=float)
+    out = scratch[:profiles.shape[0] * weights.shape[0]].reshape(profiles.shape[0],
+                                                                 weights.shape[0])
+    return np.matmul(profiles, weights.T, out=out)
+
+
 def linear_exponential_mechanism(
     profiles: np.ndarray | sp.spmatrix,
     *,
@@ -148,9 +161,15 @@ def linear_exponential_mechanism(
     step: str,
     sensitivity_floor: float = 0.0,
     note: str = "",
+    scratch: np.ndarray | None = None,
 ) -> np.ndarray:
     """Choose for each object i (row of ``profiles``, N×D) one of the C rows of ``weights``
     (C×D) with the linear utility u_ic = Σ_d P_id W_cd (paper eq. 4.9).
+
+    ``scratch``: float64 memory of at least N·C values that dense profiles' utilities are
+    written to, for a caller that assigns again and again (a fresh N×C array is cleared page
+    by page by the operating system); not used while an audit hook watches the call, whose
+    redraws read the utilities later.
 
     Privacy map: a neighbour changes one entry (i, d) of the profiles by one, which moves object
     i's utilities by the column W_{·d}; so Δ = :func:`linear_range_sensitivity` (raised to
@@ -170,7 +189,7 @@ def linear_exponential_mechanism(
     10.0
     """
     weights = np.asarray(weights, dtype=float)
-    utilities = np.asarray(profiles @ weights.T, dtype=float)
+    utilities = _utilities(profiles, weights, scratch)
     delta = linear_range_sensitivity(weights)
     if math.isnan(delta):
         raise ValueError("weights contain NaN")
