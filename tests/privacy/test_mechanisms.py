@@ -134,6 +134,37 @@ def test_linear_mechanism_sensitivity_is_the_range_over_neighbours():
             _brute_force_range_sensitivity(profiles, weights), rel=1e-12)
 
 
+def test_linear_mechanism_scratch_changes_nothing_and_is_left_alone_under_a_hook():
+    """Utilities written to a caller's scratch: the same choices; while an audit hook watches,
+    the scratch is not used (the hook's redraws read the utilities after the call)."""
+    from dptaucc.privacy.hook import MECHANISM_HOOK
+
+    rng = np.random.default_rng(4)
+    profiles, weights = rng.integers(0, 9, size=(500, 6)).astype(float), rng.normal(size=(4, 6))
+
+    def choose(scratch=None):
+        return linear_exponential_mechanism(profiles, weights=weights, epsilon=2.0,
+                                            sampler=sampler(1), ledger=PrivacyLedger(),
+                                            step="s", scratch=scratch)
+    scratch = np.full(500 * 4 + 3, np.nan)
+    np.testing.assert_array_equal(choose(scratch), choose())
+    np.testing.assert_array_equal(scratch[:2000].reshape(500, 4), profiles @ weights.T)
+
+    class Keep:
+        def released(self, step, mechanism, entries, output, redraw=None):
+            self.redraw = redraw
+            return output
+    hook, scratch = Keep(), np.full(500 * 4, np.nan)
+    token = MECHANISM_HOOK.set(hook)
+    try:
+        choose(scratch)
+    finally:
+        MECHANISM_HOOK.reset(token)
+    assert np.isnan(scratch).all()
+    scratch[:] = 0.0  # a later call overwrites the caller's memory: the redraws do not see it
+    assert (hook.redraw(50) == choose()[None, :]).mean() > 0.5
+
+
 def test_linear_mechanism_frequencies_follow_eq_4_9_and_4_10():
     """σ and Δ written out by hand (eqs. 4.9/4.10) for the row assignment of DP-τCC."""
     table = np.array([[7.0, 2.0, 0.5], [1.0, 5.0, 3.0], [2.0, 2.0, 2.0], [0.0, 1.0, 6.0]])
