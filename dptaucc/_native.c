@@ -127,6 +127,10 @@ get_csr(PyObject *indptr, PyObject *indices, PyObject *data, Py_ssize_t n_cols, 
         || check_kind(&csr->indices, 'i', "indices") < 0
         || check_kind(&csr->data, 'd', "data") < 0)
         goto fail;
+    if (csr->indptr.itemsize != csr->indices.itemsize) {
+        PyErr_SetString(PyExc_TypeError, "indptr and indices must have the same integer type");
+        goto fail;
+    }
     csr->n = count_of(&csr->indptr) - 1;
     csr->nnz = count_of(&csr->data);
     if (csr->n < 0 || count_of(&csr->indices) != csr->nnz) {
@@ -140,27 +144,17 @@ fail:
     return -1;
 }
 
-/* indptr as int64, checked to run from 0 to nnz without decreasing; NULL on error */
-static int64_t *
-row_pointers(const Csr *csr)
+/* whether indptr runs from 0 to nnz without decreasing (a ValueError set if not) */
+static int
+check_row_pointers(const Csr *csr)
 {
-    int64_t *ptr = PyMem_Malloc((csr->n + 1) * sizeof(int64_t));
-    if (ptr == NULL) {
-        PyErr_NoMemory();
-        return NULL;
-    }
-    int ok = 1;
-    for (Py_ssize_t i = 0; i <= csr->n; i++) {
-        ptr[i] = int_at(&csr->indptr, i);
-        ok &= i ? ptr[i] >= ptr[i - 1] : ptr[i] == 0;
-    }
-    if (!ok || ptr[csr->n] != csr->nnz) {
+    int ok = int_at(&csr->indptr, 0) == 0 && int_at(&csr->indptr, csr->n) == csr->nnz;
+    for (Py_ssize_t i = 1; i <= csr->n; i++)
+        ok &= int_at(&csr->indptr, i) >= int_at(&csr->indptr, i - 1);
+    if (!ok)
         PyErr_SetString(PyExc_ValueError,
                         "indptr must run from 0 to the number of non-zeros without decreasing");
-        PyMem_Free(ptr);
-        return NULL;
-    }
-    return ptr;
+    return ok;
 }
 
 /* ------------------------------------------------------------------ label sums */
@@ -168,6 +162,7 @@ row_pointers(const Csr *csr)
 /* out[i, labels[col]] += data over each row's entries in storage order (A C, n x L) */
 #define COLUMN_SUMS(IDX)                                                            \
     for (Py_ssize_t i = 0; i < csr.n && !bad; i++) {                                \
+        const IDX *ptr = (const IDX *)csr.indptr.buf;                               \
         memset(row, 0, n_labels * sizeof(double));                                  \
         for (Py_ssize_t j = ptr[i]; j < ptr[i + 1]; j++) {                          \
             uint64_t col = (uint64_t)((const IDX *)csr.indices.buf)[j];             \
@@ -204,16 +199,12 @@ sum_by_column_label(PyObject *self, PyObject *args)
     if (labels == NULL) { PyBuffer_Release(&outb); goto fail_out; }
     double *out = (double *)outb.buf;
     const double *values = (const double *)csr.data.buf;
-    int64_t *ptr = row_pointers(&csr);
     /* each row's sums in a small array of its own (in the L1 cache), then copied out */
     double *row = PyMem_Malloc((n_labels ? n_labels : 1) * sizeof(double));
     int bad = 0;
-    if (row == NULL && ptr != NULL) {
+    if (row == NULL)
         PyErr_NoMemory();
-        PyMem_Free(ptr);
-        ptr = NULL;
-    }
-    if (ptr != NULL) {
+    else if (check_row_pointers(&csr)) {
         Py_BEGIN_ALLOW_THREADS
         if (csr.indices.itemsize == 4) {
             COLUMN_SUMS(int32_t)
@@ -221,7 +212,6 @@ sum_by_column_label(PyObject *self, PyObject *args)
             COLUMN_SUMS(int64_t)
         }
         Py_END_ALLOW_THREADS
-        PyMem_Free(ptr);
         if (bad)
             PyErr_SetString(PyExc_ValueError, "a column index lies outside the matrix");
     }
@@ -241,6 +231,7 @@ fail_out:
 /* out[labels[i], col] += data over the non-zeros in storage order (R^T A, K x m) */
 #define ROW_SUMS(IDX)                                                               \
     for (Py_ssize_t i = 0; i < csr.n && !bad; i++) {                                \
+        const IDX *ptr = (const IDX *)csr.indptr.buf;                               \
         double *row = out + labels[i] * n_cols;                                     \
         for (Py_ssize_t j = ptr[i]; j < ptr[i + 1]; j++) {                          \
             uint64_t col = (uint64_t)((const IDX *)csr.indices.buf)[j];             \
@@ -280,9 +271,8 @@ sum_by_row_label(PyObject *self, PyObject *args)
     if (labels == NULL) { PyBuffer_Release(&outb); goto fail_out; }
     double *out = (double *)outb.buf;
     const double *values = (const double *)csr.data.buf;
-    int64_t *ptr = row_pointers(&csr);
     int bad = 0;
-    if (ptr != NULL) {
+    if (check_row_pointers(&csr)) {
         Py_BEGIN_ALLOW_THREADS
         memset(out, 0, (size_t)n_labels * n_cols * sizeof(double));
         if (csr.indices.itemsize == 4) {
@@ -291,7 +281,6 @@ sum_by_row_label(PyObject *self, PyObject *args)
             ROW_SUMS(int64_t)
         }
         Py_END_ALLOW_THREADS
-        PyMem_Free(ptr);
         if (bad)
             PyErr_SetString(PyExc_ValueError, "a column index lies outside the matrix");
     }

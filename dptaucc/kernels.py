@@ -155,7 +155,7 @@ def sum_by_column_label(X, col_labels: np.ndarray, n_labels: int,
         out[...] = 0.0
         return out
     native = native_kernels()
-    if native is not None:
+    if native is not None and X.indptr.dtype == X.indices.dtype:
         native.sum_by_column_label(X.indptr, X.indices, np.asarray(X.data, dtype=np.float64),
                                    np.ascontiguousarray(col_labels), n_labels, out)
         return out
@@ -189,7 +189,7 @@ def sum_by_row_label(X, row_labels: np.ndarray, n_labels: int) -> np.ndarray:
     if X.nnz == 0:
         return np.zeros((n_labels, m))
     native = native_kernels()
-    if native is not None:
+    if native is not None and X.indptr.dtype == X.indices.dtype:
         out = np.empty((n_labels, m))
         native.sum_by_row_label(X.indptr, X.indices, np.asarray(X.data, dtype=np.float64),
                                 np.ascontiguousarray(row_labels), n_labels, m, out)

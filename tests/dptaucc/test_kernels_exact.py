@@ -206,6 +206,31 @@ def test_range_sensitivity_is_numpys(layout, monkeypatch):
             assert (math.isnan(got) and math.isnan(want)) or _bits(got) == _bits(want)
 
 
+def test_the_compiled_label_sums_refuse_a_malformed_matrix(kernel_path):
+    """The compiled loops read indices as they go: one outside the matrix is an error, never a
+    write outside the output."""
+    if kernel_path == "numpy":
+        pytest.skip("scipy's own checks apply on the numpy path")
+    native = kernels.native_kernels()
+    labels, out = np.array([0, 1, 1]), np.empty((2, 2))
+    data = np.array([1.0, 2.0])
+    for indices, indptr, match in (([0, 3], [0, 1, 2], "outside the matrix"),
+                                   ([0, -1], [0, 1, 2], "outside the matrix"),
+                                   ([0, 1], [0, 2, 1], "without decreasing"),
+                                   ([0, 1], [1, 1, 2], "without decreasing")):
+        indices, indptr = np.array(indices, dtype=np.int32), np.array(indptr, dtype=np.int32)
+        with pytest.raises(ValueError, match=match):
+            native.sum_by_column_label(indptr, indices, data, labels, 2, out)
+        with pytest.raises(ValueError, match=match):
+            native.sum_by_row_label(indptr, indices, data, np.array([0, 1]), 2, 3, np.empty(6))
+    with pytest.raises(ValueError, match="label"):
+        native.sum_by_column_label(np.array([0, 1, 2]), np.array([0, 1]), data,
+                                   np.array([0, 5, 1]), 2, out)
+    with pytest.raises(TypeError, match="float64"):
+        native.sum_by_column_label(np.array([0, 1, 2]), np.array([0, 1]), data.astype(np.float32),
+                                   labels, 2, out)
+
+
 def test_column_label_sums_refuse_an_out_of_another_shape():
     X = sp.csr_matrix(np.eye(3))
     with pytest.raises(ValueError, match="C-contiguous 3x2 float64"):
