@@ -15,6 +15,9 @@ row, so n·m grows ~100x faster than nnz: any cost in n·m would show), then
 check, the blind initialisation, the label sums, the utilities, the choices, the tables),
 timed by wrapping the functions the fit calls.
 
+BLAS runs on ``--blas-threads`` threads (default 1, as the engine's workers run it; the
+matrix-vector product is single-threaded either way).
+
 ``--baseline REV`` runs the same measurements with the package of git revision REV (checked
 out in a temporary worktree) next to the working tree, so both columns come from one run on
 one machine. Measure on an idle machine.
@@ -122,12 +125,16 @@ def stage_seconds():
 
 
 def worker(nnz: int, algorithm: str, repeats: int, row_nnz: int = ROW_NNZ,
-           n_cols: int | None = None, clusters: int = K, breakdown: bool = False) -> dict:
+           n_cols: int | None = None, clusters: int = K, breakdown: bool = False,
+           blas_threads: int = 1) -> dict:
     import statistics
     import time
 
     import numpy as np
     import psutil
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(blas_threads, user_api="blas")
 
     from dptaucc import DPTauCC, FastTauCC
     from dptaucc.bench.memory import PeakRSS
@@ -182,7 +189,8 @@ def _run(nnz: int, algorithm: str, args, pythonpath: str | None) -> dict | None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [pythonpath, env.get("PYTHONPATH")]))
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", str(nnz), algorithm,
            "--repeats", str(args.repeats), "--row-nnz", str(args.row_nnz),
-           "--clusters", str(args.clusters)] + (["--cols", str(args.cols)] if args.cols else [])
+           "--clusters", str(args.clusters), "--blas-threads", str(args.blas_threads)]
+    cmd += ["--cols", str(args.cols)] if args.cols else []
     cmd += ["--breakdown"] if args.breakdown else []
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if proc.returncode != 0:
@@ -203,14 +211,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline", default=None, help="git revision to measure side by side")
     ap.add_argument("--breakdown", action="store_true",
                     help="DP-τCC: also the passes of each stage of the fit")
+    ap.add_argument("--blas-threads", type=int, default=1,
+                    help="BLAS threads of the fit (default 1, as the engine's workers)")
     ap.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
         print(json.dumps(worker(int(float(args.worker[0])), args.worker[1], args.repeats,
-                                args.row_nnz, args.cols, args.clusters, args.breakdown)))
+                                args.row_nnz, args.cols, args.clusters, args.breakdown,
+                                args.blas_threads)))
         return 0
 
     with baseline_tree(args.baseline) as base:
+        print(f"BLAS threads: {args.blas_threads}")
         print(f"{'algorithm':10} {'nnz':>9} {'n x m':>15} {'fit s':>8} {'passes':>7} "
               f"{'ns/nnz':>7} {'mem/X':>6}" + (f" | baseline {args.baseline}: "
                                                "fit s, passes, ns/nnz, mem/X" if base else ""))
