@@ -22,8 +22,12 @@ def _add(into: dict, out: Outcome) -> None:
         into[key] = into.get(key, 0.0) + (value or 0.0)
 
 
+#: decimals of the seconds kept (milliseconds: a quick run's fits sum to a few hundredths)
+DECIMALS = 3
+
+
 def _rounded(d: dict) -> dict:
-    return {k: round(v, 1) if isinstance(v, float) else v for k, v in d.items()}
+    return {k: round(v, DECIMALS) if isinstance(v, float) else v for k, v in d.items()}
 
 
 def cost_summary(outcomes: Iterable[Outcome], wall_seconds: float,
@@ -40,7 +44,7 @@ def cost_summary(outcomes: Iterable[Outcome], wall_seconds: float,
     >>> summary["jobs"], summary["job_s"], summary["core_s"], summary["outside_jobs_s"]
     (2, 3.0, 5.0, 2.0)
     >>> summary["methods"]["dp_taucc"]
-    {'jobs': 1, 'job_s': 2.0, 'fit_s': 1.5, 'eval_s': 0.2}
+    {'jobs': 1, 'job_s': 2.0, 'fit_s': 1.5, 'eval_s': 0.25}
     """
     total: dict = {"jobs": 0, "job_s": 0.0, "fit_s": 0.0, "eval_s": 0.0}
     methods: dict[str, dict] = {}
@@ -51,8 +55,8 @@ def cost_summary(outcomes: Iterable[Outcome], wall_seconds: float,
         _add(methods.setdefault(out.algorithm or "?", {}), out)
     core = None if workers is None else workers * wall_seconds
     return {**_rounded(total), "workers": workers,
-            "core_s": None if core is None else round(core, 1),
-            "outside_jobs_s": None if core is None else round(core - total["job_s"], 1),
+            "core_s": None if core is None else round(core, DECIMALS),
+            "outside_jobs_s": None if core is None else round(core - total["job_s"], DECIMALS),
             "methods": {m: _rounded(v) for m, v in sorted(methods.items())}}
 
 
