@@ -128,8 +128,26 @@ def blind_block_init(
         rows += base[k]
     row_perm = rng.permutation(n)
     col_perm = rng.permutation(m)
-    return BlindInit(S0=S0[row_perm], row_labels=x[row_perm], col_labels=y[col_perm],
-                     n_flips=n_flips)
+    return BlindInit(S0=_permuted_rows(S0, row_perm), row_labels=x[row_perm],
+                     col_labels=y[col_perm], n_flips=n_flips)
+
+
+def _permuted_rows(S0: np.ndarray, row_perm: np.ndarray) -> np.ndarray:
+    """``S0[row_perm]`` laid out column by column (its transpose is C-contiguous): gathered a
+    block of rows at a time (one block fits in cache) and written transposed."""
+    n, L = S0.shape
+    columns = np.empty((L, n))
+    block = np.empty((min(ROWS_PER_GATHER, n), L))
+    for start in range(0, n, ROWS_PER_GATHER):
+        stop = min(start + ROWS_PER_GATHER, n)
+        rows = block[:stop - start]
+        S0.take(row_perm[start:stop], axis=0, out=rows, mode="clip")
+        columns[:, start:stop] = rows.T
+    return columns.T
+
+
+#: rows gathered at a time by :func:`_permuted_rows`
+ROWS_PER_GATHER = 1 << 13
 
 
 def flip_counts(
@@ -163,17 +181,31 @@ def flip_counts(
         flips = rng.multivariate_hypergeometric(capacity, n_flips, method="marginals")
         return flips.reshape(n, L).astype(float)
     flips = np.empty((n, L))
-    draws = {int(size): _BinomialInversion(int(size), noise) for size in np.unique(sizes)}
+    # columns share a guide table per block size (2-3 sizes): one lookup for a whole block of
+    # rows, each column reading its size's table through an offset into the stacked tables
+    sizes_used, size_of_column = np.unique(sizes, return_inverse=True)
+    inversions = [_BinomialInversion(int(size), noise) for size in sizes_used]
+    guides = np.concatenate([inversion.guide for inversion in inversions])
+    offsets = size_of_column * GUIDE_BUCKETS
     for start in range(0, n, ROWS_PER_DRAW):  # the same uniforms as one draw of (n, L)
         stop = min(start + ROWS_PER_DRAW, n)
         uniforms = rng.random((stop - start, L))
-        for l, size in enumerate(sizes.tolist()):
-            flips[start:stop, l] = draws[size](uniforms[:, l])
+        buckets = (uniforms * GUIDE_BUCKETS).astype(np.intp)
+        buckets += offsets
+        block = flips[start:stop]
+        guides.take(buckets, out=block, mode="clip")
+        cells = block.reshape(-1)
+        unsettled = np.flatnonzero(cells < 0)
+        if unsettled.size:
+            size_of_cell = size_of_column[unsettled % L]
+            for index, inversion in enumerate(inversions):
+                at = unsettled[size_of_cell == index]
+                cells[at] = inversion.search(uniforms.reshape(-1)[at])
     return flips
 
 
 #: rows of uniforms drawn at a time by :func:`flip_counts` (bounds its temporaries)
-ROWS_PER_DRAW = 1 << 16
+ROWS_PER_DRAW = 1 << 13
 
 
 #: buckets of the guide table of :func:`binomial_by_inversion` (a power of 2)
@@ -224,19 +256,29 @@ class _BinomialInversion:
 
     def __init__(self, trials: int, p: float):
         self.trials, self.p = trials, p
-        if 0.0 < p < 1.0 and trials > 0:
+        if p <= 0.0 or trials == 0:
+            self.guide = np.zeros(GUIDE_BUCKETS)
+        elif p >= 1.0:
+            self.guide = np.full(GUIDE_BUCKETS, float(trials))
+        else:
             self.cdf = binomial_cdf(trials, p)
             at_edge = np.searchsorted(self.cdf, np.arange(GUIDE_BUCKETS + 1) / GUIDE_BUCKETS,
                                       side="right")
             # the draw of every U in bucket g when the bucket's two edges agree, else -1
-            self.settled = np.where(at_edge[:-1] == at_edge[1:], at_edge[:-1], -1)
+            settled = np.minimum(at_edge[:-1], trials).astype(float)
+            self.guide = np.where(at_edge[:-1] == at_edge[1:], settled, -1.0)
+
+    def search(self, uniforms: np.ndarray) -> np.ndarray:
+        """The draws of uniforms whose bucket is not settled: a binary search of the CDF."""
+        return np.minimum(np.searchsorted(self.cdf, uniforms, side="right"),
+                          self.trials).astype(float)
 
     def __call__(self, uniforms: np.ndarray) -> np.ndarray:
         if self.p <= 0.0 or self.trials == 0:
             return np.zeros(np.shape(uniforms))
         if self.p >= 1.0:
             return np.full(np.shape(uniforms), float(self.trials))
-        draws = self.settled[(uniforms * GUIDE_BUCKETS).astype(np.intp)]
+        draws = self.guide[(uniforms * GUIDE_BUCKETS).astype(np.intp)]
         unsettled = draws < 0
-        draws[unsettled] = np.searchsorted(self.cdf, uniforms[unsettled], side="right")
-        return np.minimum(draws, self.trials).astype(float)
+        draws[unsettled] = self.search(uniforms[unsettled])
+        return draws
