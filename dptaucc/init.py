@@ -10,6 +10,7 @@ rows and columns. DP-τCC only ever uses the n×L0 aggregate ``S0 = M C0``. We b
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -119,17 +120,19 @@ def blind_block_init(
     P = pattern_matrix(K, L)
     base = P * np.bincount(y, minlength=L).astype(float)[None, :]  # S0 rows without flips
     sign = 1.0 - 2.0 * P                         # a flipped 0 adds one, a flipped 1 removes one
-    S0 = flip_counts(n, m, y, L, noise, rng)
-    n_flips = int(S0.sum())
     bounds = np.concatenate(([0], np.cumsum(row_sizes)))
-    for k in range(K):  # in place, row block by row block: whole numbers, so exact
-        rows = S0[bounds[k]:bounds[k + 1]]
-        rows *= sign[k]
-        rows += base[k]
+    S0 = np.empty((n, L))
+    n_flips = 0.0
+    for start, stop in _fill_flip_counts(S0, m, y, noise, rng):
+        n_flips += S0[start:stop].sum()  # whole numbers: every sum is exact
+        for k in range(x[start], x[stop - 1] + 1):  # in place, still in cache: exact too
+            rows = S0[max(start, bounds[k]):min(stop, bounds[k + 1])]
+            rows *= sign[k]
+            rows += base[k]
     row_perm = rng.permutation(n)
     col_perm = rng.permutation(m)
     return BlindInit(S0=_permuted_rows(S0, row_perm), row_labels=x[row_perm],
-                     col_labels=y[col_perm], n_flips=n_flips)
+                     col_labels=y[col_perm], n_flips=int(n_flips))
 
 
 def _permuted_rows(S0: np.ndarray, row_perm: np.ndarray) -> np.ndarray:
@@ -172,15 +175,30 @@ def flip_counts(
     >>> bool((flips <= np.bincount(y)).all())  # never more flips than cells in a group
     True
     """
+    flips = np.empty((n, L))
+    for _ in _fill_flip_counts(flips, m, y, noise, rng):
+        pass
+    return flips
+
+
+def _fill_flip_counts(
+    flips: np.ndarray, m: int, y: np.ndarray, noise: float, rng: np.random.Generator,
+) -> Iterator[tuple[int, int]]:
+    """Fill ``flips`` (n×L) with :func:`flip_counts` a block of ROWS_PER_DRAW rows at a time,
+    yielding each block's rows (start, stop) as soon as it is filled (still in cache)."""
+    n, L = flips.shape
     sizes = np.bincount(y, minlength=L)
     if n * m < MARGINALS_LIMIT:
         n_flips = int(round(noise * n * m))
         if n_flips == 0:
-            return np.zeros((n, L))
-        capacity = np.tile(sizes, n)
-        flips = rng.multivariate_hypergeometric(capacity, n_flips, method="marginals")
-        return flips.reshape(n, L).astype(float)
-    flips = np.empty((n, L))
+            flips[:] = 0.0
+        else:
+            capacity = np.tile(sizes, n)
+            flips[:] = rng.multivariate_hypergeometric(capacity, n_flips,
+                                                       method="marginals").reshape(n, L)
+        for start in range(0, n, ROWS_PER_DRAW):
+            yield start, min(start + ROWS_PER_DRAW, n)
+        return
     # columns share a guide table per block size (2-3 sizes): one lookup for a whole block of
     # rows, each column reading its size's table through an offset into the stacked tables
     sizes_used, size_of_column = np.unique(sizes, return_inverse=True)
@@ -201,10 +219,10 @@ def flip_counts(
             for index, inversion in enumerate(inversions):
                 at = unsettled[size_of_cell == index]
                 cells[at] = inversion.search(uniforms.reshape(-1)[at])
-    return flips
+        yield start, stop
 
 
-#: rows of uniforms drawn at a time by :func:`flip_counts` (bounds its temporaries)
+#: rows of flip counts filled at a time by :func:`flip_counts` (a block stays in cache)
 ROWS_PER_DRAW = 1 << 13
 
 
