@@ -10,7 +10,7 @@ rows and columns. DP-τCC only ever uses the n×L0 aggregate ``S0 = M C0``. We b
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -85,7 +85,7 @@ class BlindInit:
     [2, 2, 2]
     """
 
-    S0: np.ndarray        # n×L0 aggregate M C0 (float64)
+    S0: np.ndarray        # n×L0 aggregate M C0 (float64, column by column: S0.T is contiguous)
     row_labels: np.ndarray  # x: synthetic row clusters R⁽⁰⁾ (n,)
     col_labels: np.ndarray  # y: synthetic column clusters C⁽⁰⁾ (m,)
     n_flips: int
@@ -104,7 +104,9 @@ def blind_block_init(
     S0 exactly the reference's distribution without materialising — or even listing — n·m
     cells (``rng.choice`` takes ~0.13 s for 752k flips on reviews; this takes ~6 ms).
     Rows and columns are then permuted (rows of S0 and x, and y), as DP-τCC does with its own
-    generator after CreateMatrix.
+    generator after CreateMatrix. S0 is built a block of rows at a time from lookup tables
+    (:func:`_s0_blocks`), held as small integers while its rows are shuffled, and returned
+    column by column, ready for the column weights of its transpose.
 
     Examples
     --------
@@ -118,39 +120,25 @@ def blind_block_init(
     x = np.repeat(np.arange(K, dtype=np.intp), row_sizes)
     y = np.repeat(np.arange(L, dtype=np.intp), block_sizes(m, L))
     P = pattern_matrix(K, L)
-    base = P * np.bincount(y, minlength=L).astype(float)[None, :]  # S0 rows without flips
+    sizes = np.bincount(y, minlength=L)
     sign = 1.0 - 2.0 * P                         # a flipped 0 adds one, a flipped 1 removes one
-    bounds = np.concatenate(([0], np.cumsum(row_sizes)))
-    S0 = np.empty((n, L))
+    # Σ_l sign·base per row block: flips = sign·(S0 − base) with base = P·|C0_l|
+    sign_base = (sign * (P * sizes)).sum(axis=1)
+    # S0's entries are whole numbers in [0, max |C0_l|]: held as small integers until the end
+    S0 = np.empty((n, L), dtype=np.int16 if sizes.max() < 2**15 else np.int32)
+    ones = np.ones(min(ROWS_PER_DRAW, n))
     n_flips = 0.0
-    for start, stop in _fill_flip_counts(S0, m, y, noise, rng):
-        n_flips += S0[start:stop].sum()  # whole numbers: every sum is exact
-        for k in range(x[start], x[stop - 1] + 1):  # in place, still in cache: exact too
-            rows = S0[max(start, bounds[k]):min(stop, bounds[k + 1])]
-            rows *= sign[k]
-            rows += base[k]
+    for start, stop, values in _s0_blocks(m, row_sizes, y, P, noise, rng):
+        # whole numbers below 2⁵³: these BLAS sums are exact in any order
+        k = x[start]
+        n_flips += (ones[:stop - start] @ values) @ sign[k] - (stop - start) * sign_base[k]
+        S0[start:stop] = values
     row_perm = rng.permutation(n)
     col_perm = rng.permutation(m)
-    return BlindInit(S0=_permuted_rows(S0, row_perm), row_labels=x[row_perm],
-                     col_labels=y[col_perm], n_flips=int(n_flips))
-
-
-def _permuted_rows(S0: np.ndarray, row_perm: np.ndarray) -> np.ndarray:
-    """``S0[row_perm]`` laid out column by column (its transpose is C-contiguous): gathered a
-    block of rows at a time (one block fits in cache) and written transposed."""
-    n, L = S0.shape
-    columns = np.empty((L, n))
-    block = np.empty((min(ROWS_PER_GATHER, n), L))
-    for start in range(0, n, ROWS_PER_GATHER):
-        stop = min(start + ROWS_PER_GATHER, n)
-        rows = block[:stop - start]
-        S0.take(row_perm[start:stop], axis=0, out=rows, mode="clip")
-        columns[:, start:stop] = rows.T
-    return columns.T
-
-
-#: rows gathered at a time by :func:`_permuted_rows`
-ROWS_PER_GATHER = 1 << 13
+    # S0[row_perm], gathered on the small integers, laid out column by column (S0.T contiguous)
+    S0 = np.ascontiguousarray(S0.take(row_perm, axis=0).T).astype(float).T
+    return BlindInit(S0=S0, row_labels=x[row_perm], col_labels=y[col_perm],
+                     n_flips=int(n_flips))
 
 
 def flip_counts(
@@ -176,53 +164,83 @@ def flip_counts(
     True
     """
     flips = np.empty((n, L))
-    for _ in _fill_flip_counts(flips, m, y, noise, rng):
-        pass
+    no_pattern = np.zeros((1, L), dtype=np.int8)  # one row block, every bit 0: values = flips
+    for start, stop, values in _s0_blocks(m, [n], y, no_pattern, noise, rng):
+        flips[start:stop] = values
     return flips
 
 
-def _fill_flip_counts(
-    flips: np.ndarray, m: int, y: np.ndarray, noise: float, rng: np.random.Generator,
-) -> Iterator[tuple[int, int]]:
-    """Fill ``flips`` (n×L) with :func:`flip_counts` a block of ROWS_PER_DRAW rows at a time,
-    yielding each block's rows (start, stop) as soon as it is filled (still in cache)."""
-    n, L = flips.shape
+def _s0_blocks(
+    m: int, row_sizes: Sequence[int], y: np.ndarray, P: np.ndarray, noise: float,
+    rng: np.random.Generator,
+) -> Iterator[tuple[int, int, np.ndarray]]:
+    """S0 before the shuffles, a block of at most ROWS_PER_DRAW rows at a time.
+
+    Row block k has ``row_sizes[k]`` rows (x_i = k). Yields (start, stop, values) with
+    values[i, l] = P[x_i, l]·|C0_l| + (1 − 2P[x_i, l])·f_il for the rows start..stop−1, f_il
+    the flip count of :func:`flip_counts` (the same draws in the same order), whole numbers
+    as floats; a block never spans two row blocks and is only valid until the next one is
+    drawn. Each value is read off a table per (|C0_l|, P bit): by
+    flip count for the hypergeometric counts, by guide bucket of the uniform for the binomial
+    ones (the few unsettled buckets search the CDF): one lookup for a whole block of rows.
+    """
+    n, L = int(np.sum(row_sizes)), P.shape[1]
     sizes = np.bincount(y, minlength=L)
-    if n * m < MARGINALS_LIMIT:
+    # the (|C0_l|, P bit) pairs that occur; class_of[k, l] is the pair of row block k, column l
+    pairs = np.stack([np.broadcast_to(sizes, P.shape), P], axis=-1).reshape(-1, 2)
+    classes, class_of = np.unique(pairs, axis=0, return_inverse=True)
+    class_of = class_of.reshape(P.shape)
+    class_size, class_bit = classes[:, 0], classes[:, 1]
+    class_sign, class_base = 1.0 - 2.0 * class_bit, (class_bit * class_size).astype(float)
+
+    binomial = n * m >= MARGINALS_LIMIT
+    if binomial:
+        inversions = {int(size): _BinomialInversion(int(size), noise)
+                      for size in np.unique(class_size)}
+        guides = [inversions[int(size)].guide for size in class_size]
+        tables = [np.where(guide < 0, -1.0, guide * sign + base)
+                  for guide, sign, base in zip(guides, class_sign, class_base, strict=True)]
+    else:
         n_flips = int(round(noise * n * m))
         if n_flips == 0:
-            flips[:] = 0.0
+            counts = np.zeros((n, L), dtype=np.intp)
         else:
             capacity = np.tile(sizes, n)
-            flips[:] = rng.multivariate_hypergeometric(capacity, n_flips,
-                                                       method="marginals").reshape(n, L)
-        for start in range(0, n, ROWS_PER_DRAW):
-            yield start, min(start + ROWS_PER_DRAW, n)
-        return
-    # columns share a guide table per block size (2-3 sizes): one lookup for a whole block of
-    # rows, each column reading its size's table through an offset into the stacked tables
-    sizes_used, size_of_column = np.unique(sizes, return_inverse=True)
-    inversions = [_BinomialInversion(int(size), noise) for size in sizes_used]
-    guides = np.concatenate([inversion.guide for inversion in inversions])
-    offsets = size_of_column * GUIDE_BUCKETS
-    for start in range(0, n, ROWS_PER_DRAW):  # the same uniforms as one draw of (n, L)
-        stop = min(start + ROWS_PER_DRAW, n)
-        uniforms = rng.random((stop - start, L))
-        buckets = (uniforms * GUIDE_BUCKETS).astype(np.intp)
-        buckets += offsets
-        block = flips[start:stop]
-        guides.take(buckets, out=block, mode="clip")
-        cells = block.reshape(-1)
-        unsettled = np.flatnonzero(cells < 0)
-        if unsettled.size:
-            size_of_cell = size_of_column[unsettled % L]
-            for index, inversion in enumerate(inversions):
-                at = unsettled[size_of_cell == index]
-                cells[at] = inversion.search(uniforms.reshape(-1)[at])
-        yield start, stop
+            counts = rng.multivariate_hypergeometric(capacity, n_flips,
+                                                     method="marginals").reshape(n, L)
+        tables = [np.arange(size + 1) * sign + base
+                  for size, sign, base in zip(class_size, class_sign, class_base, strict=True)]
+    starts = np.cumsum([0] + [len(table) for table in tables[:-1]])
+    table = np.concatenate(tables)
+    block = np.empty((min(ROWS_PER_DRAW, n), L))
+    bounds = np.cumsum([0, *row_sizes]).tolist()
+    for k in range(len(row_sizes)):
+        lo, hi = bounds[k], bounds[k + 1]
+        offsets = np.tile(starts[class_of[k]], (min(ROWS_PER_DRAW, hi - lo), 1))
+        for start in range(lo, hi, ROWS_PER_DRAW):  # the uniforms of one draw of (n, L)
+            stop = min(start + ROWS_PER_DRAW, hi)
+            rows = stop - start
+            if binomial:
+                uniforms = rng.random((rows, L))
+                index = (uniforms * GUIDE_BUCKETS).astype(np.intp)
+            else:
+                index = counts[start:stop].astype(np.intp)
+            index += offsets[:rows]
+            values = block[:rows]
+            table.take(index, out=values, mode="clip")
+            if binomial:
+                cells = values.reshape(-1)
+                unsettled = np.flatnonzero(cells < 0)
+                if unsettled.size:
+                    cell_class = class_of[k][unsettled % L]
+                    for c in np.unique(cell_class).tolist():
+                        at = unsettled[cell_class == c]
+                        draws = inversions[int(class_size[c])].search(uniforms.reshape(-1)[at])
+                        cells[at] = draws * class_sign[c] + class_base[c]
+            yield start, stop, values
 
 
-#: rows of flip counts filled at a time by :func:`flip_counts` (a block stays in cache)
+#: rows of S0 drawn at a time by :func:`_s0_blocks` (a block stays in cache)
 ROWS_PER_DRAW = 1 << 13
 
 
