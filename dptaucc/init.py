@@ -212,7 +212,10 @@ def _s0_blocks(
                   for size, sign, base in zip(class_size, class_sign, class_base, strict=True)]
     starts = np.cumsum([0] + [len(table) for table in tables[:-1]])
     table = np.concatenate(tables)
-    block = np.empty((min(ROWS_PER_DRAW, n), L))
+    # buffers reused from block to block: fresh temporaries of this size cost page faults
+    block_rows = min(ROWS_PER_DRAW, n)
+    uniform_block, index_block = np.empty((block_rows, L)), np.empty((block_rows, L), np.intp)
+    value_block = np.empty((block_rows, L))
     bounds = np.cumsum([0, *row_sizes]).tolist()
     for k in range(len(row_sizes)):
         lo, hi = bounds[k], bounds[k + 1]
@@ -220,13 +223,14 @@ def _s0_blocks(
         for start in range(lo, hi, ROWS_PER_DRAW):  # the uniforms of one draw of (n, L)
             stop = min(start + ROWS_PER_DRAW, hi)
             rows = stop - start
+            index, values = index_block[:rows], value_block[:rows]
             if binomial:
-                uniforms = rng.random((rows, L))
-                index = (uniforms * GUIDE_BUCKETS).astype(np.intp)
+                uniforms = rng.random(out=uniform_block[:rows])
+                np.multiply(uniforms, GUIDE_BUCKETS, out=values)
+                np.copyto(index, values, casting="unsafe")  # the bucket ⌊U·GUIDE_BUCKETS⌋
             else:
-                index = counts[start:stop].astype(np.intp)
+                np.copyto(index, counts[start:stop])
             index += offsets[:rows]
-            values = block[:rows]
             table.take(index, out=values, mode="clip")
             if binomial:
                 cells = values.reshape(-1)
