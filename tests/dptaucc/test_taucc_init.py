@@ -186,7 +186,7 @@ def _per_column_reference(n, m, K, L, rng, noise=0.01):
 @pytest.mark.parametrize("n,m,K,L,noise", [
     (203, 157, 3, 4, 0.01), (300, 50, 5, 1, 0.01), (120, 500, 1, 4, 0.01),
     (1000, 999, 7, 3, 0.01), (40, 60, 4, 6, 0.3), (25, 5, 25, 5, 0.2),
-    (90, 80, 3, 3, 0.0), (90, 80, 3, 3, 1.0),
+    (90, 80, 3, 3, 0.0), (90, 80, 3, 3, 1.0), (12, 70_000, 3, 2, 0.01),
 ])
 def test_blocked_tables_match_the_per_column_reference_bit_for_bit(
         monkeypatch, binomial, rows_per_draw, n, m, K, L, noise):
