@@ -220,6 +220,7 @@ def _s0_blocks(
     for k in range(len(row_sizes)):
         lo, hi = bounds[k], bounds[k + 1]
         offsets = np.tile(starts[class_of[k]], (min(ROWS_PER_DRAW, hi - lo), 1))
+        block_classes = np.unique(class_of[k]).tolist()
         for start in range(lo, hi, ROWS_PER_DRAW):  # the uniforms of one draw of (n, L)
             stop = min(start + ROWS_PER_DRAW, hi)
             rows = stop - start
@@ -237,7 +238,7 @@ def _s0_blocks(
                 unsettled = np.flatnonzero(cells < 0)
                 if unsettled.size:
                     cell_class = class_of[k][unsettled % L]
-                    for c in np.unique(cell_class).tolist():
+                    for c in block_classes:
                         at = unsettled[cell_class == c]
                         draws = inversions[int(class_size[c])].search(uniforms.reshape(-1)[at])
                         cells[at] = draws * class_sign[c] + class_base[c]
@@ -248,8 +249,9 @@ def _s0_blocks(
 ROWS_PER_DRAW = 1 << 13
 
 
-#: buckets of the guide table of :func:`binomial_by_inversion` (a power of 2)
-GUIDE_BUCKETS = 1 << 12
+#: buckets of the guide table of :func:`binomial_by_inversion` (a power of 2; any size gives
+#: the same draws, more buckets leave fewer draws to the binary search)
+GUIDE_BUCKETS = 1 << 14
 
 
 def binomial_cdf(trials: int, p: float) -> np.ndarray:
