@@ -180,9 +180,9 @@ def _s0_blocks(
     values[i, l] = P[x_i, l]·|C0_l| + (1 − 2P[x_i, l])·f_il for the rows start..stop−1, f_il
     the flip count of :func:`flip_counts` (the same draws in the same order), whole numbers
     as floats; a block never spans two row blocks and is only valid until the next one is
-    drawn. Each value is read off a table per (|C0_l|, P bit): by
-    flip count for the hypergeometric counts, by guide bucket of the uniform for the binomial
-    ones (the few unsettled buckets search the CDF): one lookup for a whole block of rows.
+    drawn. Each value is read off a table per (|C0_l|, P bit): by flip count for the
+    hypergeometric counts, by guide bucket of the uniform for the binomial ones (the few
+    unsettled buckets search the CDF): one lookup for a whole block of rows.
     """
     n, L = int(np.sum(row_sizes)), P.shape[1]
     sizes = np.bincount(y, minlength=L)
