@@ -301,8 +301,8 @@ class DPTauCC(CoClustererMixin, PrivateEstimator):
                       L0, L0, "init/column-assignment")
         if paper:
             r, K = None, K0
-        else:
-            r, K = relabel(init.row_labels)
+        else:  # every synthetic row block is non-empty: already labelled 0..K0−1
+            r, K = init.row_labels, K0
         table = np.zeros((K, L))  # replaced at t = 1 before any use
 
         for t in range(1, n_iter + 1):

@@ -228,3 +228,15 @@ def test_init_column_weights_from_the_transpose_are_the_same_bits():
             ref = np.ascontiguousarray(column_weights(S0, guard=guard).T)
             assert ours.flags.c_contiguous and ours.tobytes() == ref.tobytes()
     assert init.S0.T.flags.c_contiguous
+
+
+@pytest.mark.parametrize("n,K", [(10, 10), (11, 10), (203, 3), (5, 1)])
+def test_init_row_labels_are_already_relabelled(n, K):
+    """DP-τCC takes the synthetic row labels as they are: every row block is non-empty, so
+    relabelling them would change nothing (values and dtype)."""
+    from dptaucc.objective import relabel
+
+    labels = blind_block_init(n, 7, K, 2, np.random.default_rng(n)).row_labels
+    relabelled, k = relabel(labels)
+    assert k == K and labels.dtype == relabelled.dtype
+    np.testing.assert_array_equal(labels, relabelled)
