@@ -295,14 +295,16 @@ class DPTauCC(CoClustererMixin, PrivateEstimator):
 
         # Alg. 1 lines 4-6: blind init, then C⁽¹⁾ from Aᵀ and the synthetic rows of S0
         # (profiles: the columns of A over the n rows; weights γ0 of S0, one row per choice).
+        # γ0ᵀ = row_weights(S0ᵀ), the same numbers as column_weights(S0).T bit for bit (S0 holds
+        # whole numbers, so its sums are exact in any order), read from S0's contiguous
+        # transpose and laid out L0×n: the range sensitivity then reads contiguous memory.
         init = blind_block_init(n, m, K0, L0, rng)
-        c, L = assign(X.T, column_weights(init.S0, guard=True).T,
-                      raw(column_weights, init.S0, transpose=True), L0, L0,
-                      "init/column-assignment")
+        c, L = assign(X.T, row_weights(init.S0.T, guard=True), raw(row_weights, init.S0.T),
+                      L0, L0, "init/column-assignment")
         if paper:
             r, K = None, K0
-        else:
-            r, K = relabel(init.row_labels)
+        else:  # every synthetic row block is non-empty: already labelled 0..K0−1
+            r, K = init.row_labels, K0
         table = np.zeros((K, L))  # replaced at t = 1 before any use
         # A C and the row utilities of every iteration (L <= L0, K <= K0), one allocation each
         ac_memory, utility_memory = np.empty(n * L0), np.empty(n * K0)

@@ -10,6 +10,7 @@ rows and columns. DP-τCC only ever uses the n×L0 aggregate ``S0 = M C0``. We b
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -84,7 +85,7 @@ class BlindInit:
     [2, 2, 2]
     """
 
-    S0: np.ndarray        # n×L0 aggregate M C0 (float64)
+    S0: np.ndarray        # n×L0 aggregate M C0 (float64, column by column: S0.T is contiguous)
     row_labels: np.ndarray  # x: synthetic row clusters R⁽⁰⁾ (n,)
     col_labels: np.ndarray  # y: synthetic column clusters C⁽⁰⁾ (m,)
     n_flips: int
@@ -103,7 +104,9 @@ def blind_block_init(
     S0 exactly the reference's distribution without materialising — or even listing — n·m
     cells (``rng.choice`` takes ~0.13 s for 752k flips on reviews; this takes ~6 ms).
     Rows and columns are then permuted (rows of S0 and x, and y), as DP-τCC does with its own
-    generator after CreateMatrix.
+    generator after CreateMatrix. S0 is built a block of rows at a time from lookup tables
+    (:func:`_s0_blocks`), held as small integers while its rows are shuffled, and returned
+    column by column, ready for the column weights of its transpose.
 
     Examples
     --------
@@ -117,19 +120,25 @@ def blind_block_init(
     x = np.repeat(np.arange(K, dtype=np.intp), row_sizes)
     y = np.repeat(np.arange(L, dtype=np.intp), block_sizes(m, L))
     P = pattern_matrix(K, L)
-    base = P * np.bincount(y, minlength=L).astype(float)[None, :]  # S0 rows without flips
+    sizes = np.bincount(y, minlength=L)
     sign = 1.0 - 2.0 * P                         # a flipped 0 adds one, a flipped 1 removes one
-    S0 = flip_counts(n, m, y, L, noise, rng)
-    n_flips = int(S0.sum())
-    bounds = np.concatenate(([0], np.cumsum(row_sizes)))
-    for k in range(K):  # in place, row block by row block: whole numbers, so exact
-        rows = S0[bounds[k]:bounds[k + 1]]
-        rows *= sign[k]
-        rows += base[k]
+    # Σ_l sign·base per row block: flips = sign·(S0 − base) with base = P·|C0_l|
+    sign_base = (sign * (P * sizes)).sum(axis=1)
+    # S0's entries are whole numbers in [0, max |C0_l|]: held as small integers until the end
+    S0 = np.empty((n, L), dtype=np.int16 if sizes.max() < 2**15 else np.int32)
+    ones = np.ones(min(ROWS_PER_DRAW, n))
+    n_flips = 0.0
+    for start, stop, values in _s0_blocks(m, row_sizes, y, P, noise, rng):
+        # whole numbers below 2⁵³: these BLAS sums are exact in any order
+        k = x[start]
+        n_flips += (ones[:stop - start] @ values) @ sign[k] - (stop - start) * sign_base[k]
+        S0[start:stop] = values
     row_perm = rng.permutation(n)
     col_perm = rng.permutation(m)
-    return BlindInit(S0=S0[row_perm], row_labels=x[row_perm], col_labels=y[col_perm],
-                     n_flips=n_flips)
+    # S0[row_perm], gathered on the small integers, laid out column by column (S0.T contiguous)
+    S0 = np.ascontiguousarray(S0.take(row_perm, axis=0).T).astype(float).T
+    return BlindInit(S0=S0, row_labels=x[row_perm], col_labels=y[col_perm],
+                     n_flips=int(n_flips))
 
 
 def flip_counts(
@@ -154,30 +163,95 @@ def flip_counts(
     >>> bool((flips <= np.bincount(y)).all())  # never more flips than cells in a group
     True
     """
-    sizes = np.bincount(y, minlength=L)
-    if n * m < MARGINALS_LIMIT:
-        n_flips = int(round(noise * n * m))
-        if n_flips == 0:
-            return np.zeros((n, L))
-        capacity = np.tile(sizes, n)
-        flips = rng.multivariate_hypergeometric(capacity, n_flips, method="marginals")
-        return flips.reshape(n, L).astype(float)
     flips = np.empty((n, L))
-    draws = {int(size): _BinomialInversion(int(size), noise) for size in np.unique(sizes)}
-    for start in range(0, n, ROWS_PER_DRAW):  # the same uniforms as one draw of (n, L)
-        stop = min(start + ROWS_PER_DRAW, n)
-        uniforms = rng.random((stop - start, L))
-        for l, size in enumerate(sizes.tolist()):
-            flips[start:stop, l] = draws[size](uniforms[:, l])
+    no_pattern = np.zeros((1, L), dtype=np.int8)  # one row block, every bit 0: values = flips
+    for start, stop, values in _s0_blocks(m, [n], y, no_pattern, noise, rng):
+        flips[start:stop] = values
     return flips
 
 
-#: rows of uniforms drawn at a time by :func:`flip_counts` (bounds its temporaries)
-ROWS_PER_DRAW = 1 << 16
+def _s0_blocks(
+    m: int, row_sizes: Sequence[int], y: np.ndarray, P: np.ndarray, noise: float,
+    rng: np.random.Generator,
+) -> Iterator[tuple[int, int, np.ndarray]]:
+    """S0 before the shuffles, a block of at most ROWS_PER_DRAW rows at a time.
+
+    Row block k has ``row_sizes[k]`` rows (x_i = k). Yields (start, stop, values) with
+    values[i, l] = P[x_i, l]·|C0_l| + (1 − 2P[x_i, l])·f_il for the rows start..stop−1, f_il
+    the flip count of :func:`flip_counts` (the same draws in the same order), whole numbers
+    as floats; a block never spans two row blocks and is only valid until the next one is
+    drawn. Each value is read off a table per (|C0_l|, P bit): by flip count for the
+    hypergeometric counts, by guide bucket of the uniform for the binomial ones (the few
+    unsettled buckets search the CDF): one lookup for a whole block of rows.
+    """
+    n, L = int(np.sum(row_sizes)), P.shape[1]
+    sizes = np.bincount(y, minlength=L)
+    # the (|C0_l|, P bit) pairs that occur; class_of[k, l] is the pair of row block k, column l
+    pairs = np.stack([np.broadcast_to(sizes, P.shape), P], axis=-1).reshape(-1, 2)
+    classes, class_of = np.unique(pairs, axis=0, return_inverse=True)
+    class_of = class_of.reshape(P.shape)
+    class_size, class_bit = classes[:, 0], classes[:, 1]
+    class_sign, class_base = 1.0 - 2.0 * class_bit, (class_bit * class_size).astype(float)
+
+    binomial = n * m >= MARGINALS_LIMIT
+    if binomial:
+        inversions = {int(size): _BinomialInversion(int(size), noise)
+                      for size in np.unique(class_size)}
+        guides = [inversions[int(size)].guide for size in class_size]
+        tables = [np.where(guide < 0, -1.0, guide * sign + base)
+                  for guide, sign, base in zip(guides, class_sign, class_base, strict=True)]
+    else:
+        n_flips = int(round(noise * n * m))
+        if n_flips == 0:
+            counts = np.zeros((n, L), dtype=np.intp)
+        else:
+            capacity = np.tile(sizes, n)
+            counts = rng.multivariate_hypergeometric(capacity, n_flips,
+                                                     method="marginals").reshape(n, L)
+        tables = [np.arange(size + 1) * sign + base
+                  for size, sign, base in zip(class_size, class_sign, class_base, strict=True)]
+    starts = np.cumsum([0] + [len(table) for table in tables[:-1]])
+    table = np.concatenate(tables)
+    # buffers reused from block to block: fresh temporaries of this size cost page faults
+    block_rows = min(ROWS_PER_DRAW, n)
+    uniform_block, index_block = np.empty((block_rows, L)), np.empty((block_rows, L), np.intp)
+    value_block = np.empty((block_rows, L))
+    bounds = np.cumsum([0, *row_sizes]).tolist()
+    for k in range(len(row_sizes)):
+        lo, hi = bounds[k], bounds[k + 1]
+        offsets = np.tile(starts[class_of[k]], (min(ROWS_PER_DRAW, hi - lo), 1))
+        block_classes = np.unique(class_of[k]).tolist()
+        for start in range(lo, hi, ROWS_PER_DRAW):  # the uniforms of one draw of (n, L)
+            stop = min(start + ROWS_PER_DRAW, hi)
+            rows = stop - start
+            index, values = index_block[:rows], value_block[:rows]
+            if binomial:
+                uniforms = rng.random(out=uniform_block[:rows])
+                np.multiply(uniforms, GUIDE_BUCKETS, out=values)
+                np.copyto(index, values, casting="unsafe")  # the bucket ⌊U·GUIDE_BUCKETS⌋
+            else:
+                np.copyto(index, counts[start:stop])
+            index += offsets[:rows]
+            table.take(index, out=values, mode="clip")
+            if binomial:
+                cells = values.reshape(-1)
+                unsettled = np.flatnonzero(cells < 0)
+                if unsettled.size:
+                    cell_class = class_of[k][unsettled % L]
+                    for c in block_classes:
+                        at = unsettled[cell_class == c]
+                        draws = inversions[int(class_size[c])].search(uniforms.reshape(-1)[at])
+                        cells[at] = draws * class_sign[c] + class_base[c]
+            yield start, stop, values
 
 
-#: buckets of the guide table of :func:`binomial_by_inversion` (a power of 2)
-GUIDE_BUCKETS = 1 << 12
+#: rows of S0 drawn at a time by :func:`_s0_blocks` (a block stays in cache)
+ROWS_PER_DRAW = 1 << 13
+
+
+#: buckets of the guide table of :func:`binomial_by_inversion` (a power of 2; any size gives
+#: the same draws, more buckets leave fewer draws to the binary search)
+GUIDE_BUCKETS = 1 << 14
 
 
 def binomial_cdf(trials: int, p: float) -> np.ndarray:
@@ -224,19 +298,29 @@ class _BinomialInversion:
 
     def __init__(self, trials: int, p: float):
         self.trials, self.p = trials, p
-        if 0.0 < p < 1.0 and trials > 0:
+        if p <= 0.0 or trials == 0:
+            self.guide = np.zeros(GUIDE_BUCKETS)
+        elif p >= 1.0:
+            self.guide = np.full(GUIDE_BUCKETS, float(trials))
+        else:
             self.cdf = binomial_cdf(trials, p)
             at_edge = np.searchsorted(self.cdf, np.arange(GUIDE_BUCKETS + 1) / GUIDE_BUCKETS,
                                       side="right")
             # the draw of every U in bucket g when the bucket's two edges agree, else -1
-            self.settled = np.where(at_edge[:-1] == at_edge[1:], at_edge[:-1], -1)
+            settled = np.minimum(at_edge[:-1], trials).astype(float)
+            self.guide = np.where(at_edge[:-1] == at_edge[1:], settled, -1.0)
+
+    def search(self, uniforms: np.ndarray) -> np.ndarray:
+        """The draws of uniforms whose bucket is not settled: a binary search of the CDF."""
+        return np.minimum(np.searchsorted(self.cdf, uniforms, side="right"),
+                          self.trials).astype(float)
 
     def __call__(self, uniforms: np.ndarray) -> np.ndarray:
         if self.p <= 0.0 or self.trials == 0:
             return np.zeros(np.shape(uniforms))
         if self.p >= 1.0:
             return np.full(np.shape(uniforms), float(self.trials))
-        draws = self.settled[(uniforms * GUIDE_BUCKETS).astype(np.intp)]
+        draws = self.guide[(uniforms * GUIDE_BUCKETS).astype(np.intp)]
         unsettled = draws < 0
-        draws[unsettled] = np.searchsorted(self.cdf, uniforms[unsettled], side="right")
-        return np.minimum(draws, self.trials).astype(float)
+        draws[unsettled] = self.search(uniforms[unsettled])
+        return draws

@@ -259,7 +259,9 @@ def row_weights(T: np.ndarray, guard: bool = True) -> np.ndarray:
     T = np.asarray(T, dtype=float)
     t_k, t_l, t = T.sum(axis=1), T.sum(axis=0), T.sum()
     with np.errstate(divide="ignore", invalid="ignore"):
-        return T / _guarded(t_l, guard)[None, :] - t_k[:, None] / _guarded(np.asarray(t), guard)
+        weights = T / _guarded(t_l, guard)[None, :]
+        weights -= t_k[:, None] / _guarded(np.asarray(t), guard)
+    return weights
 
 
 def column_weights(T: np.ndarray, guard: bool = True) -> np.ndarray:
@@ -277,7 +279,9 @@ def column_weights(T: np.ndarray, guard: bool = True) -> np.ndarray:
     T = np.asarray(T, dtype=float)
     t_k, t_l, t = T.sum(axis=1), T.sum(axis=0), T.sum()
     with np.errstate(divide="ignore", invalid="ignore"):
-        return T / _guarded(t_k, guard)[:, None] - t_l[None, :] / _guarded(np.asarray(t), guard)
+        weights = T / _guarded(t_k, guard)[:, None]
+        weights -= t_l[None, :] / _guarded(np.asarray(t), guard)
+    return weights
 
 
 def row_range_sensitivity(beta: np.ndarray) -> float:

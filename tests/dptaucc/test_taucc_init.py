@@ -156,3 +156,87 @@ def test_binomial_by_inversion_is_the_inverse_cdf_and_has_the_binomial_law():
     assert stats.chisquare(observed, expected * observed.sum() / expected.sum()).pvalue > 1e-3
     assert binomial_by_inversion(5, 0.0, u[:3]).tolist() == [0.0] * 3
     assert binomial_by_inversion(5, 1.0, u[:3]).tolist() == [5.0] * 3
+
+
+def _per_column_reference(n, m, K, L, rng, noise=0.01):
+    """The blind init written out plainly: the flip counts of one draw of (n, L) uniforms
+    inverted column by column (or the hypergeometric counts), S0 = base + sign·flips for
+    every row, then S0[row_perm]: what the blocked tables must reproduce bit for bit."""
+    import dptaucc.init as init_mod
+
+    x = np.repeat(np.arange(K), block_sizes(n, K))
+    y = np.repeat(np.arange(L), block_sizes(m, L))
+    P, sizes = pattern_matrix(K, L), np.bincount(y, minlength=L)
+    if n * m < init_mod.MARGINALS_LIMIT:
+        total = round(noise * n * m)
+        flips = (np.zeros((n, L)) if total == 0 else rng.multivariate_hypergeometric(
+            np.tile(sizes, n), total, method="marginals").reshape(n, L).astype(float))
+    else:
+        uniforms = rng.random((n, L))
+        flips = np.column_stack([init_mod.binomial_by_inversion(int(sizes[l]), noise,
+                                                                uniforms[:, l].copy())
+                                 for l in range(L)])
+    S0 = flips * (1.0 - 2.0 * P)[x] + (P * sizes)[x]
+    row_perm, col_perm = rng.permutation(n), rng.permutation(m)
+    return S0[row_perm], x[row_perm], y[col_perm], int(flips.sum()), flips
+
+
+@pytest.mark.parametrize("binomial", [False, True])
+@pytest.mark.parametrize("rows_per_draw", [7, 1 << 13])
+@pytest.mark.parametrize("n,m,K,L,noise", [
+    (203, 157, 3, 4, 0.01), (300, 50, 5, 1, 0.01), (120, 500, 1, 4, 0.01),
+    (1000, 999, 7, 3, 0.01), (40, 60, 4, 6, 0.3), (25, 5, 25, 5, 0.2),
+    (90, 80, 3, 3, 0.0), (90, 80, 3, 3, 1.0), (12, 70_000, 3, 2, 0.01),
+])
+def test_blocked_tables_match_the_per_column_reference_bit_for_bit(
+        monkeypatch, binomial, rows_per_draw, n, m, K, L, noise):
+    """Both branches, blocks of rows that straddle row blocks or not: the same S0 values
+    (float64, bit for bit), labels and flip total, and the generator left in the same state."""
+    import dptaucc.init as init_mod
+
+    if binomial:
+        monkeypatch.setattr(init_mod, "MARGINALS_LIMIT", 0)
+    monkeypatch.setattr(init_mod, "ROWS_PER_DRAW", rows_per_draw)
+    ours_rng, ref_rng = np.random.default_rng(3), np.random.default_rng(3)
+    init = blind_block_init(n, m, K, L, ours_rng, noise=noise)
+    S0, x, y, n_flips, flips = _per_column_reference(n, m, K, L, ref_rng, noise=noise)
+    assert init.S0.dtype == np.float64 and init.S0.tobytes() == S0.tobytes()
+    np.testing.assert_array_equal(init.row_labels, x)
+    np.testing.assert_array_equal(init.col_labels, y)
+    assert init.n_flips == n_flips and type(init.n_flips) is int
+    assert ours_rng.random() == ref_rng.random()
+    y0 = np.repeat(np.arange(L), block_sizes(m, L))
+    counted = init_mod.flip_counts(n, m, y0, L, noise, np.random.default_rng(3))
+    assert counted.tobytes() == flips.tobytes() and counted.shape == (n, L)
+    if binomial and 0 < noise < 1:  # the tables' unsettled buckets were exercised
+        guides = [init_mod._BinomialInversion(int(size), noise).guide
+                  for size in np.unique(np.bincount(y0))]
+        assert any((g < 0).any() for g in guides)
+
+
+def test_init_column_weights_from_the_transpose_are_the_same_bits():
+    """DP-τCC's γ0ᵀ = row_weights(S0ᵀ) equals column_weights(S0)ᵀ bit for bit (whole-number
+    sums are exact in any order), guarded and raw, and is laid out L0×n contiguous."""
+    from dptaucc.objective import column_weights, row_weights
+
+    for n, m, K, L in [(2000, 700, 5, 4), (300, 40, 3, 1), (64, 8, 64, 8)]:
+        init = blind_block_init(n, m, K, L, np.random.default_rng(n), noise=0.05)
+        S0 = np.ascontiguousarray(init.S0)
+        S0[::7] = 0.0  # rows without any one: zero marginals, NaN in the raw weights
+        for guard in (True, False):
+            ours = row_weights(np.ascontiguousarray(S0.T), guard=guard)
+            ref = np.ascontiguousarray(column_weights(S0, guard=guard).T)
+            assert ours.flags.c_contiguous and ours.tobytes() == ref.tobytes()
+    assert init.S0.T.flags.c_contiguous
+
+
+@pytest.mark.parametrize("n,K", [(10, 10), (11, 10), (203, 3), (5, 1)])
+def test_init_row_labels_are_already_relabelled(n, K):
+    """DP-τCC takes the synthetic row labels as they are: every row block is non-empty, so
+    relabelling them would change nothing (values and dtype)."""
+    from dptaucc.objective import relabel
+
+    labels = blind_block_init(n, 7, K, 2, np.random.default_rng(n)).row_labels
+    relabelled, k = relabel(labels)
+    assert k == K and labels.dtype == relabelled.dtype
+    np.testing.assert_array_equal(labels, relabelled)
