@@ -4,6 +4,8 @@ The extension is optional: without a C compiler the build goes on, and the packa
 numpy kernels, which give bitwise the same results, only slower on large matrices.
 """
 
+import sys
+
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
@@ -11,6 +13,11 @@ from setuptools.command.build_ext import build_ext
 #: the order written (no fast-math, no fused multiply-add)
 EXACT_FLAGS = {"unix": ["-O3", "-fno-fast-math", "-ffp-contract=off", "-Wno-psabi"],
                "msvc": ["/O2", "/fp:precise"]}
+
+
+#: the C library's maths, linked so that ``exp`` binds to its current version (unlinked, the
+#: loader binds the oldest, glibc's slower compatibility wrapper; the same values)
+LIBRARIES = [] if sys.platform == "win32" else ["m"]
 
 
 class ExactBuildExt(build_ext):
@@ -24,6 +31,7 @@ class ExactBuildExt(build_ext):
 
 
 setup(
-    ext_modules=[Extension("dptaucc._native", ["dptaucc/_native.c"], optional=True)],
+    ext_modules=[Extension("dptaucc._native", ["dptaucc/_native.c"], libraries=LIBRARIES,
+                           optional=True)],
     cmdclass={"build_ext": ExactBuildExt},
 )
