@@ -11,6 +11,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>
+#include <limits.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -601,6 +602,78 @@ max_range(PyObject *self, PyObject *args)
     return PyFloat_FromDouble(nan ? NAN : best);
 }
 
+/* ------------------------------------------------------------------ value summary */
+
+/* (minimum of the finite values, all finite values whole, all finite, finite zeros) of
+ * float64 values in one pass, LANES at a time: kernels.value_summary's facts, each exact.
+ * A finite x is whole iff |x| >= 2^52 or (x + c) - c == x with c = 2^52 signed as x (the sum
+ * rounds x to an integer, the difference is exact). */
+WIDE_CLONES static void
+summarise(const double *v, Py_ssize_t count, double *lowest, int *whole, int *finite,
+          long long *zeros)
+{
+    const v2d big = {0x1p52, 0x1p52, 0x1p52, 0x1p52}, inf = {INFINITY, INFINITY, INFINITY,
+                                                               INFINITY};
+    const v2i sign = {LLONG_MIN, LLONG_MIN, LLONG_MIN, LLONG_MIN};
+    v2d low = inf;
+    v2i fractional = {0, 0, 0, 0}, infinite = {0, 0, 0, 0}, zero = {0, 0, 0, 0};
+    Py_ssize_t i = 0;
+    for (; i + LANES <= count; i += LANES) {
+        v2d x;
+        memcpy(&x, v + i, sizeof x);
+        v2i ok = (x - x) == (x - x); /* finite: inf - inf and NaN - NaN are NaN */
+        v2d c = (v2d)(((v2i)x & sign) | (v2i)big);
+        v2d magnitude = (v2d)((v2i)x & ~sign);
+        v2i integral = (magnitude >= big) | (((x + c) - c) == x);
+        low = select2(ok & (x < low), x, low);
+        fractional -= ok & ~integral;
+        infinite -= ~ok;
+        zero -= ok & (x == 0);
+    }
+    double best = INFINITY;
+    long long frac = 0, inf_count = 0, zero_count = 0;
+    for (int lane = 0; lane < LANES; lane++) {
+        best = low[lane] < best ? low[lane] : best;
+        frac += fractional[lane];
+        inf_count += infinite[lane];
+        zero_count += zero[lane];
+    }
+    for (; i < count; i++) {
+        double x = v[i];
+        if (x - x != x - x) {
+            inf_count++;
+            continue;
+        }
+        best = x < best ? x : best;
+        frac += floor(x) != x;
+        zero_count += x == 0;
+    }
+    *lowest = best;
+    *whole = frac == 0;
+    *finite = inf_count == 0;
+    *zeros = zero_count;
+}
+
+static PyObject *
+value_summary(PyObject *self, PyObject *args)
+{
+    PyObject *values_obj;
+    if (!PyArg_ParseTuple(args, "O", &values_obj))
+        return NULL;
+    Py_buffer val;
+    if (get_buffer(values_obj, &val, 0, "values") < 0) return NULL;
+    if (check_kind(&val, 'd', "values") < 0) { PyBuffer_Release(&val); return NULL; }
+    double lowest;
+    int whole, finite;
+    long long zeros;
+    Py_BEGIN_ALLOW_THREADS
+    summarise((const double *)val.buf, count_of(&val), &lowest, &whole, &finite, &zeros);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&val);
+    return Py_BuildValue("(dNNL)", lowest, PyBool_FromLong(whole), PyBool_FromLong(finite),
+                         zeros);
+}
+
 /* ------------------------------------------------------------------ module */
 
 static PyMethodDef methods[] = {
@@ -613,6 +686,8 @@ static PyMethodDef methods[] = {
      "sum_rows_by_label(values, width, labels, n_groups, out): R^T V into out (G x width)"},
     {"choose_by_inversion", choose_by_inversion, METH_VARARGS,
      "choose_by_inversion(logits, k, hi, lo, scale, network, out) -> number of rows left at -1"},
+    {"value_summary", value_summary, METH_VARARGS,
+     "value_summary(values) -> (minimum of the finite values, all whole, all finite, zeros)"},
     {"max_range", max_range, METH_VARARGS,
      "max_range(weights, n_choices, n_dims, by_dim) -> max_d (max_c W_cd - min_c W_cd), NaN "
      "if any"},

@@ -247,6 +247,9 @@ def value_summary(data: np.ndarray) -> tuple[float, bool, bool, int]:
     (-2.0, False, False, 0)
     """
     data = np.asarray(data)
+    native = native_kernels()
+    if native is not None and data.dtype == np.float64 and data.ndim == 1:
+        return native.value_summary(np.ascontiguousarray(data))
     lowest, whole, finite, zeros = np.inf, True, True, 0
     integer = data.dtype.kind in "iub"
     for start, stop in _blocks(data.size, BLOCK_NNZ):

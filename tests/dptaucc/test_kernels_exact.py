@@ -250,6 +250,27 @@ def test_value_summary_is_the_loop(monkeypatch):
         assert value_summary(data) == loop(data), data
 
 
+def test_value_summary_of_edge_values_in_every_position():
+    """Whole and fractional values at the edges of the double range, signed zeros, infinities
+    and NaN, in arrays of every length around the compiled loop's vector width (the summary
+    only decides whether a matrix is valid: the sign of a zero minimum is not part of it)."""
+    edges = np.array([0.0, -0.0, 1.0, -2.5, 0.5, 2.0**52, 2.0**52 + 1, 2.0**52 - 0.5,
+                      -(2.0**52) + 0.5, 2.0**53, 1e308, -1e308, 5e-324, -5e-324, 3.0, -7.0,
+                      np.inf, -np.inf, np.nan])
+    rng = np.random.default_rng(6)
+    for size in range(14):
+        for _ in range(40):
+            data = rng.choice(edges, size=size)
+            want = [np.inf, True, True, 0]
+            finite = data[np.isfinite(data)]
+            if finite.size:
+                want = [float(finite.min()), bool((np.floor(finite) == finite).all()), True,
+                        int((finite == 0).sum())]
+            want[2] = bool(np.isfinite(data).all())
+            got = value_summary(data)
+            assert got == tuple(want), (data, got, want)  # a zero minimum's sign: either
+
+
 def test_choose_by_inversion_agrees_on_the_boundaries():
     """Uniforms at and next to every cumulative boundary acc_j/total of a row: one ulp of
     difference in the total, the order or a partial sum changes the choice there."""
