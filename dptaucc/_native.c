@@ -171,17 +171,26 @@ check_row_pointers(const Csr *csr)
             row[labels[col]] += values[j];                                          \
         }                                                                           \
         memcpy(out + i * n_labels, row, n_labels * sizeof(double));                 \
+        if (groups != NULL) {                                                       \
+            double *group = group_out + (Py_ssize_t)groups[i] * n_labels;           \
+            for (Py_ssize_t l = 0; l < n_labels; l++)                               \
+                group[l] += row[l];                                                 \
+        }                                                                           \
     }
 
 static PyObject *
 sum_by_column_label(PyObject *self, PyObject *args)
 {
     PyObject *indptr, *indices, *data, *labels_obj, *out_obj;
-    Py_ssize_t n_labels;
-    if (!PyArg_ParseTuple(args, "OOOOnO", &indptr, &indices, &data, &labels_obj, &n_labels,
-                          &out_obj))
+    PyObject *groups_obj = Py_None, *group_out_obj = Py_None;
+    Py_ssize_t n_labels, n_groups = 0;
+    if (!PyArg_ParseTuple(args, "OOOOnO|OnO", &indptr, &indices, &data, &labels_obj, &n_labels,
+                          &out_obj, &groups_obj, &n_groups, &group_out_obj))
         return NULL;
-    Py_buffer lab, outb;
+    Py_buffer lab, outb, grb, gob;
+    int32_t *groups = NULL;
+    double *group_out = NULL;
+    int with_groups = groups_obj != Py_None;
     if (get_buffer(labels_obj, &lab, 0, "labels") < 0) return NULL;
     if (check_kind(&lab, 'i', "labels") < 0) { PyBuffer_Release(&lab); return NULL; }
     Csr csr;
@@ -198,15 +207,38 @@ sum_by_column_label(PyObject *self, PyObject *args)
     }
     int32_t *labels = checked_labels(&lab, n_labels, "labels");
     if (labels == NULL) { PyBuffer_Release(&outb); goto fail_out; }
+    /* optionally the rows' sums by group (R^T (A C), G x L) in the same pass */
+    if (with_groups) {
+        if (get_buffer(groups_obj, &grb, 0, "groups") < 0) {
+            PyMem_Free(labels);
+            PyBuffer_Release(&outb);
+            goto fail_out;
+        }
+        if (get_buffer(group_out_obj, &gob, 1, "group_out") < 0) {
+            PyBuffer_Release(&grb);
+            PyMem_Free(labels);
+            PyBuffer_Release(&outb);
+            goto fail_out;
+        }
+        if (check_kind(&grb, 'i', "groups") == 0 && check_kind(&gob, 'd', "group_out") == 0) {
+            if (count_of(&grb) != csr.n || count_of(&gob) != n_groups * n_labels)
+                PyErr_SetString(PyExc_ValueError,
+                                "need one group per row and group_out of n_groups x n_labels");
+            else if ((groups = checked_labels(&grb, n_groups, "groups")) != NULL)
+                group_out = (double *)gob.buf;
+        }
+    }
     double *out = (double *)outb.buf;
     const double *values = (const double *)csr.data.buf;
     /* each row's sums in a small array of its own (in the L1 cache), then copied out */
     double *row = PyMem_Malloc((n_labels ? n_labels : 1) * sizeof(double));
     int bad = 0;
-    if (row == NULL)
+    if (row == NULL && !PyErr_Occurred())
         PyErr_NoMemory();
-    else if (check_row_pointers(&csr)) {
+    if (!PyErr_Occurred() && check_row_pointers(&csr)) {
         Py_BEGIN_ALLOW_THREADS
+        if (group_out != NULL)
+            memset(group_out, 0, (size_t)n_groups * n_labels * sizeof(double));
         if (csr.indices.itemsize == 4) {
             COLUMN_SUMS(int32_t)
         } else {
@@ -217,6 +249,11 @@ sum_by_column_label(PyObject *self, PyObject *args)
             PyErr_SetString(PyExc_ValueError, "a column index lies outside the matrix");
     }
     PyMem_Free(row);
+    PyMem_Free(groups);
+    if (with_groups) {
+        PyBuffer_Release(&gob);
+        PyBuffer_Release(&grb);
+    }
     PyMem_Free(labels);
     PyBuffer_Release(&outb);
     release_csr(&csr);
@@ -678,7 +715,8 @@ value_summary(PyObject *self, PyObject *args)
 
 static PyMethodDef methods[] = {
     {"sum_by_column_label", sum_by_column_label, METH_VARARGS,
-     "sum_by_column_label(indptr, indices, data, labels, n_labels, out): A C into out (n x L)"},
+     "sum_by_column_label(indptr, indices, data, labels, n_labels, out[, groups, n_groups, "
+     "group_out]): A C into out (n x L), and its rows summed by group into group_out"},
     {"sum_by_row_label", sum_by_row_label, METH_VARARGS,
      "sum_by_row_label(indptr, indices, data, labels, n_labels, n_cols, out): R^T A into out "
      "(K x m)"},

@@ -51,6 +51,7 @@ from dptaucc.init import blind_block_init
 from dptaucc.methods import MethodInfo
 from dptaucc.objective import (
     aggregate_columns,
+    aggregate_columns_and_table,
     aggregate_rows,
     column_weights,
     group_sum,
@@ -329,12 +330,14 @@ class DPTauCC(CoClustererMixin, PrivateEstimator):
                 c, L = assign(AR.T, column_weights(table, guard=True).T,
                               raw(column_weights, table, transpose=True), table.shape[1], L0,
                               f"iter{t}/column-assignment")
-            AC = aggregate_columns(X, c, L, out=ac_memory[:n * L].reshape(n, L))
+            ac_out = ac_memory[:n * L].reshape(n, L)
             if r is None:  # paper Q1: all-zero row incidence, a data-independent table
+                AC = aggregate_columns(X, c, L, out=ac_out)
                 table = table_of(np.zeros((K0, L)), f"iter{t}/table-before-rows",
                                  "paper Q1: all-zero row incidence (pure noise)")
-            else:
-                table = table_of(group_sum(r, AC, K), f"iter{t}/table-before-rows")
+            else:  # A C and the exact table Rᵀ A C under the previous rows, in one pass
+                AC, exact = aggregate_columns_and_table(X, c, L, r, K, out=ac_out)
+                table = table_of(exact, f"iter{t}/table-before-rows")
             r, K = assign(AC, row_weights(table, guard=True), raw(row_weights, table),
                           table.shape[0], K0, f"iter{t}/row-assignment", utility_memory)
             table = table_of(group_sum(r, AC, K), f"iter{t}/table-after-rows")

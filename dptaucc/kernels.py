@@ -31,7 +31,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import boxcox, boxcox1p, inv_boxcox
 
-__all__ = ["native_kernels", "sum_by_column_label", "sum_by_row_label", "value_summary",
+__all__ = ["native_kernels", "sum_by_column_label", "sum_by_column_label_and_group",
+           "sum_by_row_label", "value_summary",
            "exponential_from_uniforms", "choose_by_inversion", "sum_rows_by_label",
            "libm_exp", "libm_log", "libm_log1p"]
 
@@ -170,6 +171,35 @@ def sum_by_column_label(X, col_labels: np.ndarray, n_labels: int,
             shape=(stop - start, n_labels), copy=False)
         block.toarray(out=out[start:stop])
     return out
+
+
+def sum_by_column_label_and_group(X, col_labels: np.ndarray, n_labels: int,
+                                  row_labels: np.ndarray, n_groups: int,
+                                  out: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``A C`` (n×L, as :func:`sum_by_column_label`) and ``Rᵀ (A C)`` (n_groups×L, as
+    :func:`sum_rows_by_label`): the compiled loop adds each row's sums to its group while
+    they are in the cache (the same values).
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> X = sp.csr_matrix(np.array([[1, 2, 3], [4, 0, 1]]))
+    >>> ac, table = sum_by_column_label_and_group(X, np.array([0, 1, 0]), 2, np.array([1, 1]), 2)
+    >>> ac.tolist(), table.tolist()
+    ([[4.0, 2.0], [5.0, 0.0]], [[0.0, 0.0], [9.0, 2.0]])
+    """
+    native = native_kernels()
+    if native is None or X.indptr.dtype != X.indices.dtype or X.shape[0] == 0 or X.nnz == 0:
+        ac = sum_by_column_label(X, col_labels, n_labels, out=out)
+        return ac, sum_rows_by_label(ac, row_labels, n_groups)
+    n = X.shape[0]
+    if out is None:
+        out = np.empty((n, n_labels))
+    elif out.shape != (n, n_labels) or out.dtype != np.float64 or not out.flags.c_contiguous:
+        raise ValueError(f"out must be a C-contiguous {n}x{n_labels} float64 array")
+    groups = np.empty((n_groups, n_labels))
+    native.sum_by_column_label(X.indptr, X.indices, np.asarray(X.data, dtype=np.float64),
+                               np.ascontiguousarray(col_labels), n_labels, out,
+                               np.ascontiguousarray(row_labels), n_groups, groups)
+    return out, groups
 
 
 def sum_by_row_label(X, row_labels: np.ndarray, n_labels: int) -> np.ndarray:

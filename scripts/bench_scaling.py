@@ -78,6 +78,7 @@ STAGES = [
     ("input check", "dptaucc.dp_taucc", "DPTauCC._check_fit"),
     ("blind init", "dptaucc.dp_taucc", "blind_block_init"),
     ("A C label sums", "dptaucc.dp_taucc", "aggregate_columns"),
+    ("A C label sums", "dptaucc.dp_taucc", "aggregate_columns_and_table"),
     ("R^T A label sums", "dptaucc.dp_taucc", "aggregate_rows"),
     ("weights", "dptaucc.dp_taucc", "column_weights"),
     ("weights", "dptaucc.dp_taucc", "row_weights"),

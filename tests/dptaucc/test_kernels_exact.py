@@ -22,6 +22,7 @@ from dptaucc.kernels import (
     libm_log,
     libm_log1p,
     sum_by_column_label,
+    sum_by_column_label_and_group,
     sum_by_row_label,
     sum_rows_by_label,
     value_summary,
@@ -185,6 +186,12 @@ def test_label_sums_are_the_loops(data_kind, bincount_rows, monkeypatch):
         for i in range(n):
             rv[r[i]] += V[i]
         np.testing.assert_array_equal(_bits(sum_rows_by_label(V, r, K)), _bits(rv))
+        table = np.zeros((K, L))  # Rᵀ (A C), the rows of A C added in order
+        for i in range(n):
+            table[r[i]] += ac[i]
+        fused_ac, fused_table = sum_by_column_label_and_group(X, c, L, r, K)
+        np.testing.assert_array_equal(_bits(fused_ac), _bits(ac))
+        np.testing.assert_array_equal(_bits(fused_table), _bits(table))
 
 
 @pytest.mark.parametrize("layout", ["C", "F"])
@@ -226,6 +233,11 @@ def test_the_compiled_label_sums_refuse_a_malformed_matrix(kernel_path):
     with pytest.raises(ValueError, match="label"):
         native.sum_by_column_label(np.array([0, 1, 2]), np.array([0, 1]), data,
                                    np.array([0, 5, 1]), 2, out)
+    ok = (np.array([0, 1, 2]), np.array([0, 1]), data, labels, 2, out)
+    with pytest.raises(ValueError, match="groups"):  # a group outside [0, n_groups)
+        native.sum_by_column_label(*ok, np.array([0, 3]), 2, np.empty((2, 2)))
+    with pytest.raises(ValueError, match="one group per row"):
+        native.sum_by_column_label(*ok, np.array([0]), 2, np.empty((2, 2)))
     with pytest.raises(TypeError, match="float64"):
         native.sum_by_column_label(np.array([0, 1, 2]), np.array([0, 1]), data.astype(np.float32),
                                    labels, 2, out)
