@@ -114,6 +114,15 @@ def libm_log1p(x: np.ndarray) -> np.ndarray:
     return boxcox1p(x, 0.0)
 
 
+def _labels(labels) -> np.ndarray:
+    """Labels as the compiled loops read them: contiguous signed integers (a copy only for
+    another dtype, e.g. unsigned or bool labels, which the numpy path also accepts)."""
+    labels = np.asarray(labels)
+    if labels.dtype in (np.int32, np.int64):
+        return np.ascontiguousarray(labels)
+    return np.ascontiguousarray(labels, dtype=np.intp)
+
+
 def _blocks(size: int, step: int):
     """(start, stop) of consecutive blocks of at most ``step`` items covering range(size)."""
     for start in range(0, size, step):
@@ -158,7 +167,7 @@ def sum_by_column_label(X, col_labels: np.ndarray, n_labels: int,
     native = native_kernels()
     if native is not None and X.indptr.dtype == X.indices.dtype:
         native.sum_by_column_label(X.indptr, X.indices, np.asarray(X.data, dtype=np.float64),
-                                   np.ascontiguousarray(col_labels), n_labels, out)
+                                   _labels(col_labels), n_labels, out)
         return out
     indptr = X.indptr
     labels = np.ascontiguousarray(col_labels, dtype=indptr.dtype)
@@ -197,8 +206,8 @@ def sum_by_column_label_and_group(X, col_labels: np.ndarray, n_labels: int,
         raise ValueError(f"out must be a C-contiguous {n}x{n_labels} float64 array")
     groups = np.empty((n_groups, n_labels))
     native.sum_by_column_label(X.indptr, X.indices, np.asarray(X.data, dtype=np.float64),
-                               np.ascontiguousarray(col_labels), n_labels, out,
-                               np.ascontiguousarray(row_labels), n_groups, groups)
+                               _labels(col_labels), n_labels, out,
+                               _labels(row_labels), n_groups, groups)
     return out, groups
 
 
@@ -222,7 +231,7 @@ def sum_by_row_label(X, row_labels: np.ndarray, n_labels: int) -> np.ndarray:
     if native is not None and X.indptr.dtype == X.indices.dtype:
         out = np.empty((n_labels, m))
         native.sum_by_row_label(X.indptr, X.indices, np.asarray(X.data, dtype=np.float64),
-                                np.ascontiguousarray(row_labels), n_labels, m, out)
+                                _labels(row_labels), n_labels, m, out)
         return out
     index = np.int32 if m * n_labels < 2**31 else np.int64
     cells = np.repeat(np.asarray(row_labels, dtype=index), np.diff(X.indptr))
@@ -251,7 +260,7 @@ def sum_rows_by_label(values: np.ndarray, labels: np.ndarray, n_groups: int) -> 
     native = native_kernels()
     if native is not None and values.ndim == 2:
         out = np.empty((n_groups, values.shape[1]))
-        native.sum_rows_by_label(values, values.shape[1], np.ascontiguousarray(labels),
+        native.sum_rows_by_label(values, values.shape[1], _labels(labels),
                                  n_groups, out)
         return out
     if n <= BINCOUNT_MAX_ROWS:  # one bincount per column: the same sums, without scipy's checks

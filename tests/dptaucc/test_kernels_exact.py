@@ -243,6 +243,21 @@ def test_the_compiled_label_sums_refuse_a_malformed_matrix(kernel_path):
                                    labels, 2, out)
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.uint64, bool])
+def test_label_sums_take_labels_of_any_integer_type(dtype):
+    rng = np.random.default_rng(9)
+    X = _random_csr(rng, 30, 20, 0.3, "counts")
+    r, c = (np.arange(30) % 2).astype(dtype), (np.arange(20) % 2).astype(dtype)
+    r64, c64 = r.astype(np.int64), c.astype(np.int64)
+    np.testing.assert_array_equal(sum_by_column_label(X, c, 2), sum_by_column_label(X, c64, 2))
+    np.testing.assert_array_equal(sum_by_row_label(X, r, 2), sum_by_row_label(X, r64, 2))
+    V = rng.normal(size=(30, 3))
+    np.testing.assert_array_equal(sum_rows_by_label(V, r, 2), sum_rows_by_label(V, r64, 2))
+    for a, b in zip(sum_by_column_label_and_group(X, c, 2, r, 2),
+                    sum_by_column_label_and_group(X, c64, 2, r64, 2), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_column_label_sums_refuse_an_out_of_another_shape():
     X = sp.csr_matrix(np.eye(3))
     with pytest.raises(ValueError, match="C-contiguous 3x2 float64"):
