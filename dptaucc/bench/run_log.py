@@ -12,7 +12,7 @@ import json
 import os
 from pathlib import Path
 
-from dptaucc.bench.costs import method_totals
+from dptaucc.bench.costs import DECIMALS, method_totals
 from dptaucc.bench.provenance import git_sha, utc_now
 
 FILENAME = "reproduce.json"
@@ -29,12 +29,12 @@ def write_run_log(results_dir: str | os.PathLike, *, scale: str, resources: dict
         "resources": resources,
         "started_utc": started_utc,
         "finished_utc": utc_now(),
-        "sweep_seconds": round(sweep_seconds, 1),
-        "total_seconds": round(total_seconds, 1),
+        "sweep_seconds": round(sweep_seconds, DECIMALS),
+        "total_seconds": round(total_seconds, DECIMALS),
         "experiments": {
             exp: {"jobs": int(info.get("total", 0)),
                   "run": int(info.get("pending", 0)),
-                  "seconds": round(float(info.get("seconds", 0.0)), 1),
+                  "seconds": round(float(info.get("seconds", 0.0)), DECIMALS),
                   "statuses": dict(info.get("statuses", {})),
                   **({"core_seconds": info["core_seconds"]} if info.get("core_seconds")
                      else {})}
