@@ -160,14 +160,66 @@ check_row_pointers(const Csr *csr)
 
 /* ------------------------------------------------------------------ label sums */
 
+/* What both label sums read and write: a CSR matrix, its labels (an int32 copy, checked) and
+ * the output. By row (R^T A): one label per row, out n_labels x n_cols. By column (A C): one
+ * label per column (their number is the matrix's n_cols), out n_rows x n_labels. */
+typedef struct {
+    Py_buffer lab, outb;
+    Csr csr;
+    int32_t *labels;
+} LabelSum;
+
+static int
+open_label_sum(LabelSum *job, PyObject *indptr, PyObject *indices, PyObject *data,
+               PyObject *labels_obj, Py_ssize_t n_labels, Py_ssize_t n_cols, int by_row,
+               PyObject *out_obj)
+{
+    if (get_buffer(labels_obj, &job->lab, 0, "labels") < 0) return -1;
+    if (check_kind(&job->lab, 'i', "labels") < 0) goto fail_labels;
+    if (!by_row)
+        n_cols = count_of(&job->lab);
+    if (get_csr(indptr, indices, data, n_cols, &job->csr) < 0) goto fail_labels;
+    if (by_row && count_of(&job->lab) != job->csr.n) {
+        PyErr_SetString(PyExc_ValueError, "need one label per row");
+        goto fail_csr;
+    }
+    if (get_buffer(out_obj, &job->outb, 1, "out") < 0) goto fail_csr;
+    Py_ssize_t wanted = by_row ? n_labels * n_cols : job->csr.n * n_labels;
+    if (check_kind(&job->outb, 'd', "out") < 0 || count_of(&job->outb) != wanted) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, by_row ? "out must hold n_labels x n_cols values"
+                                                     : "out must hold n_rows x n_labels values");
+        goto fail_out;
+    }
+    job->labels = checked_labels(&job->lab, n_labels, "labels");
+    if (job->labels == NULL) goto fail_out;
+    return 0;
+fail_out:
+    PyBuffer_Release(&job->outb);
+fail_csr:
+    release_csr(&job->csr);
+fail_labels:
+    PyBuffer_Release(&job->lab);
+    return -1;
+}
+
+static void
+close_label_sum(LabelSum *job)
+{
+    PyMem_Free(job->labels);
+    PyBuffer_Release(&job->outb);
+    release_csr(&job->csr);
+    PyBuffer_Release(&job->lab);
+}
+
 /* out[i, labels[col]] += data over each row's entries in storage order (A C, n x L) */
 #define COLUMN_SUMS(IDX)                                                            \
-    for (Py_ssize_t i = 0; i < csr.n && !bad; i++) {                                \
-        const IDX *ptr = (const IDX *)csr.indptr.buf;                               \
+    for (Py_ssize_t i = 0; i < csr->n && !bad; i++) {                               \
+        const IDX *ptr = (const IDX *)csr->indptr.buf;                              \
         memset(row, 0, n_labels * sizeof(double));                                  \
         for (Py_ssize_t j = ptr[i]; j < ptr[i + 1]; j++) {                          \
-            uint64_t col = (uint64_t)((const IDX *)csr.indices.buf)[j];             \
-            if (col >= (uint64_t)csr.n_cols) { bad = 1; break; }                    \
+            uint64_t col = (uint64_t)((const IDX *)csr->indices.buf)[j];            \
+            if (col >= (uint64_t)csr->n_cols) { bad = 1; break; }                   \
             row[labels[col]] += values[j];                                          \
         }                                                                           \
         memcpy(out + i * n_labels, row, n_labels * sizeof(double));                 \
@@ -187,59 +239,41 @@ sum_by_column_label(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OOOOnO|OnO", &indptr, &indices, &data, &labels_obj, &n_labels,
                           &out_obj, &groups_obj, &n_groups, &group_out_obj))
         return NULL;
-    Py_buffer lab, outb, grb, gob;
+    LabelSum job;
+    if (open_label_sum(&job, indptr, indices, data, labels_obj, n_labels, 0, 0, out_obj) < 0)
+        return NULL;
+    const Csr *csr = &job.csr;
+    const int32_t *labels = job.labels;
+    Py_buffer grb, gob;
     int32_t *groups = NULL;
     double *group_out = NULL;
-    int with_groups = groups_obj != Py_None;
-    if (get_buffer(labels_obj, &lab, 0, "labels") < 0) return NULL;
-    if (check_kind(&lab, 'i', "labels") < 0) { PyBuffer_Release(&lab); return NULL; }
-    Csr csr;
-    if (get_csr(indptr, indices, data, count_of(&lab), &csr) < 0) {
-        PyBuffer_Release(&lab);
-        return NULL;
-    }
-    if (get_buffer(out_obj, &outb, 1, "out") < 0) goto fail_out;
-    if (check_kind(&outb, 'd', "out") < 0 || count_of(&outb) != csr.n * n_labels) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_ValueError, "out must hold n_rows x n_labels values");
-        PyBuffer_Release(&outb);
-        goto fail_out;
-    }
-    int32_t *labels = checked_labels(&lab, n_labels, "labels");
-    if (labels == NULL) { PyBuffer_Release(&outb); goto fail_out; }
+    int held = 0; /* group buffers held: 0, 1 (groups) or 2 (and group_out) */
     /* optionally the rows' sums by group (R^T (A C), G x L) in the same pass */
-    if (with_groups) {
-        if (get_buffer(groups_obj, &grb, 0, "groups") < 0) {
-            PyMem_Free(labels);
-            PyBuffer_Release(&outb);
-            goto fail_out;
-        }
-        if (get_buffer(group_out_obj, &gob, 1, "group_out") < 0) {
-            PyBuffer_Release(&grb);
-            PyMem_Free(labels);
-            PyBuffer_Release(&outb);
-            goto fail_out;
-        }
-        if (check_kind(&grb, 'i', "groups") == 0 && check_kind(&gob, 'd', "group_out") == 0) {
-            if (count_of(&grb) != csr.n || count_of(&gob) != n_groups * n_labels)
-                PyErr_SetString(PyExc_ValueError,
-                                "need one group per row and group_out of n_groups x n_labels");
-            else if ((groups = checked_labels(&grb, n_groups, "groups")) != NULL)
-                group_out = (double *)gob.buf;
-        }
+    if (groups_obj != Py_None && get_buffer(groups_obj, &grb, 0, "groups") == 0) {
+        held = 1;
+        if (get_buffer(group_out_obj, &gob, 1, "group_out") == 0)
+            held = 2;
     }
-    double *out = (double *)outb.buf;
-    const double *values = (const double *)csr.data.buf;
+    if (held == 2 && check_kind(&grb, 'i', "groups") == 0
+        && check_kind(&gob, 'd', "group_out") == 0) {
+        if (count_of(&grb) != csr->n || count_of(&gob) != n_groups * n_labels)
+            PyErr_SetString(PyExc_ValueError,
+                            "need one group per row and group_out of n_groups x n_labels");
+        else if ((groups = checked_labels(&grb, n_groups, "groups")) != NULL)
+            group_out = (double *)gob.buf;
+    }
+    double *out = (double *)job.outb.buf;
+    const double *values = (const double *)csr->data.buf;
     /* each row's sums in a small array of its own (in the L1 cache), then copied out */
     double *row = PyMem_Malloc((n_labels ? n_labels : 1) * sizeof(double));
     int bad = 0;
     if (row == NULL && !PyErr_Occurred())
         PyErr_NoMemory();
-    if (!PyErr_Occurred() && check_row_pointers(&csr)) {
+    if (!PyErr_Occurred() && check_row_pointers(csr)) {
         Py_BEGIN_ALLOW_THREADS
         if (group_out != NULL)
             memset(group_out, 0, (size_t)n_groups * n_labels * sizeof(double));
-        if (csr.indices.itemsize == 4) {
+        if (csr->indices.itemsize == 4) {
             COLUMN_SUMS(int32_t)
         } else {
             COLUMN_SUMS(int64_t)
@@ -250,29 +284,20 @@ sum_by_column_label(PyObject *self, PyObject *args)
     }
     PyMem_Free(row);
     PyMem_Free(groups);
-    if (with_groups) {
-        PyBuffer_Release(&gob);
-        PyBuffer_Release(&grb);
-    }
-    PyMem_Free(labels);
-    PyBuffer_Release(&outb);
-    release_csr(&csr);
-    PyBuffer_Release(&lab);
+    if (held > 1) PyBuffer_Release(&gob);
+    if (held > 0) PyBuffer_Release(&grb);
+    close_label_sum(&job);
     if (PyErr_Occurred()) return NULL;
     Py_RETURN_NONE;
-fail_out:
-    release_csr(&csr);
-    PyBuffer_Release(&lab);
-    return NULL;
 }
 
 /* out[labels[i], col] += data over the non-zeros in storage order (R^T A, K x m) */
 #define ROW_SUMS(IDX)                                                               \
-    for (Py_ssize_t i = 0; i < csr.n && !bad; i++) {                                \
-        const IDX *ptr = (const IDX *)csr.indptr.buf;                               \
+    for (Py_ssize_t i = 0; i < csr->n && !bad; i++) {                               \
+        const IDX *ptr = (const IDX *)csr->indptr.buf;                              \
         double *row = out + labels[i] * n_cols;                                     \
         for (Py_ssize_t j = ptr[i]; j < ptr[i + 1]; j++) {                          \
-            uint64_t col = (uint64_t)((const IDX *)csr.indices.buf)[j];             \
+            uint64_t col = (uint64_t)((const IDX *)csr->indices.buf)[j];            \
             if (col >= (uint64_t)n_cols) { bad = 1; break; }                        \
             row[col] += values[j];                                                  \
         }                                                                           \
@@ -286,34 +311,19 @@ sum_by_row_label(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OOOOnnO", &indptr, &indices, &data, &labels_obj, &n_labels,
                           &n_cols, &out_obj))
         return NULL;
-    Py_buffer lab, outb;
-    if (get_buffer(labels_obj, &lab, 0, "labels") < 0) return NULL;
-    if (check_kind(&lab, 'i', "labels") < 0) { PyBuffer_Release(&lab); return NULL; }
-    Csr csr;
-    if (get_csr(indptr, indices, data, n_cols, &csr) < 0) {
-        PyBuffer_Release(&lab);
+    LabelSum job;
+    if (open_label_sum(&job, indptr, indices, data, labels_obj, n_labels, n_cols, 1,
+                       out_obj) < 0)
         return NULL;
-    }
-    if (count_of(&lab) != csr.n) {
-        PyErr_SetString(PyExc_ValueError, "need one label per row");
-        goto fail_out;
-    }
-    if (get_buffer(out_obj, &outb, 1, "out") < 0) goto fail_out;
-    if (check_kind(&outb, 'd', "out") < 0 || count_of(&outb) != n_labels * n_cols) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_ValueError, "out must hold n_labels x n_cols values");
-        PyBuffer_Release(&outb);
-        goto fail_out;
-    }
-    int32_t *labels = checked_labels(&lab, n_labels, "labels");
-    if (labels == NULL) { PyBuffer_Release(&outb); goto fail_out; }
-    double *out = (double *)outb.buf;
-    const double *values = (const double *)csr.data.buf;
+    const Csr *csr = &job.csr;
+    const int32_t *labels = job.labels;
+    double *out = (double *)job.outb.buf;
+    const double *values = (const double *)csr->data.buf;
     int bad = 0;
-    if (check_row_pointers(&csr)) {
+    if (check_row_pointers(csr)) {
         Py_BEGIN_ALLOW_THREADS
         memset(out, 0, (size_t)n_labels * n_cols * sizeof(double));
-        if (csr.indices.itemsize == 4) {
+        if (csr->indices.itemsize == 4) {
             ROW_SUMS(int32_t)
         } else {
             ROW_SUMS(int64_t)
@@ -322,16 +332,9 @@ sum_by_row_label(PyObject *self, PyObject *args)
         if (bad)
             PyErr_SetString(PyExc_ValueError, "a column index lies outside the matrix");
     }
-    PyMem_Free(labels);
-    PyBuffer_Release(&outb);
-    release_csr(&csr);
-    PyBuffer_Release(&lab);
+    close_label_sum(&job);
     if (PyErr_Occurred()) return NULL;
     Py_RETURN_NONE;
-fail_out:
-    release_csr(&csr);
-    PyBuffer_Release(&lab);
-    return NULL;
 }
 
 /* out[labels[i], :] += values[i, :] over the rows in order (R^T V, G x L) */
