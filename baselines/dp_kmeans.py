@@ -120,6 +120,7 @@ METHOD = MethodInfo(
     label="DP-KMeans", color="tab:orange", linestyle="-", family="k-means",
     neighbours="one row replaced (covers one cell)",
     role="paper",
+    audit="dptaucc.baselines.dp_kmeans_audit",
 )
 
 DEFAULT_BOUNDS_MAX = 5.0

@@ -83,6 +83,7 @@ METHOD = MethodInfo(
     neighbours="one cell +1",
     role="paper",
     coclusters=True,
+    audit="dptaucc.dp_taucc_audit",
 )
 
 # Corrected mode: smallest sensitivity used. Raising Δ keeps it an upper bound (more privacy);

@@ -6,7 +6,8 @@ module collects them lazily (importing an estimator module only when its facts a
 the benchmark's configs, figures, report and validation read them from here.
 
 Adding a built-in method: its package (estimator + ``METHOD``), its config
-``conf/algorithm/<name>.yaml``, its docs page, and its module in :data:`BUILTIN_MODULES`.
+``conf/algorithm/<name>.yaml``, its audit scenarios (``METHOD.audit``, docs/audit.md), its docs
+page, and its module in :data:`BUILTIN_MODULES`.
 
 Examples
 --------
@@ -63,6 +64,10 @@ class MethodInfo:
     coclusters: bool = False
     #: the experiment protocol runs it only for ε below this (None: every ε)
     max_epsilon: float | None = None
+    #: import path of the module declaring its privacy-audit scenarios (a ``scenarios()``
+    #: returning :class:`dptaucc.audit.scenarios.AuditScenarios`, or ``"module:function"``);
+    #: imported only by the audit. None: the audit's default scenarios (docs/audit.md)
+    audit: str | None = None
 
     @property
     def private(self) -> bool:

@@ -91,6 +91,7 @@ METHOD = MethodInfo(
     label="Colored noise", color="tab:brown", linestyle="-", family="k-means",
     neighbours="one cell (one row added/removed, group privacy)",
     uses_delta=True,
+    audit="dptaucc.baselines.colored_noise.audit",
 )
 
 NOISES = ("white", "diag", "full")

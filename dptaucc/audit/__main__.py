@@ -7,7 +7,9 @@ Exit codes: 0 no violation; 3 some corrected-mode method's ε_lower exceeds the 
 fit's ε end to end, the charged ε at a call site); 2 an audit error (an event that raised, a
 bad argument). Paper-mode methods are expected to violate: reported, never a failure.
 
-``--bug NAME`` plants a catalogue bug (:mod:`dptaucc.audit.bugs`) in every worker;
+``--methods NAME`` may name your own method (its config in ``$DPTAUCC_CONFIG_PATH``, its
+scenarios beside it: docs/audit.md). ``--bug NAME`` plants a bug a method declares
+(:mod:`dptaucc.audit.bugs`) in every worker;
 ``--power`` audits the correct code and every catalogue bug of the selected methods (quick
 size) and writes the power table ``audit_power.parquet``. ``--dry-run`` estimates wall time.
 """
@@ -47,7 +49,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=None, help="worker processes (default: all cores)")
     ap.add_argument("--results-dir", default=os.environ.get("DPTAUCC_RESULTS_DIR", "results"))
     ap.add_argument("--output", help="parquet path (default: from conf/audit/audit.yaml)")
-    ap.add_argument("--bug", help="plant this catalogue bug (dptaucc.audit.bugs) in every worker")
+    ap.add_argument("--bug", help="plant this bug (<method>.<bug>, declared beside its "
+                                  "method) in every worker")
     ap.add_argument("--power", action="store_true",
                     help="quick audit of the correct code and of every catalogue bug of the "
                          "selected methods: the power table audit_power.parquet")
@@ -60,11 +63,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     methods = [m for m in args.methods.split(",") if m] if args.methods else None
     workers = _workers(args.jobs)
     if args.bug:
-        from .bugs import CATALOGUE
+        from .bugs import find_bug
 
-        if args.bug not in CATALOGUE:
-            ap.error(f"unknown bug {args.bug!r}; known: {', '.join(sorted(CATALOGUE))}")
-        methods = methods or [CATALOGUE[args.bug].method]
+        try:
+            bug = find_bug(args.bug)
+        except ValueError as error:
+            ap.error(str(error))
+        methods = methods or [bug.method]
     try:
         if args.power:
             from .power import measure_power, power_output

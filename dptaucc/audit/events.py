@@ -34,7 +34,7 @@ __all__ = [
     "AuditEventError", "Event", "as_events", "evaluate_events", "values_equal", "same_partition",
     "attribute_equals", "labels_match_evaluation", "same_label", "contingency_equals_exact",
     "table_cell_reachable", "table_cell_above", "fewer_clusters_than", "slice_is_zero",
-    "ledger_laplace_scale", "released_cell",
+    "ledger_laplace_scale", "released_cell", "dense", "nearest_sq_distances",
 ]
 
 
@@ -129,6 +129,24 @@ def evaluate_events(events: Sequence[Event], model) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------ helpers
+def dense(X) -> np.ndarray:
+    """A count matrix (dense or sparse) as a dense float array (small audit pairs only).
+
+    >>> dense([[1, 0], [0, 2]]).tolist()
+    [[1.0, 0.0], [0.0, 2.0]]
+    """
+    return np.asarray(sp.csr_matrix(X, dtype=np.float64).toarray())
+
+
+def nearest_sq_distances(X: np.ndarray, centres) -> np.ndarray:
+    """Each row's squared distance to its nearest centre.
+
+    >>> nearest_sq_distances(np.array([[0.0], [3.0]]), [[1.0], [5.0]]).tolist()
+    [1.0, 4.0]
+    """
+    return ((X[:, None, :] - np.asarray(centres, float)[None, :, :]) ** 2).sum(axis=2).min(axis=1)
+
+
 def values_equal(got, want, rtol: float = 1e-9) -> bool:
     """Same shape and values (numbers within ``rtol``, exact zeros exact; others exact).
 

@@ -1,11 +1,13 @@
 """The audit experiment: every method of the suite, both layers, a gate (``make audit``).
 
 Reads ``conf/audit/audit.yaml`` (the grid, the fit budgets, a ``quick`` size), builds each
-estimator from its ``conf/algorithm/<name>.yaml`` (``_target_`` and parameters; "classes"
+estimator from its ``conf/algorithm/<name>.yaml`` (packaged or in ``$DPTAUCC_CONFIG_PATH``;
+``_target_`` and parameters; "classes"
 means the pair's planted number of clusters) and runs, per method:
 
-* ``scope = "end-to-end"``: every scenario of :func:`~dptaucc.audit.methods.method_audits`
-  per mode and ε (:mod:`dptaucc.audit.endtoend`), claim = the fit's ε;
+* ``scope = "end-to-end"``: every scenario the method declares (found beside the method:
+  :func:`~dptaucc.audit.methods.method_audits`) per mode and ε
+  (:mod:`dptaucc.audit.endtoend`), claim = the fit's ε;
 * ``scope = "call-site"`` (corrected mode): every call of a fit under the method's
   :func:`~dptaucc.audit.methods.call_site_setup` (:mod:`dptaucc.audit.callsite`), claim = the
   ε its ledger charged.
@@ -32,8 +34,9 @@ import yaml
 from .callsite import audit_call_site, call_sites
 from .endtoend import audit_release
 from .events import applicable
-from .methods import MethodAudit, call_site_setup, method_audit, method_audits
+from .methods import algorithm_config, call_site_setup, method_audit, method_audits
 from .redrawn import audit_call_site_redrawn
+from .scenarios import Scenario
 from .stats import cp_lower, cp_upper
 from .workers import bug_context
 
@@ -72,13 +75,6 @@ def load_config(size: str = "full") -> dict:
             cfg[key] = value
     cfg["size"] = size
     return cfg
-
-
-def algorithm_config(name: str) -> dict:
-    path = _conf_dir() / "algorithm" / f"{name}.yaml"
-    if not path.exists():
-        raise ValueError(f"no algorithm config {name!r} (conf/algorithm/{name}.yaml)")
-    return yaml.safe_load(path.read_text(encoding="utf-8"))
 
 
 def _construct(alg: dict, kwargs: dict, random_state: int):
@@ -222,7 +218,7 @@ def run_job(job: AuditJob, *, seed: int = 0, alpha: float = 0.05, n_jobs: int | 
     for unit in units:
         rec = _base(job, seed, bug)
         if job.scope == "end-to-end":
-            spec: MethodAudit = unit
+            spec: Scenario = unit
             build = job.factory(spec.params)
             spent, e2e, delta = _probe(build, spec.pair.D, private, bug)
             claimed = math.nan if not private else float(job.epsilon)

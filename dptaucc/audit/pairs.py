@@ -20,19 +20,12 @@ pair                      what changes between D and D'
                           of one block in D, of the other block in D'
 ``row_at_bound``          (row-level relation) all-zero D, row u at the bound B in D'
 ``added_row``             (add/remove relation) D' is D plus one row
-``row_across_boundary``   (row-level relation) one column; row u at the bound B in D, at
-                          B − 1 in D' (DP-KMeans: it changes cluster between full clusters'
-                          edges)
-``replaced_document``     (row-level relation) row u's one count moves from word 0 to
-                          word 1 (DPNMF: unit-norm documents e₀ and e₁)
-
-
-``disjoint_rows``         (row-level relation) row u at the L1 bound on the first
-                          column in D, on the second in D' (DPHD's call sites)
 ========================  ==========================================================
 
 :func:`replaced_row` is a :class:`RowPair`: neighbours under "replace one row", the relation
 of methods that say they protect whole rows (DP-KMeans), which covers the cell relation.
+Pairs made for one method's worst case live beside that method, in its audit module (e.g.
+:func:`dptaucc.baselines.dp_kmeans_audit.row_across_boundary`).
 """
 
 from __future__ import annotations
@@ -46,8 +39,7 @@ import scipy.sparse as sp
 __all__ = [
     "NeighbouringPair", "moving_row", "empty_cluster", "new_column_maximum", "all_zero_row",
     "all_zero_column", "all_zero_matrix", "high_dimensional", "PAIRS", "make_pair", "RowPair",
-    "replaced_row", "row_at_bound", "replaced_document", "added_row", "row_across_boundary",
-    "disjoint_rows",
+    "replaced_row", "row_at_bound", "added_row", "two_blocks",
 ]
 
 
@@ -121,7 +113,7 @@ def replaced_row(n_per_cluster: int = 6, n_cols: int = 8, value: int = 2,
     >>> pair.D.toarray()[pair.u].tolist(), pair.D_prime.toarray()[pair.u].tolist()
     ([5, 5, 0, 0], [0, 0, 5, 5])
     """
-    X = _blocks(n_per_cluster, n_cols, value)
+    X = two_blocks(n_per_cluster, n_cols, value)
     half = n_cols // 2
     a, b = np.zeros((1, n_cols), dtype=np.int64), np.zeros((1, n_cols), dtype=np.int64)
     a[0, :half], b[0, half:] = bound, bound
@@ -158,83 +150,11 @@ def added_row(n_per_cluster: int = 200, n_cols: int = 8, value: int = 2) -> RowP
     >>> bool((pair.D_prime[:6] != pair.D).nnz == 0)  # the old rows are unchanged
     True
     """
-    X = _blocks(n_per_cluster, n_cols, value)
+    X = two_blocks(n_per_cluster, n_cols, value)
     row = np.zeros((1, n_cols), dtype=np.int64)
     row[0, 0] = value
     return RowPair("added_row", sp.csr_matrix(X), sp.csr_matrix(np.vstack([X, row])),
                    2 * n_per_cluster, 2, "one row added (add/remove relation)")
-
-
-def row_across_boundary(n_top: int = 3, n_zero: int = 10, bound: int = 5) -> RowPair:
-    """(row-level relation) One column: ``n_top`` rows at the public bound B (row u among
-    them) and ``n_zero`` zero rows; in D' row u holds B − 1. With centres B and B − 1.5
-    (:func:`dptaucc.audit.methods.kmeans_boundary_history`) row u is in the top cluster in D
-    and joins the zero rows in D': the top cluster's sum leaves the top of its range
-    {0, …, B·ñ} and the zero cluster's sum leaves 0, each by (nearly) the bound — the edges
-    where the bounded discrete Laplace mechanism's privacy loss is largest.
-
-    >>> pair = row_across_boundary(n_top=2, n_zero=3, bound=5)
-    >>> pair.D.toarray().ravel().tolist(), pair.D_prime.toarray().ravel().tolist(), pair.u
-    ([5, 5, 0, 0, 0], [5, 4, 0, 0, 0], 1)
-    """
-    D = np.zeros((n_top + n_zero, 1), dtype=np.int64)
-    D[:n_top] = bound
-    Dp = D.copy()
-    Dp[n_top - 1] = bound - 1
-    return RowPair("row_across_boundary", sp.csr_matrix(D), sp.csr_matrix(Dp), n_top - 1, 2,
-                   "row u at the bound moves across the centres' boundary (row-level)")
-
-
-def replaced_document(n_per_cluster: int = 6, n_cols: int = 8, value: int = 2) -> RowPair:
-    """(row-level relation) Two blocks plus document u: one count in word 0 in D, in word 1
-    in D'. Normalised, they are the orthogonal unit vectors e₀, e₁: with orthonormal topics
-    (:func:`dptaucc.audit.methods.orthonormal_topics`) their coefficients are e₀ and e₁ too,
-    and DPNMF's released statistics move by their largest possible amount, 2/N.
-
-    >>> pair = replaced_document(n_per_cluster=2, n_cols=4)
-    >>> pair.D.toarray()[pair.u].tolist(), pair.D_prime.toarray()[pair.u].tolist()
-    ([1, 0, 0, 0], [0, 1, 0, 0])
-    """
-    X = _blocks(n_per_cluster, n_cols, value)
-    a, b = np.zeros((1, n_cols), dtype=np.int64), np.zeros((1, n_cols), dtype=np.int64)
-    a[0, 0], b[0, 1] = 1, 1
-    return RowPair("replaced_document", sp.csr_matrix(np.vstack([X, a])),
-                   sp.csr_matrix(np.vstack([X, b])), 2 * n_per_cluster, 2,
-                   "document u's one count moves from word 0 to word 1 (row-level)")
-
-
-def disjoint_rows(n_per_cluster: int = 3, bound: int = 10) -> RowPair:
-    """(row-level relation, DPHD's call sites) Two columns; ``n_per_cluster`` rows hold
-    ``bound`` on the first, as many on the second; row u is ``(bound, 0)`` in D, ``(0, bound)``
-    in D'. With the public bounds max_value = row_l1_bound = ``bound`` every row sits at the
-    L1 bound B, and row u's two versions have disjoint supports, so each of DPHD's releases
-    moves by its full claimed sensitivity:
-
-    * grid bucket counts (2): with two columns (d <= 5) the projection is the identity, and
-      (B, 0) and (0, B) fall in different sign-pattern buckets of the unshifted grid (and of a
-      shifted one unless both shifts are positive): one count −1, one +1;
-    * cluster sums (2B): whether or not row u changes cluster, its sum loses (B, 0) and
-      gains (0, B) — L1 distance 2B, the most a replaced row can move them;
-    * cluster sizes (2): centres near the two blocks put (B, 0) with the first block and
-      (0, B) with the second: one size −1, one +1.
-
-    With 2·n_per_cluster + 1 <= 7 rows a partition runs one grid level (ln n <= 2): every fit
-    makes the same sequence of calls, so call k names the same step in every history.
-
-    >>> pair = disjoint_rows(n_per_cluster=2, bound=10)
-    >>> pair.D.toarray()[pair.u].tolist(), pair.D_prime.toarray()[pair.u].tolist()
-    ([10, 0], [0, 10])
-    >>> sorted(set(pair.D.sum(axis=1).A1.tolist()))  # every row at the L1 bound
-    [10]
-    """
-    a = np.zeros((n_per_cluster, 2), dtype=np.int64)
-    b = np.zeros((n_per_cluster, 2), dtype=np.int64)
-    a[:, 0], b[:, 1] = bound, bound
-    u_d, u_dp = np.array([[bound, 0]]), np.array([[0, bound]])
-    D = sp.csr_matrix(np.vstack([a, b, u_d]))
-    Dp = sp.csr_matrix(np.vstack([a, b, u_dp]))
-    return RowPair("disjoint_rows", D, Dp, 2 * n_per_cluster, 2,
-                   "row u at the L1 bound on one column in D, on the other in D' (row-level)")
 
 
 def _pair(name: str, dense: np.ndarray, cell: tuple[int, int], description: str,
@@ -244,8 +164,12 @@ def _pair(name: str, dense: np.ndarray, cell: tuple[int, int], description: str,
     return NeighbouringPair(name, D, (int(cell[0]), int(cell[1])), n_clusters, description)
 
 
-def _blocks(n_per_cluster: int, n_cols: int, value: int) -> np.ndarray:
-    """Two row clusters on two disjoint halves of the columns."""
+def two_blocks(n_per_cluster: int, n_cols: int, value: int) -> np.ndarray:
+    """Two row clusters on two disjoint halves of the columns.
+
+    >>> two_blocks(2, 4, 3).tolist()
+    [[3, 3, 0, 0], [3, 3, 0, 0], [0, 0, 3, 3], [0, 0, 3, 3]]
+    """
     if n_per_cluster < 2 or n_cols < 4:
         raise ValueError("need n_per_cluster >= 2 and n_cols >= 4")
     half = n_cols // 2
@@ -263,7 +187,7 @@ def moving_row(n_per_cluster: int = 6, n_cols: int = 8, value: int = 2) -> Neigh
     >>> pair.D.toarray()[-1].tolist(), pair.D_prime.toarray()[-1].tolist()
     ([1, 0, 1, 0], [2, 0, 1, 0])
     """
-    X = _blocks(n_per_cluster, n_cols, value)
+    X = two_blocks(n_per_cluster, n_cols, value)
     row = np.zeros((1, n_cols), dtype=np.int64)
     row[0, 0] = row[0, n_cols // 2] = 1
     return _pair("moving_row", np.vstack([X, row]), (2 * n_per_cluster, 0),
@@ -297,7 +221,7 @@ def new_column_maximum(n_per_cluster: int = 6, n_cols: int = 8,
     >>> int(pair.D.max()), int(pair.D[pair.cell]), int(pair.D_prime.max())
     (3, 3, 4)
     """
-    X = _blocks(n_per_cluster, n_cols, value)
+    X = two_blocks(n_per_cluster, n_cols, value)
     X[0, 0] = value + 1
     return _pair("new_column_maximum", X, (0, 0),
                  "the column (and global) maximum grows by one: data-derived bounds move")
@@ -310,7 +234,7 @@ def all_zero_row(n_per_cluster: int = 6, n_cols: int = 8, value: int = 2) -> Nei
     >>> int(pair.D[pair.u].sum()), int(pair.D_prime[pair.u].sum())
     (0, 1)
     """
-    X = _blocks(n_per_cluster, n_cols, value)
+    X = two_blocks(n_per_cluster, n_cols, value)
     X = np.vstack([X, np.zeros((1, n_cols), dtype=np.int64)])
     return _pair("all_zero_row", X, (2 * n_per_cluster, 0),
                  "a row with no counts in D gets one count in D'")
@@ -323,7 +247,7 @@ def all_zero_column(n_per_cluster: int = 6, n_cols: int = 8, value: int = 2) -> 
     >>> pair.cell, int(pair.D[:, 8].sum()), int(pair.D_prime[:, 8].sum())
     ((0, 8), 0, 1)
     """
-    X = _blocks(n_per_cluster, n_cols, value)
+    X = two_blocks(n_per_cluster, n_cols, value)
     X = np.hstack([X, np.zeros((X.shape[0], 1), dtype=np.int64)])
     return _pair("all_zero_column", X, (0, n_cols),
                  "a column with no counts in D gets one count in D'")

@@ -22,20 +22,33 @@ import pandas as pd  # noqa: E402
 
 from dptaucc.bench.aggregate import COLORS, label  # noqa: E402
 from dptaucc.bench.savefig import save_figure  # noqa: E402
+from dptaucc.methods import BUILTIN_MODULES  # noqa: E402
 
-__all__ = ["audit_section", "draw_figure", "verdicts", "EXPECTED_ABOVE", "main"]
+__all__ = ["audit_section", "draw_figure", "verdicts", "expected_above", "main"]
 
 FIGURE = "audit_epsilon_lower"
-#: paper-mode methods the audit is expected to catch above their claim, and why
-EXPECTED_ABOVE = {
-    "dp_taucc": "non-private final labels",
-    "dp_kmeans": "data-derived bounds, swapped split",
-    "dphd": "data-derived range, unbudgeted steps",
-    "dpnmf": "non-private initialisation and H updates, under-noised releases",
-}
-ORDER = ("dp_taucc", "fast_taucc", "dp_kmeans", "dphd", "dpnmf", "dpm", "colored_noise", "fccm")
-MARKERS = {"dp_taucc": "o", "dp_kmeans": "s", "dphd": "^", "dpnmf": "v", "dpm": "D",
-           "colored_noise": "P"}
+#: the built-in methods in display order (a user's own method comes after them)
+ORDER = tuple(BUILTIN_MODULES)
+_MARKER_CYCLE = ("o", "s", "^", "v", "D", "P", "X", "*", "h", "<", ">")
+
+
+def _marker(alg: str) -> str:
+    rank = ORDER.index(alg) if alg in ORDER else len(ORDER) + sum(map(ord, alg))
+    return _MARKER_CYCLE[rank % len(_MARKER_CYCLE)]
+
+
+def expected_above() -> dict[str, str]:
+    """Paper-mode methods the audit is expected to catch above their claim, and why (each
+    method's ``paper_leaks``, declared beside it)."""
+    from .methods import scenarios_of
+
+    return {m: s.paper_leaks for m in ORDER if (s := scenarios_of(m)).paper_leaks}
+
+
+def __getattr__(name: str):
+    if name == "EXPECTED_ABOVE":
+        return expected_above()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 # ε_lower is a bound: "above the claim" needs a margin against print rounding only
 TOL = 1e-9
 
@@ -121,7 +134,7 @@ def verdicts(df: pd.DataFrame) -> dict[str, list[str]]:
     }
     caught = set(above[above["mode"] == "paper"]["method"])
     audited = set(private[private["mode"] == "paper"]["method"])
-    out["paper_expected_missing"] = [label(a) for a in EXPECTED_ABOVE
+    out["paper_expected_missing"] = [label(a) for a in expected_above()
                                      if a in audited and a not in caught]
     return out
 
@@ -194,7 +207,7 @@ def audit_section(results_dir: str | os.PathLike = "results",
         "ledger's sum, ∞ when the fit has a non-private step. "
         "Figure: `figures/audit_epsilon_lower.png`.", "",
         "**Expected.** Paper mode reproduces published code that is not private as claimed: "
-        + "; ".join(f"{label(a)} ({why})" for a, why in EXPECTED_ABOVE.items())
+        + "; ".join(f"{label(a)} ({why})" for a, why in expected_above().items())
         + " should show ε_lower above the claim. Every corrected method should stay at or "
         "below its claim.", "",
         "**Found.** Paper mode above the claim: "
@@ -272,7 +285,8 @@ def draw_figure(table: str | os.PathLike, out_dir: str | os.PathLike,
     d = d[d["epsilon"].notna()]
     fig, ax = plt.subplots(figsize=(7.6, 4.4), layout="constrained")
     eps = sorted(d["epsilon"].unique())
-    methods = [a for a in ORDER if a in set(d["method"])]
+    present = set(d["method"])
+    methods = [a for a in ORDER if a in present] + sorted(present - set(ORDER))
     step = 0.02 * (max(eps) - min(eps) if len(eps) > 1 else 1.0)
     for i, alg in enumerate(methods):
         for j, (mode, hollow) in enumerate((("paper", True), ("corrected", False))):
@@ -282,7 +296,7 @@ def draw_figure(table: str | os.PathLike, out_dir: str | os.PathLike,
             shift = step * (2 * i + j - len(methods) + 0.5)  # keep markers apart
             c = COLORS.get(alg, "black")
             ax.plot(s["epsilon"] + shift, s["epsilon_lower"], ls=":" if hollow else "-", lw=0.8,
-                    color=c, marker=MARKERS.get(alg, "o"), ms=6,
+                    color=c, marker=_marker(alg), ms=6,
                     mfc="white" if hollow else c, label=f"{label(alg)} ({mode})")
     if eps:
         lo, hi = 0.0, max(eps) * 1.15

@@ -1,7 +1,7 @@
 """Fits in worker processes, with a catalogue bug planted there when asked.
 
 A monkeypatch made in the parent does not reach a fresh worker: each chunk of fits enters
-``CATALOGUE[bug].applied()`` itself (:mod:`dptaucc.audit.bugs`). Seeds come from
+``find_bug(bug).applied()`` itself (:mod:`dptaucc.audit.bugs`). Seeds come from
 :func:`dptaucc.audit.runner.fit_seed`, so the results depend on (seed, index) only.
 """
 
@@ -19,7 +19,7 @@ __all__ = ["bug_context", "in_chunks"]
 
 
 def bug_context(bug: str | None):
-    """``CATALOGUE[bug].applied()``, or a no-op for None.
+    """``find_bug(bug).applied()``, or a no-op for None.
 
     >>> with bug_context(None):
     ...     pass
@@ -30,11 +30,9 @@ def bug_context(bug: str | None):
     """
     if bug is None:
         return contextlib.nullcontext()
-    from .bugs import CATALOGUE
+    from .bugs import find_bug
 
-    if bug not in CATALOGUE:
-        raise ValueError(f"unknown bug {bug!r}; known: {sorted(CATALOGUE)}")
-    return CATALOGUE[bug].applied()
+    return find_bug(bug).applied()
 
 
 def _chunk(task: Callable, args: tuple, seeds: Sequence[int], bug: str | None) -> list:

@@ -10,19 +10,14 @@ import warnings
 import numpy as np
 import pytest
 from dptaucc.baselines.dpm import DPM
+from dptaucc.baselines.dpm.audit import leaf_sizes
 
 from dptaucc import DPTauCC
 from dptaucc.audit import audit
 from dptaucc.audit import events as ev
 from dptaucc.audit.events import released_cell
 from dptaucc.audit.experiment import AuditJob, algorithm_config, load_config, plan
-from dptaucc.audit.methods import (
-    CATALOGUE,
-    _dpm_leaf_sizes,
-    call_site_setup,
-    method_audit,
-    method_audits,
-)
+from dptaucc.audit.methods import builtin_methods, call_site_setup, method_audit, method_audits
 from dptaucc.audit.pairs import all_zero_row
 from dptaucc.privacy.checks import ScaledSampler
 
@@ -31,14 +26,14 @@ ALGORITHMS = ("dp_taucc", "fast_taucc", "dp_kmeans", "dphd", "dpnmf", "dpm", "co
 HAVE_OCTAVE = shutil.which("octave-cli") is not None
 
 
-def test_catalogue_covers_every_algorithm_config():
-    assert set(CATALOGUE) == set(ALGORITHMS)
+def test_scenarios_cover_every_algorithm_config():
+    assert set(builtin_methods()) == set(ALGORITHMS)
     for name in ALGORITHMS:
         spec = method_audit(name)
         names = [e.name for e in spec.events]
         assert len(set(names)) == len(names) and spec.why
         assert algorithm_config(name)["_target_"]
-    with pytest.raises(ValueError, match="no audit"):
+    with pytest.raises(ValueError, match="no algorithm config"):
         method_audit("nope")
     for name in ALGORITHMS:
         specs = method_audits(name)
@@ -90,7 +85,7 @@ def test_dpm_tree_replay_matches_noiseless_leaf_counts():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             m = DPM(random_state=ScaledSampler(seed, factor=0.0)).fit(p.D)
-        sizes = _dpm_leaf_sizes(m, p.D)
+        sizes = leaf_sizes(m, p.D)
         assert np.array_equal([s for s, _ in sizes], m.leaf_counts_)
         assert sum(s for s, _ in sizes) == p.D.shape[0]
 
@@ -122,7 +117,7 @@ def test_job_factory_builds_the_configured_estimator():
 
 
 def test_disjoint_rows_moves_every_dphd_release_by_its_sensitivity():
-    from dptaucc.audit.pairs import disjoint_rows
+    from dptaucc.baselines.dphd.audit import disjoint_rows
 
     p = disjoint_rows(bound=10)
     D, Dp = p.D.toarray(), p.D_prime.toarray()

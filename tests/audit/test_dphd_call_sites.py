@@ -12,10 +12,10 @@ import signal
 import numpy as np
 import pytest
 from dptaucc.baselines.dphd import DPHD, octave
+from dptaucc.baselines.dphd.audit import disjoint_rows
 from dptaucc.baselines.dphd.testing import have_octave
 
 from dptaucc.audit.bugs import CATALOGUE
-from dptaucc.audit.pairs import disjoint_rows
 from dptaucc.audit.redrawn import audit_call_site_redrawn, sample_call
 from dptaucc.audit.transcript import record, replay
 from dptaucc.privacy.hook import MECHANISM_HOOK

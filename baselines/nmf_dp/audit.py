@@ -1,0 +1,113 @@
+"""DPNMF's audit scenarios (``METHOD.audit``): worst-case pairs, events and known bugs.
+
+Imported only by the audit (:mod:`dptaucc.audit.methods`); docs/audit.md explains each case.
+
+End to end: ``all_zero_row`` (its released document factor, labels). Call sites:
+:func:`replaced_document` under :func:`orthonormal_topics` (ε = 8, δ = 0.02 so that each
+epoch's (2, 0.005) is measurable): the release moves by 2/N, the largest move of one replaced
+document.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import scipy.sparse as sp
+
+from dptaucc.audit import events as ev
+from dptaucc.audit.bugs import Bug, fixed_argument, scale_argument
+from dptaucc.audit.pairs import RowPair, all_zero_row, two_blocks
+from dptaucc.audit.scenarios import AuditScenarios, CallSiteSetup, Scenario, label_events
+from dptaucc.audit.transcript import Call
+
+__all__ = ["scenarios", "replaced_document", "orthonormal_topics"]
+
+
+def replaced_document(n_per_cluster: int = 6, n_cols: int = 8, value: int = 2) -> RowPair:
+    """(row-level relation) Two blocks plus document u: one count in word 0 in D, in word 1
+    in D'. Normalised, they are the orthogonal unit vectors e₀, e₁: with orthonormal topics
+    (:func:`orthonormal_topics`) their coefficients are e₀ and e₁ too,
+    and DPNMF's released statistics move by their largest possible amount, 2/N.
+
+    >>> pair = replaced_document(n_per_cluster=2, n_cols=4)
+    >>> pair.D.toarray()[pair.u].tolist(), pair.D_prime.toarray()[pair.u].tolist()
+    ([1, 0, 0, 0], [0, 1, 0, 0])
+    """
+    X = two_blocks(n_per_cluster, n_cols, value)
+    a, b = np.zeros((1, n_cols), dtype=np.int64), np.zeros((1, n_cols), dtype=np.int64)
+    a[0, 0], b[0, 1] = 1, 1
+    return RowPair("replaced_document", sp.csr_matrix(np.vstack([X, a])),
+                   sp.csr_matrix(np.vstack([X, b])), 2 * n_per_cluster, 2,
+                   "document u's one count moves from word 0 to word 1 (row-level)")
+
+
+def orthonormal_topics(history: list[Call]) -> list[Call]:
+    """DPNMF's worst case for the release after the first epoch: every earlier release
+    forced to Ā = I, B̄ = [I; 0] (K×K over m×K; 0 and 1 lie on every release grid). The
+    W-steps then give W = [I; 0] exactly (one 1/L step from any W, L = ‖Ā‖ = 1), whose topics
+    are orthonormal, so a document with its count in word j gets h = e_j: the
+    :func:`replaced_document` pair moves (HHᵀ/N, VHᵀ/N) by (e₀e₀ᵀ − e₁e₁ᵀ)/N twice, 2/N in
+    L2 — the largest move of any replaced document (the ledger charges 2√2/N)."""
+    out = []
+    for call in history:
+        m_k, k = np.shape(call.output)
+        forced = np.zeros((m_k, k))
+        forced[:k] = np.eye(k)
+        forced[k:2 * k] = np.eye(k)
+        out.append(Call(call.index, call.step, call.mechanism, call.epsilon, call.delta,
+                        forced))
+    return out
+
+
+def _end_to_end() -> tuple[Scenario, ...]:
+    p = all_zero_row()
+    return (Scenario(p, (ev.slice_is_zero("coefficients_", (slice(None), p.u), label=f":, {p.u}"),
+                         *label_events(p)),
+                     "a row with no counts: its released document factor, labels"),)
+
+
+def _call_sites() -> tuple[CallSiteSetup, ...]:
+    return (CallSiteSetup(replaced_document(), (("epsilon", 8.0), ("delta", 0.02)),
+                          max_calls=2, first=1, craft=orthonormal_topics),)
+
+
+# ------------------------------------------------------------------ known bugs
+def _zcdp_sigma(original):
+    signature = inspect.signature(original)
+
+    def buggy(*args, **kwargs):
+        sensitivity, epsilon = list(signature.bind(*args, **kwargs).arguments.values())[:2]
+        return sensitivity / epsilon  # ρ = ε²/2 zCDP, but (ε, δ) is what gets charged
+    return buggy
+
+
+_NMF = "dptaucc.baselines.nmf_dp.release"
+
+BUGS = (
+    Bug("dpnmf.sensitivity_halved", "dpnmf", "sensitivity off by 2",
+        "the L2 sensitivity of (HHᵀ/N, VHᵀ/N) taken as √2/N instead of 2√2/N",
+        ((_NMF, "statistics_sensitivity",
+          lambda original: lambda n_documents: original(n_documents) / 2),)),
+    Bug("dpnmf.delta_ignored", "dpnmf", "δ ignored",
+        "σ calibrated for δ = 0.5 whatever δ the user asked for (and the ledger records)",
+        ((_NMF, "analytic_gaussian_sigma", fixed_argument("delta", 0.5)),)),
+    Bug("dpnmf.zcdp_sigma_as_approx_dp", "dpnmf", "zCDP calibration labelled (ε, δ)",
+        "σ = Δ/ε, the ε²/2-zCDP Gaussian, charged as (ε, δ)-DP",
+        ((_NMF, "analytic_gaussian_sigma", _zcdp_sigma),)),
+    Bug("dpnmf.noise_scale_halved", "dpnmf", "noise scale off by 2",
+        "the release drawn with half the σ computed (and charged) for it",
+        ((_NMF, "gaussian_mechanism", scale_argument("sigma", 0.5)),)),
+)
+
+
+def scenarios() -> AuditScenarios:
+    """DPNMF's audit (module docstring).
+
+    >>> s = scenarios()
+    >>> s.main.pair.name, s.call_sites[0].pair.name, len(s.bugs)
+    ('all_zero_row', 'replaced_document', 4)
+    """
+    return AuditScenarios(_end_to_end(), _call_sites(), BUGS,
+                          paper_leaks="non-private initialisation and H updates, under-noised "
+                                      "releases")
