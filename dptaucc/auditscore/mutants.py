@@ -236,6 +236,8 @@ def score(df) -> dict:
         "unjudged": int((reached["judgement"] == "unjudged").sum()),
         "score_n": len(scored), "score_killed": int(killed_a.sum()),
         "score": float(killed_a.mean()) if len(scored) else math.nan,
+        # the same share counting only exit 3 (a crash or a hang of the mutant not as a kill)
+        "score_violations": int((scored["audit"] == "violation").sum()),
     }
 
 

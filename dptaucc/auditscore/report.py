@@ -53,8 +53,10 @@ def mutants_lines(df: pd.DataFrame) -> list[str]:
     ]
     if s["score_n"]:
         killed = _pct(s["score_killed"], s["score_n"])
+        by_violation = _pct(s["score_violations"], s["score_n"])
         lines += [f"**Score** (goal ≥ 90 %): the audit alone kills {killed} of the "
-                  "non-equivalent mutants on paths it reaches.", ""]
+                  f"non-equivalent mutants on paths it reaches ({by_violation} by a violation, "
+                  "the rest because the mutant made the code raise or hang).", ""]
     surv = df[df["audit"] == "survived"]
     if len(surv):
         lines += ["Survivors of the audit:", "",

@@ -126,6 +126,7 @@ def test_table_score_and_report(tmp_path):
         5, 4, 1, 1, 1)
     assert (s["killed_audit"], s["killed_tests"], s["killed_both"]) == (2, 2, 1)
     assert (s["score_killed"], s["score_n"]) == (2, 3) and math.isclose(s["score"], 2 / 3)
+    assert s["score_violations"] == 1  # the other kill is a timeout
     df.to_parquet(tmp_path / "audit_mutants.parquet")
     rows = [{"kind": "primitive", "name": "p", "alarm": a, "alpha": 0.05} for a in
             (True, False, False, False)]
