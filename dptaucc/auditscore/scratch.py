@@ -37,7 +37,7 @@ __all__ = ["ScratchTree", "RunResult", "run", "tree_hash", "project_files"]
 COPIED = ("dptaucc/", "baselines/", "datasets/", "conf/", "tests/", "conftest.py",
           "pyproject.toml", "setup.py")
 #: not part of what a mutant's verdict depends on (the harness itself)
-NOT_HASHED = ("dptaucc/auditscore/",)
+NOT_HASHED = ("dptaucc/auditscore/", "tests/auditscore/")
 
 
 def project_files(root: Path) -> list[str]:
