@@ -63,13 +63,14 @@ class TestMap:
 
     def tests_for(self, path: str, lines: tuple[int, int], module_level: bool) -> list[str]:
         """Passing tests that execute one of ``lines`` of ``path`` (any line of it when the
-        statement is module-level), in a stable order."""
+        statement is module-level or ran only at import), in a stable order."""
         by_line = self.covers.get(path, {})
         ok = set(self.passed)
-        if module_level:
+        span = [str(n) for n in range(lines[0], lines[1] + 1)]
+        found = {t for n in span for t in by_line.get(n, ())}
+        # a statement run only at import (outside any test: a module or class body)
+        if module_level or (not found and any(n in by_line for n in span)):
             found = {t for ids in by_line.values() for t in ids}
-        else:
-            found = {t for n in range(lines[0], lines[1] + 1) for t in by_line.get(str(n), ())}
         return sorted(found & ok)
 
     def seconds_of(self, tests: list[str]) -> float:

@@ -77,8 +77,10 @@ def test_reach_and_test_selection():
     assert base.reaches("a.py", (7, 7)) and base.reaches("a.py", (5, 9))
     assert not base.reaches("a.py", (4, 6)) and not base.reaches("b.py", (3, 3))
     assert not AuditBaseline("x", 3, 1.0, {}).usable  # a gate failing correct code judges nothing
-    tm = TestMap("g", 0, 5.0, {"a.py": {"3": ["t1", "t2"], "4": ["t3"]}}, ["t1", "t3"],
-                 {"t1": 1.0, "t3": 2.0})
+    tm = TestMap("g", 0, 5.0, {"a.py": {"3": ["t1", "t2"], "4": ["t3"], "5": []}},
+                 ["t1", "t3"], {"t1": 1.0, "t3": 2.0})
+    assert tm.tests_for("a.py", (5, 5), False) == ["t1", "t3"]  # ran at import only
+    assert tm.tests_for("a.py", (6, 6), False) == []  # never ran
     assert tm.tests_for("a.py", (3, 3), False) == ["t1"]  # t2 failed on correct code
     assert tm.tests_for("a.py", (9, 9), True) == ["t1", "t3"]  # module level: any of the file
     assert tm.seconds_of(["t1", "t3"]) == 3.0
