@@ -200,6 +200,7 @@ def mutant_table(sample: Sequence[Mutant], store: Store, tree: str, judgements: 
         rows.append({
             "id": m.id, "group": _group_name(m), "path": m.path, "line": m.line,
             "function": m.function, "operator": m.operator, "mutation": m.description,
+            "mutated_line": m.mutated_line,
             "paper_only": m.paper_only, "audit": audit, "audits_run": ",".join(
                 r.get("audits_run", [])), "audit_s": r.get("audit_s", math.nan),
             "audit_detail": r.get("audit_detail", ""), "tests": tests,

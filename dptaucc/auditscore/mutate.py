@@ -86,6 +86,7 @@ class Mutant:
     replacement: str                # its replacement
     paper_only: bool                # inside a branch or function only paper mode runs
     edits: tuple[tuple[int, int, str], ...] = field(repr=False, default=())
+    mutated_line: str = field(repr=False, default="")  # the mutated source's line, stripped
 
     @property
     def description(self) -> str:
@@ -429,8 +430,9 @@ def mutants_of(path: str, source: str, functions: tuple[str, ...] | None = None
         original = src.text(start, end)
         mutant = Mutant("", path, function, operator, node.lineno, lines, original,
                         replacement, paper, tuple(edits))
+        text = mutant.apply(source)
         try:
-            mutated = ast.parse(mutant.apply(source))
+            mutated = ast.parse(text)
         except SyntaxError:
             continue
         if ast.dump(mutated) == original_dump:
@@ -440,5 +442,6 @@ def mutants_of(path: str, source: str, functions: tuple[str, ...] | None = None
         seen[key] = k + 1
         out.append(Mutant(_mutant_id(path, function, operator, original, replacement, k),
                           path, function, operator, node.lineno, lines, original,
-                          replacement, paper, tuple(edits)))
+                          replacement, paper, tuple(edits),
+                          " ".join(text.splitlines()[node.lineno - 1].split())))
     return out

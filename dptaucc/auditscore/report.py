@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from .false_alarms import summarise
+from .judgements import load_judgements
 from .mutants import score
 
 __all__ = ["audit_score_section", "mutants_lines", "false_alarm_lines"]
@@ -26,8 +27,21 @@ def _pct(k: int, n: int) -> str:
     return f"{k}/{n} ({100 * k / n:.0f} %)" if n else "0/0"
 
 
+def _with_current_judgements(df: pd.DataFrame) -> pd.DataFrame:
+    """Survivors take their judgement from ``judgements.yaml`` as it is now (a judgement
+    written after the run counts without running the mutant again)."""
+    judged = load_judgements()
+    df = df.copy()
+    for i, r in df.iterrows():
+        j = judged.get(r["id"])
+        if r["audit"] == "survived" and j is not None:
+            df.at[i, "judgement"], df.at[i, "reason"] = j["verdict"], " ".join(j["reason"].split())
+    return df
+
+
 def mutants_lines(df: pd.DataFrame) -> list[str]:
     """Markdown lines of the mutation score."""
+    df = _with_current_judgements(df)
     s = score(df)
     run = s["run"]
     lines = [
@@ -64,6 +78,8 @@ def mutants_lines(df: pd.DataFrame) -> list[str]:
                   "|---|---|---|---|---|---|"]
         for _, r in surv.sort_values(["path", "line"]).iterrows():
             mutation = str(r["mutation"]).replace("|", "\\|")
+            if r.get("mutated_line"):
+                mutation += "` in `" + str(r["mutated_line"])[:100].replace("|", "\\|")
             lines.append(f"| {r['id']} | {r['path']}:{r['line']} | `{mutation}` | {r['tests']} | "
                          f"{r['judgement']} | {r['reason']} |")
         lines.append("")
@@ -74,12 +90,15 @@ def false_alarm_lines(df: pd.DataFrame) -> list[str]:
     """Markdown lines of the measured false-alarm rates."""
     summary = summarise(df)
     n = int(summary["decisions"].sum())
+    sizes = "; ".join(f"{kind}: {', '.join(sorted(set(g['config'])))}"
+                      for kind, g in df.groupby("kind", sort=False)) if "config" in df else ""
     lines = ["### False alarms on correct code", "",
              f"`make audit-false-alarms` (`python -m dptaucc.auditscore.false_alarms`): {n} "
-             "decisions of the gate on the correct code, each with a fresh audit seed "
-             "(primitives at the gate's size; method audits at reduced sizes with the same "
-             "decision rule: docs/audit.md). Rate with its 95 % Clopper–Pearson interval "
-             "against the nominal level of one decision.", "",
+             "decisions of the gate on the correct code, each with a fresh audit seed, at "
+             f"these sizes ({sizes}; the gate's: primitives n=400000, call sites 100000 draws, "
+             "end to end 1200 fits; smaller sizes keep the same decision rule: docs/audit.md). "
+             "Rate with its 95 % Clopper–Pearson interval against the nominal level of one "
+             "decision.", "",
              "| decision | decisions | alarms | observed rate (95 % CI) | nominal α | alarms "
              "expected at nominal |", "|---|---|---|---|---|---|"]
     for _, r in summary.iterrows():

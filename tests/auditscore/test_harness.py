@@ -130,12 +130,12 @@ def test_table_score_and_report(tmp_path):
     assert (s["score_killed"], s["score_n"]) == (2, 3) and math.isclose(s["score"], 2 / 3)
     assert s["score_violations"] == 1  # the other kill is a timeout
     df.to_parquet(tmp_path / "audit_mutants.parquet")
-    rows = [{"kind": "primitive", "name": "p", "alarm": a, "alpha": 0.05} for a in
-            (True, False, False, False)]
+    rows = [{"kind": "primitive", "name": "p", "alarm": a, "alpha": 0.05, "config": "n=100"}
+            for a in (True, False, False, False)]
     pd.DataFrame(rows).to_parquet(tmp_path / "audit_false_alarms.parquet")
     text = "\n".join(audit_score_section(tmp_path))
     assert "2/3 (67 %) of the non-equivalent mutants" in text
-    assert "| primitive | 4 | 1 | 0.2500" in text
+    assert "| primitive | 4 | 1 | 0.2500" in text and "primitive: n=100" in text
 
 
 def test_clopper_pearson_and_the_false_alarm_summary():
