@@ -14,8 +14,9 @@ operator   what it does
            ``< <=``, ``> >=``, ``== !=``, ``is / is not``, ``and or``, ``x += → x −=``,
            a unary minus dropped, and the functions ``min max``, ``minimum maximum``,
            ``floor ceil``, ``argmin argmax``
-``args``   two neighbouring arguments of a call swapped (positional, or the values of two
-           keyword arguments that are neither strings nor the ledger, sampler or step)
+``args``   two neighbouring arguments of a call swapped (positional, unless the function is
+           commutative such as ``max``; or the values of two keyword arguments that are
+           neither strings nor the ledger, sampler or step)
 ``exact``  a noisy value replaced by its exact input: a ``*_mechanism(x, …)`` call kept (its
            ledger entry and its audit report stay) but ``x`` returned (for a choice, the
            argmax of its utilities); or ``x + noise`` → ``x`` where ``noise`` is a draw
@@ -70,6 +71,10 @@ _NAME_SWAPS = {"min": "max", "max": "min", "minimum": "maximum", "maximum": "min
                "floor": "ceil", "ceil": "floor", "argmin": "argmax", "argmax": "argmin",
                "nanmin": "nanmax", "nanmax": "nanmin"}
 _CHOICE_WORDS = ("exponential", "choice", "choose", "select")
+#: functions whose positional arguments commute: swapping two of them changes nothing
+_COMMUTATIVE = frozenset({"min", "max", "minimum", "maximum", "fmin", "fmax", "add", "multiply",
+                          "hypot", "logical_and", "logical_or", "logical_xor", "union",
+                          "intersection", "gcd", "lcm"})
 
 
 @dataclass(frozen=True)
@@ -325,7 +330,7 @@ class _Collector(ast.NodeVisitor):
                 fstart = fend - len(name)
             self.add("op", [(fstart, fend, _NAME_SWAPS[name])], node)
         positional = [a for a in node.args if not isinstance(a, ast.Starred)]
-        if len(positional) == len(node.args):
+        if len(positional) == len(node.args) and name not in _COMMUTATIVE:
             for a, b in zip(positional, positional[1:], strict=False):
                 self._swap_nodes(a, b, node)
         kws = [k for k in node.keywords if k.arg and k.arg not in _FIXED_KEYWORDS
