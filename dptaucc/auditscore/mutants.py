@@ -28,6 +28,7 @@ running a mutant.
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import math
 import os
@@ -50,14 +51,38 @@ __all__ = ["population", "stratified_sample", "judge_mutant", "mutant_table", "m
 VIOLATION = 3
 
 
+def not_private_functions(source: str) -> set[str]:
+    """Qualified names of the functions whose docstring declares them ``NOT PRIVATE``
+    (evaluation code that reads the data by design, e.g. ``prototype_row_labels``).
+
+    >>> sorted(not_private_functions("def f():\\n    'NOT PRIVATE: raw'\\ndef g(): pass\\n"))
+    ['f']
+    """
+    out: set[str] = set()
+
+    def walk(node, prefix):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = prefix + child.name
+                doc = ast.get_docstring(child) or ""
+                if not isinstance(child, ast.ClassDef) and doc.startswith("NOT PRIVATE"):
+                    out.add(name)
+                walk(child, name + ".")
+
+    walk(ast.parse(source), "")
+    return out
+
+
 def population(root: Path, groups: Sequence[Group]) -> list[Mutant]:
-    """Every mutant of the groups' release code, sorted by id."""
+    """Every mutant of the groups' release code (not evaluation-only functions), by id."""
     out = []
     for group in groups:
         for rel, functions in group.files.items():
             source = (root / rel).read_text(encoding="utf-8")
+            skip = not_private_functions(source)
             out += [m for m in mutants_of(rel, source, functions)
-                    if is_release_function(m.function)]
+                    if is_release_function(m.function) and not any(
+                        m.function == f or m.function.startswith(f + ".") for f in skip)]
     return sorted(out, key=lambda m: m.id)
 
 

@@ -3,8 +3,9 @@
 A *group* is code released by one method (or the privacy primitives): its files (with the
 functions that release, compute a release's input or post-process it), the audit commands that
 run it, and the test paths whose tests may cover it. Evaluation-only methods (``predict``,
-``evaluation_*``, ``score``, ``transform``) read the private data by design and are not
-mutated; neither are the audit's own instruments (:mod:`dptaucc.privacy.hook`,
+``evaluation_*``, ``score``, ``transform``, and every function whose docstring starts with
+``NOT PRIVATE``) read the private data by design and are not mutated; neither are the
+audit's own instruments (:mod:`dptaucc.privacy.hook`,
 :mod:`dptaucc.privacy.checks`) or DPHD's Octave code (only its Python mechanism server).
 
 Audit commands run with the working directory at the scratch tree's root; ``{out}`` is a
