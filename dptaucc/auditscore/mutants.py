@@ -93,8 +93,10 @@ def stratified_sample(mutants: Sequence[Mutant], size: int | None, seed: int
 
     >>> from dptaucc.auditscore.mutate import mutants_of
     >>> ms = mutants_of("dptaucc/privacy/m.py", "def f(x):\\n    return x * 2 + 1\\n")
-    >>> len(stratified_sample(ms, 3, 0)), stratified_sample(ms, 3, 0) == stratified_sample(ms, 3, 0)
-    (3, True)
+    >>> len({m.operator for m in ms}), len(stratified_sample(ms, 3, 0))  # one per stratum
+    (5, 5)
+    >>> stratified_sample(ms, 3, 0) == stratified_sample(ms, 3, 0)
+    True
     """
     if size is None or size >= len(mutants):
         return sorted(mutants, key=lambda m: m.id)
