@@ -122,8 +122,8 @@ audit-primitives: ## mechanism-level audit of every privacy primitive, seeded an
 audit-estimate: ## time a few fits of every audit and print the estimated wall time of `make audit`
 	$(PY) -m dptaucc.audit --size full --jobs $(JOBS) --dry-run
 
-#: the mutation run's sample (stratified, seeded) and its options; add --dry-run to estimate
-MUTANTS_ARGS ?= --sample 200 --seed 0
+#: the mutation run's sample (stratified, seeded), bounded to 10 h a call (it resumes); add --dry-run to estimate
+MUTANTS_ARGS ?= --sample 100 --seed 0 --max-hours 10
 audit-mutants: ## the audit's power on mutants of the privacy code, vs the tests (resumable; MUTANTS_ARGS="... --dry-run" estimates) -> results/audit_mutants.parquet
 	$(PY) -m dptaucc.auditscore.mutants $(MUTANTS_ARGS)
 
