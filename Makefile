@@ -13,7 +13,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 SCALE ?= quick
 
 .DEFAULT_GOAL := help
-.PHONY: help setup octave data test test-fast test-slurm slurm-install slurm-start slurm-stop slurm-status lint bench bench-authors reproduce reproduce-quick collect figures report audit audit-quick audit-ci audit-power audit-primitives audit-estimate clean
+.PHONY: help setup octave data test test-fast test-slurm slurm-install slurm-start slurm-stop slurm-status lint bench bench-authors reproduce reproduce-quick collect figures report audit audit-quick audit-ci audit-power audit-primitives audit-estimate audit-mutants audit-false-alarms clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
@@ -121,6 +121,15 @@ audit-primitives: ## mechanism-level audit of every privacy primitive, seeded an
 
 audit-estimate: ## time a few fits of every audit and print the estimated wall time of `make audit`
 	$(PY) -m dptaucc.audit --size full --jobs $(JOBS) --dry-run
+
+#: the mutation run's sample (stratified, seeded), bounded to 10 h a call (it resumes); add --dry-run to estimate
+MUTANTS_ARGS ?= --sample 100 --seed 0 --max-hours 10
+audit-mutants: ## the audit's power on mutants of the privacy code, vs the tests (resumable; MUTANTS_ARGS="... --dry-run" estimates) -> results/audit_mutants.parquet
+	$(PY) -m dptaucc.auditscore.mutants $(MUTANTS_ARGS)
+
+FALSE_ALARM_ARGS ?= --primitive-repeats 200 --method-repeats 10
+audit-false-alarms: ## the gate's false-alarm rate on correct code, >= 1,000 decisions with fresh seeds (resumable) -> results/audit_false_alarms.parquet
+	$(PY) -m dptaucc.auditscore.false_alarms $(FALSE_ALARM_ARGS)
 
 clean: ## remove caches (not the data cache, not results/)
 	rm -rf .pytest_cache .ruff_cache build dist *.egg-info

@@ -56,6 +56,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "selected methods: the power table audit_power.parquet")
     ap.add_argument("--dry-run", action="store_true",
                     help="time a few fits of every audit and print the estimated wall time")
+    ap.add_argument("--stop-at-violation", action="store_true",
+                    help="stop at the first corrected-mode violation (the exit code is the same: "
+                         "3; the mutation run uses it, `python -m dptaucc.auditscore.mutants`)")
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
 
@@ -100,7 +103,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             ap.error(f"a quick run never overwrites the full-size table {full}")
         t0 = time.perf_counter()
         records = run_all(cfg, jobs, out, n_jobs=workers, progress=not args.no_progress,
-                          bug=args.bug, stop_at_violation=args.bug is not None)
+                          bug=args.bug,
+                          stop_at_violation=args.bug is not None or args.stop_at_violation)
     except AuditEventError as error:
         print(f"audit error: {error}", file=sys.stderr)
         return AUDIT_ERROR

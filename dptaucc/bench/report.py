@@ -22,6 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from dptaucc.audit.report import audit_section
+from dptaucc.auditscore.report import audit_score_section
 from dptaucc.bench.aggregate import (
     EXTRA_METHODS,
     LABELS,
@@ -503,6 +504,7 @@ def write_report(results_dir: str | os.PathLike = "results") -> Path:
         for section in SECTIONS:
             lines += section(frames)
     lines += audit_section(results_dir)  # results/audit.parquet, when present
+    lines += audit_score_section(results_dir)  # audit_mutants / audit_false_alarms.parquet
     path = results_dir / "REPORT.md"
     results_dir.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -1,0 +1,39 @@
+"""Judgements of the mutants that survived the audit: equivalent, or a gap in the audit.
+
+``judgements.yaml`` beside this module maps a mutant id (:mod:`~dptaucc.auditscore.mutate`:
+stable under edits elsewhere in its file) to ``verdict`` (``equivalent``: no input and no seed
+can tell it from the original's privacy, e.g. a tie-break on a measure-zero event or a
+constant used only in an error message; ``gap``: a real privacy change the audit does not
+see) and a ``reason``, written by the person who read the mutant; ``where`` and ``mutation``
+repeat what the mutant is, for the reader. A survivor nobody judged yet reads *unjudged*.
+
+>>> judgements = load_judgements()
+>>> all(j["verdict"] in ("equivalent", "gap") and j["reason"] for j in judgements.values())
+True
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+import yaml
+
+__all__ = ["load_judgements", "VERDICTS"]
+
+VERDICTS = ("equivalent", "gap")
+
+
+def load_judgements(path: str | Path | None = None) -> dict[str, dict]:
+    """``{mutant id: {"verdict", "reason", ...}}`` from ``judgements.yaml`` (or ``path``);
+    a verdict outside :data:`VERDICTS` or an empty reason is a ``ValueError``."""
+    text = (Path(path).read_text(encoding="utf-8") if path is not None else
+            (resources.files("dptaucc.auditscore") / "judgements.yaml").read_text(
+                encoding="utf-8"))
+    data = yaml.safe_load(text) or {}
+    for key, value in data.items():
+        if not isinstance(value, dict) or value.get("verdict") not in VERDICTS:
+            raise ValueError(f"judgement {key}: verdict must be one of {VERDICTS}")
+        if not str(value.get("reason", "")).strip():
+            raise ValueError(f"judgement {key}: a reason is required")
+    return {str(k): v for k, v in data.items()}

@@ -1,0 +1,121 @@
+"""The REPORT section of the audit's measured quality: mutation score and false alarms.
+
+Read from the stored tables ``<results>/audit_mutants.parquet`` (:mod:`.mutants`) and
+``<results>/audit_false_alarms.parquet`` (:mod:`.false_alarms`); a missing table leaves its
+part out.
+
+>>> import tempfile
+>>> audit_score_section(tempfile.mkdtemp())  # no tables yet
+[]
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from .false_alarms import summarise
+from .judgements import load_judgements
+from .mutants import score
+
+__all__ = ["audit_score_section", "mutants_lines", "false_alarm_lines"]
+
+
+def _pct(k: int, n: int) -> str:
+    return f"{k}/{n} ({100 * k / n:.0f} %)" if n else "0/0"
+
+
+def _with_current_judgements(df: pd.DataFrame) -> pd.DataFrame:
+    """Survivors take their judgement from ``judgements.yaml`` as it is now (a judgement
+    written after the run counts without running the mutant again)."""
+    judged = load_judgements()
+    df = df.copy()
+    for i, r in df.iterrows():
+        j = judged.get(r["id"])
+        if r["audit"] == "survived" and j is not None:
+            df.at[i, "judgement"], df.at[i, "reason"] = j["verdict"], " ".join(j["reason"].split())
+    return df
+
+
+def mutants_lines(df: pd.DataFrame) -> list[str]:
+    """Markdown lines of the mutation score."""
+    df = _with_current_judgements(df)
+    s = score(df)
+    run = s["run"]
+    lines = [
+        "### Power on bugs nobody wrote by hand (mutation run)", "",
+        f"`make audit-mutants` (`python -m dptaucc.auditscore.mutants`), tree "
+        f"{df['tree_hash'].iloc[0]}: {s['population']} mutants of the privacy code "
+        "(constants ×2, ÷2, ±1; operators and arguments swapped; a noisy value replaced by its "
+        "exact input; a draw reused), a stratified sample of "
+        f"{s['sampled']} (seed {int(df['sample_seed'].iloc[0])}, group × operator), "
+        f"{run} run. Each mutant is judged by the audit alone (the quick gate of its method, "
+        "the primitives audit for `dptaucc/privacy`) and by the tests alone (those that "
+        "execute the mutated statement), in a scratch copy of the tree.", "",
+        "| | mutants |", "|---|---|",
+        f"| killed by the audit | {_pct(s['killed_audit'], run)} (violation "
+        f"{s['audit_violation']}, error {s['audit_error']}, timeout {s['audit_timeout']}) |",
+        f"| killed by the tests | {_pct(s['killed_tests'], run)} |",
+        f"| killed by both | {_pct(s['killed_both'], run)} |",
+        f"| audit only / tests only / neither | {s['killed_audit_only']} / "
+        f"{s['killed_tests_only']} / {s['killed_neither']} |",
+        f"| not reached by any audit (not run against it) | {s['unreached']} |",
+        f"| reached, survived the audit: equivalent / gap / unjudged | {s['equivalent']} / "
+        f"{s['gaps']} / {s['unjudged']} |", "",
+    ]
+    if s["score_n"]:
+        killed = _pct(s["score_killed"], s["score_n"])
+        by_violation = _pct(s["score_violations"], s["score_n"])
+        lines += [f"**Score** (goal ≥ 90 %): the audit alone kills {killed} of the "
+                  f"non-equivalent mutants on paths it reaches ({by_violation} by a violation, "
+                  "the rest because the mutant made the code raise or hang).", ""]
+    surv = df[df["audit"] == "survived"]
+    if len(surv):
+        lines += ["Survivors of the audit:", "",
+                  "| id | where | mutation | tests | judged | reason |",
+                  "|---|---|---|---|---|---|"]
+        for _, r in surv.sort_values(["path", "line"]).iterrows():
+            mutation = str(r["mutation"]).replace("|", "\\|")
+            if r.get("mutated_line"):
+                mutation += "` in `" + str(r["mutated_line"])[:100].replace("|", "\\|")
+            lines.append(f"| {r['id']} | {r['path']}:{r['line']} | `{mutation}` | {r['tests']} | "
+                         f"{r['judgement']} | {r['reason']} |")
+        lines.append("")
+    return lines
+
+
+def false_alarm_lines(df: pd.DataFrame) -> list[str]:
+    """Markdown lines of the measured false-alarm rates."""
+    summary = summarise(df)
+    n = int(summary["decisions"].sum())
+    sizes = "; ".join(f"{kind}: {', '.join(sorted(set(g['config'])))}"
+                      for kind, g in df.groupby("kind", sort=False)) if "config" in df else ""
+    lines = ["### False alarms on correct code", "",
+             f"`make audit-false-alarms` (`python -m dptaucc.auditscore.false_alarms`): {n} "
+             "decisions of the gate on the correct code, each with a fresh audit seed, at "
+             f"these sizes ({sizes}; the gate's: primitives n=400000, call sites 100000 draws, "
+             "end to end 1200 fits; smaller sizes keep the same decision rule: docs/audit.md). "
+             "Rate with its 95 % Clopper–Pearson interval against the nominal level of one "
+             "decision.", "",
+             "| decision | decisions | alarms | observed rate (95 % CI) | nominal α | alarms "
+             "expected at nominal |", "|---|---|---|---|---|---|"]
+    for _, r in summary.iterrows():
+        lines.append(f"| {r['kind']} | {r['decisions']} | {r['alarms']} | {r['rate']:.4f} "
+                     f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}] | {r['nominal_alpha']:.2g} | "
+                     f"{r['expected_at_nominal']:.1f} |")
+    return lines + [""]
+
+
+def audit_score_section(results_dir: str | os.PathLike = "results") -> list[str]:
+    """Both parts, from the tables under ``results_dir`` (empty when neither exists)."""
+    results = Path(results_dir)
+    lines: list[str] = []
+    mutants = results / "audit_mutants.parquet"
+    if mutants.exists():
+        lines += mutants_lines(pd.read_parquet(mutants))
+    alarms = results / "audit_false_alarms.parquet"
+    if alarms.exists():
+        lines += false_alarm_lines(pd.read_parquet(alarms))
+    return (["## How good is the audit (measured)", ""] + lines) if lines else []
