@@ -63,6 +63,10 @@ class MethodInfo:
     coclusters: bool = False
     #: the experiment protocol runs it only for ε below this (None: every ε)
     max_epsilon: float | None = None
+    #: modes whose DP outputs pass through float kernels that the CPU chooses (numpy's
+    #: vector maths, BLAS) so that a last-bit difference can flip a discrete outcome: another
+    #: machine may draw other noise for a few seeds (measured: docs/records.md)
+    float_path: tuple[str, ...] = ()
 
     @property
     def private(self) -> bool:
