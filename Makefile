@@ -22,8 +22,14 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
-setup: $(PY) octave ## create .venv and install the project with the [bench,test] extras (+ Octave for DPHD)
-	$(PY) -m pip install -q -e ".[bench,test]"
+#: the versions the committed results were made with (pip constraints)
+LOCK ?= constraints.txt
+
+setup: $(PY) octave ## create .venv and install the project with the [bench,test] extras at the versions of $(LOCK) (+ Octave for DPHD)
+	$(PY) -m pip install -q -c $(LOCK) -e ".[bench,test]"
+
+setup-latest: $(PY) octave ## as setup, but the newest versions pyproject.toml allows instead of the lock
+	$(PY) -m pip install -q --upgrade --upgrade-strategy eager -e ".[bench,test]"
 
 OCTAVE_PACKAGES = octave libopenblas0-pthread
 
