@@ -34,8 +34,8 @@ from typing import Any
 import numpy as np
 
 __all__ = ["FLOAT_RTOL", "FLOAT_ATOL", "floats_close", "float_difference",
-           "assert_floats_close", "CPU_DEPENDENT_UFUNCS", "other_float_kernels",
-           "second_float_path"]
+           "relative_difference", "assert_floats_close", "CPU_DEPENDENT_UFUNCS",
+           "other_float_kernels", "second_float_path"]
 
 #: relative part of the tolerance: above the kernels' last-bit differences (7.5e-11 at most,
 #: measured), below any real change (one flipped label: 1.6e-5 or more)
@@ -80,6 +80,21 @@ def float_difference(a: Any, b: Any) -> float:
         diff = np.where(same, 0.0, np.abs(a - b))
     diff = np.where(np.isnan(diff), np.inf, diff)
     return float(diff.max()) if diff.size else 0.0
+
+
+def relative_difference(a: Any, b: Any) -> float:
+    """The largest ``|a − b| / max(|a|, |b|)`` (0 where both are 0 or equal, inf where one is
+    infinite or NaN and the other not): the size to hold against :data:`FLOAT_RTOL`.
+
+    >>> relative_difference([2.0, 0.0, 8.0], [2.0, 0.0, 10.0])
+    0.2
+    """
+    a, b = _pair(a, b)
+    same = (a == b) | (np.isnan(a) & np.isnan(b))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rel = np.abs(a - b) / np.maximum(np.abs(a), np.abs(b))
+    rel = np.where(same, 0.0, np.where(np.isnan(rel), np.inf, rel))
+    return float(rel.max()) if rel.size else 0.0
 
 
 def assert_floats_close(actual: Any, expected: Any, what: str = "values") -> None:

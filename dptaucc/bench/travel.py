@@ -26,7 +26,7 @@ from typing import Any
 
 import pandas as pd
 
-from dptaucc.testing import float_difference, floats_close
+from dptaucc.testing import float_difference, floats_close, relative_difference
 
 __all__ = ["EXACT_FIELDS", "FLOAT_FIELDS", "MACHINE_FIELDS", "LEDGER_FIELD", "OUTCOME_FIELDS",
            "FieldDifference", "field_kind", "compare_records"]
@@ -79,6 +79,8 @@ class FieldDifference:
     #: the largest absolute difference of the numbers in it (inf when not comparable)
     size: float
     within_tolerance: bool
+    #: the largest relative difference of the numbers in it (inf when not comparable)
+    relative: float = math.inf
 
 
 def _plain(value: Any) -> Any:
@@ -110,7 +112,8 @@ def _float_field(name: str, a: Any, b: Any) -> FieldDifference | None:
         return FieldDifference(name, a, b, math.inf, False)
     if float(a) == float(b):
         return None
-    return FieldDifference(name, a, b, float_difference(a, b), floats_close(a, b))
+    return FieldDifference(name, a, b, float_difference(a, b), floats_close(a, b),
+                           relative_difference(a, b))
 
 
 def _ledger_numbers(value: Any) -> tuple[list, list[float]]:
@@ -141,7 +144,7 @@ def _ledger_field(a: Any, b: Any) -> FieldDifference | None:
     if nums_a == nums_b:
         return None
     return FieldDifference(LEDGER_FIELD, a, b, float_difference(nums_a, nums_b),
-                           floats_close(nums_a, nums_b))
+                           floats_close(nums_a, nums_b), relative_difference(nums_a, nums_b))
 
 
 def compare_records(committed: Mapping, here: Mapping) -> list[FieldDifference]:
@@ -169,8 +172,9 @@ def compare_records(committed: Mapping, here: Mapping) -> list[FieldDifference]:
         elif _equal(a, b):
             diff = None
         else:
-            size = abs(float(a) - float(b)) if _number(a) and _number(b) else math.inf
-            diff = FieldDifference(name, a, b, size, False)
+            numbers = _number(a) and _number(b)
+            diff = FieldDifference(name, a, b, float_difference(a, b) if numbers else math.inf,
+                                   False, relative_difference(a, b) if numbers else math.inf)
         if diff is not None:
             out.append(diff)
     return out

@@ -58,8 +58,9 @@ from dptaucc.bench.scales import paper_results_dir
 from dptaucc.bench.store import RunStore
 from dptaucc.bench.travel import OUTCOME_FIELDS, FieldDifference, compare_records
 
-#: records per experiment × method × mode stratum by default (about 80 jobs in all)
-DEFAULT_PER_STRATUM = 3
+#: records per experiment × method × mode stratum by default (130 jobs in all: about two
+#: CPU-minutes, measured; a bound of 5 minutes on 2 idle cores)
+DEFAULT_PER_STRATUM = 5
 #: a float-path value passes when within the committed cell's mean ± this many deviations
 CELL_SIGMAS = 4.0
 #: more than this share of a stratum's checked records on the float path: different
@@ -299,7 +300,8 @@ def _describe(v: Verdict) -> str:
         return f"{head}: {v.note}"
     parts = []
     for d in sorted(v.differences, key=lambda d: (d.within_tolerance, d.field)):
-        size = "not comparable" if not np.isfinite(d.size) else f"|Δ| {d.size:.2g}"
+        size = ("not comparable" if not np.isfinite(d.size)
+                else f"|Δ| {d.size:.2g}, relative {d.relative:.2g}")
         if d.field == "ledger":
             parts.append(f"ledger numbers ({size})")
         else:
