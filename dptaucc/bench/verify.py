@@ -8,12 +8,13 @@ with the committed one field by field (:mod:`travel`):
 * **identical**: every compared field bit for bit the same;
 * **within tolerance**: some float (ε spent, a metric, a ledger number) differs, within the
   float tolerance of :mod:`dptaucc.testing`;
-* **float path**: a method whose DP outputs pass through float kernels that the CPU chooses
-  (``MethodInfo.float_path``, measured in docs/records.md) came out as another draw of its
-  noise: only what the fit found (metrics, cluster counts) differs, each value inside the
-  committed values of its cell (same method, mode, dataset, ε and parameters, every seed):
-  their mean ± :data:`CELL_SIGMAS` standard deviations. More than :data:`FLOAT_PATH_MAX_SHARE`
-  of a stratum's records so is no longer a rare flip: those count as different;
+* **float path**: a method and mode whose labels the last bits of CPU-chosen floats can decide
+  (``MethodInfo.float_path``, measured in docs/records.md) came out otherwise: only what the
+  fit found (scores, cluster counts) differs, each value inside the committed values of its
+  cell (same method, mode, dataset, ε and parameters, every seed): their mean ±
+  :data:`CELL_SIGMAS` standard deviations. Two or more such records making up more than
+  :data:`FLOAT_PATH_MAX_SHARE` of a stratum's are no longer a rare flip: they count as
+  different;
 * **different**: anything else beyond the tolerance. The command then exits 1.
 
 The sample: every experiment × method × mode stratum of the committed tables, ``--per-stratum``
@@ -63,7 +64,8 @@ from dptaucc.bench.travel import OUTCOME_FIELDS, FieldDifference, compare_record
 DEFAULT_PER_STRATUM = 5
 #: a float-path value passes when within the committed cell's mean ± this many deviations
 CELL_SIGMAS = 4.0
-#: more than this share of a stratum's checked records on the float path: different
+#: two or more float-path records and more than this share of a stratum's checked ones:
+#: different
 FLOAT_PATH_MAX_SHARE = 0.5
 #: jobs not started after this many minutes are not checked (a bound, not an expected time)
 DEFAULT_MAX_MINUTES = 30.0
@@ -202,18 +204,17 @@ def _work(job: dict, deadline: float, other_kernels: int | None) -> Outcome:
 
 def rerun(jobs: Sequence[dict], n_jobs: int, max_minutes: float,
           other_kernels: int | None = None) -> dict[str, dict]:
-    """Run ``jobs`` with the engine's execution; the stored record of each by run id."""
+    """Run ``jobs`` with the engine's execution; the stored record of each by run id (a job
+    whose worker died has its failed record; a job not started has none)."""
     deadline = time.time() + 60.0 * max_minutes
     work = functools.partial(_work, deadline=deadline, other_kernels=other_kernels)
-    tally = run_jobs(list(jobs), n_jobs, desc="verify", work=work)
+    run_jobs(list(jobs), n_jobs, desc="verify", work=work)
     out = {}
-    by_id = {run_id(j): j for j in jobs}
-    for o in tally.outcomes:
-        if o.outcome == "ran" and o.run_id in by_id:
-            job = by_id[o.run_id]
-            rec = RunStore(job["paths"]["runs_dir"], job["bench"]["experiment"]).get(o.run_id)
-            if rec is not None:
-                out[o.run_id] = rec
+    for job in jobs:
+        rid = run_id(job)
+        rec = RunStore(job["paths"]["runs_dir"], job["bench"]["experiment"]).get(rid)
+        if rec is not None:
+            out[rid] = rec
     return out
 
 
@@ -275,7 +276,7 @@ def judge(verdicts: Sequence[Verdict], reruns: Mapping[str, dict],
     for group in by_stratum.values():
         flips = [v for v in group if v.verdict == "float path"]
         checked = [v for v in group if v.verdict != "not checked"]
-        if flips and len(flips) > FLOAT_PATH_MAX_SHARE * len(checked):
+        if len(flips) > 1 and len(flips) > FLOAT_PATH_MAX_SHARE * len(checked):
             for v in flips:
                 v.verdict = "different"
                 v.note += (f" ({len(flips)} of {len(checked)} records of this stratum: more "

@@ -131,6 +131,16 @@ def test_many_float_path_flips_in_a_stratum_are_different():
     judged = _judged(table, changes, {"dp_taucc": ("paper",)})
     assert {judged[r].verdict for r in table.run_id[:7]} == {"different"}
     assert "more than a rare float-path flip" in judged[table.run_id[0]].note
+    few = _judged(table, {r: changes[r] for r in table.run_id[:6]}, {"dp_taucc": ("paper",)})
+    assert {few[r].verdict for r in table.run_id[:6]} == {"float path"}  # 6 of 12
+
+
+def test_a_single_float_path_flip_is_rare_even_alone():
+    table = _table()[lambda d: d["mode"] == "paper"].reset_index(drop=True)
+    sample = verify.stratified_sample({"exp": table}, per_stratum=1)
+    reruns = {v.row["run_id"]: {**v.row, "nmi_rows": v.row["nmi_rows"] + 0.01} for v in sample}
+    verify.judge(sample, reruns, {"exp": table}, {"dp_taucc": ("paper",)})
+    assert [v.verdict for v in sample] == ["float path"]
 
 
 def test_a_record_not_run_is_not_checked_and_fails_the_command(capsys):
