@@ -13,7 +13,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 SCALE ?= quick
 
 .DEFAULT_GOAL := help
-.PHONY: help setup octave data test test-fast test-slurm slurm-install slurm-start slurm-stop slurm-status lint bench bench-authors reproduce reproduce-quick collect figures report audit audit-quick audit-ci audit-power audit-primitives audit-estimate audit-mutants audit-false-alarms clean
+.PHONY: help setup setup-latest octave data test test-fast test-float-paths verify test-slurm slurm-install slurm-start slurm-stop slurm-status lint bench bench-authors reproduce reproduce-quick collect figures report audit audit-quick audit-ci audit-power audit-primitives audit-estimate audit-mutants audit-false-alarms clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
@@ -22,8 +22,14 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
-setup: $(PY) octave ## create .venv and install the project with the [bench,test] extras (+ Octave for DPHD)
-	$(PY) -m pip install -q -e ".[bench,test]"
+#: the versions the committed results were made with (pip constraints)
+LOCK ?= constraints.txt
+
+setup: $(PY) octave ## create .venv and install the project with the [bench,test] extras at the versions of $(LOCK) (+ Octave for DPHD)
+	$(PY) -m pip install -q -c $(LOCK) -e ".[bench,test]"
+
+setup-latest: $(PY) octave ## as setup, but the newest versions pyproject.toml allows instead of the lock
+	$(PY) -m pip install -q --upgrade --upgrade-strategy eager -e ".[bench,test]"
 
 OCTAVE_PACKAGES = octave libopenblas0-pthread
 
@@ -49,6 +55,16 @@ FAST_TESTS = tests/dptaucc tests/privacy tests/contract tests/datasets tests/bas
 
 test-fast: ## the core unit tests in about a minute (run `make test` before a merge)
 	$(PY) -m pytest -q -m "not slow and not octave" $(FAST_TESTS)
+
+test-float-paths: ## the core and seeded-output tests on a second float path: numpy's widest kernels, OpenBLAS's own and the compiled ones off, numpy's maths a ulp off
+	@echo "second float path: $$($(PY) -m dptaucc.testing)"
+	env $$($(PY) -m dptaucc.testing) $(PY) -m pytest -q --other-float-kernels -m "not slow and not octave" $(FAST_TESTS)
+
+#: e.g. VERIFY_ARGS="--per-stratum 1" (CI) or "--per-stratum 10 --sample-seed 3"
+VERIFY_ARGS ?=
+
+verify: ## re-run a stratified sample of the committed results here; exit 1 if any differs beyond the float tolerance (docs/records.md)
+	$(PY) -m dptaucc.bench.verify --jobs $(JOBS) $(VERIFY_ARGS)
 
 slurm-install: ## install SLURM, munge, slurmdbd and MariaDB for a local test cluster (apt, root; idempotent)
 	scripts/local_slurm.sh install

@@ -68,6 +68,10 @@ class MethodInfo:
     #: returning :class:`dptaucc.audit.scenarios.AuditScenarios`, or ``"module:function"``);
     #: imported only by the audit. None: the audit's default scenarios (docs/audit.md)
     audit: str | None = None
+    #: modes whose DP outputs pass through float kernels that the CPU chooses (numpy's
+    #: vector maths, BLAS) so that a last-bit difference can flip a discrete outcome: another
+    #: machine may draw other noise for a few seeds (measured: docs/records.md)
+    float_path: tuple[str, ...] = ()
 
     @property
     def private(self) -> bool:

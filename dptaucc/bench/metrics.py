@@ -49,8 +49,8 @@ def nmi_ari(truth: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
 
     >>> import numpy as np
     >>> from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
-    >>> nmi_ari([0, 0, 1, 1], [5, 5, 2, 2])  # the same partition under other names
-    (1.0, 1.0)
+    >>> [round(v, 12) for v in nmi_ari([0, 0, 1, 1], [5, 5, 2, 2])]  # the same partition
+    [1.0, 1.0]
     >>> truth, labels = [0, 0, 0, 1, 1, 2, 2, 2], [0, 0, 1, 1, 1, 2, 2, 0]
     >>> nmi, ari = nmi_ari(truth, labels)
     >>> bool(np.isclose(nmi, normalized_mutual_info_score(truth, labels)))

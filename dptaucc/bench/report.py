@@ -424,12 +424,19 @@ def provenance_section(frames: dict[str, pd.DataFrame]) -> list[str]:
             ["GNU Octave (DPHD)", values("octave")]]
     lines = ["## Provenance", "", "A `-dirty` commit means the code differed from that "
              "commit (changes under results/ do not count).", ""]
-    lines += _table(["", "value"], rows) + [""]
+    lines += _table(["", "value"], rows) + ["", environment_line(), ""]
     rt = frames.get("supp_runtime")
     if rt is not None:
         fits = ok(rt)
         lines += runtime_idleness(fits)
     return lines
+
+
+def environment_line() -> str:
+    """Where the versions above are pinned, and how a reader checks the records."""
+    return ("The library versions are pinned in `constraints.txt` (`make setup` installs them); "
+            "`make verify` re-runs a sample of these records on your machine "
+            "(docs/records.md).")
 
 
 #: other processes' CPUs (time-weighted over the fits) above which timings count as inflated
