@@ -76,9 +76,13 @@ def release_views(model) -> dict[str, np.ndarray]:
         if arr.ndim != 2 or arr.shape[0] < 2:
             continue
         order = np.lexsort(arr.T[::-1])
+        together = [arr[order].reshape(arr.shape[0], -1).astype(float)]
         for other in base:
             if other != key and out[other].ndim >= 1 and out[other].shape[0] == arr.shape[0]:
                 out[f"{other} in the row order of {key}"] = out[other][order]
+                together.append(out[other][order].reshape(arr.shape[0], -1).astype(float))
+        if len(together) > 1:  # every release with these rows, as one vector: joint events
+            out[f"all releases in the row order of {key}"] = np.hstack(together).ravel()
     return out
 
 
