@@ -237,7 +237,8 @@ def audit_section(results_dir: str | os.PathLike = "results",
     if df is None or df.empty:
         return []
     v = verdicts(df)
-    n_fits = int(df["n_fits"].max())
+    e2e = df[df["scope"] == "end-to-end"]["n_fits"]
+    n_fits = int(e2e.max()) if len(e2e) else 0
     shas = ", ".join(sorted({str(s)[:12] for s in df["git_sha"].dropna()}))
     lines = [
         "## Empirical privacy audit: ε lower bounds", "",
