@@ -8,60 +8,98 @@ empty-cluster leak; exact counts are exact values on D, not always on D', where 
 bound may fill it); ``replaced_row`` (DP-KMeans protects whole rows): a row at the bound changes
 cluster.
 
-Call sites: :func:`row_across_boundary` at ε = 6.35 (d = 1, two iterations), history crafted by
-:func:`boundary_history`: row u crosses the boundary between forced centres, both counts move
-and both clusters' sums leave the edges of their ranges (the bounded mechanism's worst case).
+Call sites (ε = 6.35, d = 1, two iterations, public bound :data:`CALL_BOUND`): the second
+iteration on :func:`row_across_boundary` with the history crafted by :func:`boundary_history`
+(row u crosses the boundary between forced centres, both counts move and both clusters' sums
+leave the edges of their ranges by the bound: the bounded mechanism's worst case); the first
+iteration on :func:`row_leaves_the_top` (its centres are random: u at 0 in D' crosses any
+boundary).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
 import scipy.sparse as sp
 
 from dptaucc.audit import events as ev
-from dptaucc.audit.bugs import Bug, double_epsilon_unlogged, exact_values_released, scale_argument
+from dptaucc.audit.bugs import (
+    Bug,
+    after_fit,
+    double_epsilon_unlogged,
+    exact_values_released,
+    scale_argument,
+    with_arguments,
+)
 from dptaucc.audit.pairs import RowPair, new_column_maximum, replaced_row, row_at_bound
 from dptaucc.audit.scenarios import AuditScenarios, CallSiteSetup, Scenario, label_events
 from dptaucc.audit.transcript import Call
 
-__all__ = ["scenarios", "row_across_boundary", "boundary_history"]
+__all__ = ["scenarios", "row_across_boundary", "row_leaves_the_top", "boundary_history"]
 
 
-def row_across_boundary(n_top: int = 3, n_zero: int = 10, bound: int = 5) -> RowPair:
-    """(row-level relation) One column: ``n_top`` rows at the public bound B (row u among
-    them) and ``n_zero`` zero rows; in D' row u holds B − 1. With centres B and B − 1.5
-    (:func:`boundary_history`) row u is in the top cluster in D and joins the zero rows in D':
-    the top cluster's sum leaves the top of its range {0, …, B·ñ} and the zero cluster's sum
-    leaves 0, each by (nearly) the bound — the edges where the bounded discrete Laplace
-    mechanism's privacy loss is largest.
+#: the public bound of the call-site setups: one grid step (2⁻¹⁰) above 4, so that a row at
+#: 5 (clipped to B) and one at 4 are B and B − 1 step: a crossing row moves both clusters'
+#: sums by (almost exactly) the sensitivity B
+CALL_BOUND = 4.0 + 2.0**-10
 
-    >>> pair = row_across_boundary(n_top=2, n_zero=3, bound=5)
+
+def _one_column(top: int, zeros: int, u_d: int, u_dp: int, name: str, why: str) -> RowPair:
+    D = np.zeros((top + zeros, 1), dtype=np.int64)
+    D[:top] = 5
+    Dp = D.copy()
+    D[top - 1], Dp[top - 1] = u_d, u_dp
+    return RowPair(name, sp.csr_matrix(D), sp.csr_matrix(Dp), top - 1, 2, why)
+
+
+def row_across_boundary(n_top: int = 4, n_zero: int = 4) -> RowPair:
+    """(row-level relation) One column: ``n_top`` rows at 5 (row u among them) and
+    ``n_zero`` zero rows; in D' row u holds 4. With the public bound :data:`CALL_BOUND` (5 is
+    clipped to B = 4 + g, 4 is B − g) and centres B and 4 − g/2 (:func:`boundary_history`), row
+    u is in the top cluster in D and joins the zero rows in D': the top cluster's sum leaves
+    the top of its range {0, …, B·ñ} by B and the zero cluster's leaves 0 by B − g — both
+    values of the call at the edges where the bounded discrete Laplace mechanism's privacy
+    loss is largest, each moved by its full sensitivity.
+
+    >>> pair = row_across_boundary(n_top=2, n_zero=3)
     >>> pair.D.toarray().ravel().tolist(), pair.D_prime.toarray().ravel().tolist(), pair.u
     ([5, 5, 0, 0, 0], [5, 4, 0, 0, 0], 1)
     """
-    D = np.zeros((n_top + n_zero, 1), dtype=np.int64)
-    D[:n_top] = bound
-    Dp = D.copy()
-    Dp[n_top - 1] = bound - 1
-    return RowPair("row_across_boundary", sp.csr_matrix(D), sp.csr_matrix(Dp), n_top - 1, 2,
-                   "row u at the bound moves across the centres' boundary (row-level)")
+    return _one_column(n_top, n_zero, 5, 4, "row_across_boundary",
+                       "row u at the bound moves across the centres' boundary (row-level)")
 
 
-def boundary_history(n_top: int = 3, n_zero: int = 10) -> Callable[[list[Call]], list[Call]]:
-    """The worst case for the second iteration's sums, with :func:`row_across_boundary`: the
-    first iteration's counts and sums forced to centres B and B − 1.5 (cluster 0 takes the rows
-    at B, cluster 1 the zero rows and B − 1), and the second iteration's counts to the true
-    sizes on D, so that cluster 0's range {0, …, B·ñ₀} is exactly filled on D (its sum at the
-    top edge) while cluster 1's sum is 0 (the bottom edge). Outputs are on the mechanisms'
-    integer grids."""
-    from dptaucc.baselines.dp_kmeans import DEFAULT_BOUNDS_MAX, SUM_GRID_BITS
+def row_leaves_the_top(n_top: int = 4, n_zero: int = 4) -> RowPair:
+    """(row-level relation) :func:`row_across_boundary`'s column with row u at 0 in D': the
+    first iteration's random centres (always inside the box, so their boundary lies between
+    0 and B) put u's two versions in different clusters, whatever the seed: both counts
+    move (the counts' worst case) and the top cluster's sum leaves the top of its range.
+
+    >>> row_leaves_the_top(n_top=2, n_zero=1).D_prime.toarray().ravel().tolist()
+    [5, 0, 0]
+    """
+    return _one_column(n_top, n_zero, 5, 0, "row_leaves_the_top",
+                       "row u at the bound replaced by a zero row (row-level)")
+
+
+def boundary_history(n_top: int = 4, n_zero: int = 4) -> Callable[[list[Call]], list[Call]]:
+    """The worst case of the second iteration's calls, with :func:`row_across_boundary` and
+    the bound :data:`CALL_BOUND`: the first iteration's counts forced to the true sizes
+    (n_top, n_zero) and its sums to centres B and 4 − g/2 (their boundary 4 + g/4 separates
+    u's versions B and B − g), the second iteration's counts to the true sizes on D, so that
+    the top cluster's range {0, …, B·ñ} is exactly filled on D (its sum at the top edge) while
+    the zero cluster's sum is 0 (the bottom edge). Outputs are on the mechanisms' integer
+    grids. The first iteration's calls (no history before them) get equal sizes forced in
+    either cluster order: n_top = n_zero by default."""
+    from dptaucc.baselines.dp_kmeans import SUM_GRID_BITS
 
     unit = 2**SUM_GRID_BITS  # grid steps per count
+    steps = math.ceil(CALL_BOUND * unit)
     counts = np.array([n_top, n_zero], dtype=np.int64)
-    sums = np.array([[round(DEFAULT_BOUNDS_MAX * unit) * n_top],
-                     [round((DEFAULT_BOUNDS_MAX - 1.5) * unit) * n_zero]], dtype=np.int64)
+    low = round((4.0 - 0.5 / unit) * unit * n_zero)
+    sums = np.array([[steps * n_top], [low]], dtype=np.int64)
 
     def craft(history: list[Call]) -> list[Call]:
         forced = [counts, sums, counts] + [c.output for c in history[3:]]
@@ -87,6 +125,31 @@ def _upper_bounds_are_column_maxima(D) -> Callable:
     return lambda m: ev.values_equal(m.bounds_[1], hi)
 
 
+def _exact_means(D) -> Callable:
+    """The means of D's rows (clipped to ``bounds_``) in each cluster of the released centres'
+    assignment (a centre where no row is): centres computed the non-private way."""
+    X = ev.dense(D)
+
+    def means(m):
+        lower, upper = m.bounds_
+        rows, labels = np.clip(X, lower, upper), m.predict(D)
+        centres = np.array(m.cluster_centers_, dtype=float)
+        for j in np.unique(labels):
+            centres[j] = rows[labels == j].mean(axis=0)
+        return centres
+    return means
+
+
+def _recomputed(p) -> tuple[ev.Event, ...]:
+    """Each release recomputed from D the non-private way (the released centres' assignment of
+    D's rows): the centres as exact means, the sizes as exact counts."""
+    return (ev.attribute_equals("cluster_centers_", _exact_means(p.D), rtol=1e-7,
+                                name="cluster_centers_ = exact means of D's rows"),
+            ev.attribute_equals("cluster_sizes_",
+                                lambda m: ev.sizes_of_assignment(m, p.D, len(m.cluster_sizes_)),
+                                name="cluster_sizes_ = exact sizes of D's clusters"))
+
+
 def _end_to_end() -> tuple[Scenario, ...]:
     p = new_column_maximum()
     return (
@@ -94,19 +157,36 @@ def _end_to_end() -> tuple[Scenario, ...]:
                               _upper_bounds_are_column_maxima(p.D), needs=("bounds_",)),
                      ev.attribute_equals("inertia_", _inertia(p.D), rtol=1e-7,
                                          name="inertia_ = SSE of D"),
-                     *label_events(p)),
-                 "a new column maximum: data-derived bounds; raw SSE and labels", share=0.4),
+                     *_recomputed(p), *label_events(p)),
+                 "a new column maximum: data-derived bounds; raw SSE, centres, sizes and labels",
+                 share=0.4),
         Scenario(row_at_bound(), (),
                  "every row of D is the origin: one cluster of D is empty, its exact "
                  "statistics are (0, 0); in D' a row at the bound may fill it", share=0.3),
-        Scenario(replaced_row(), (),
+        Scenario(replaced_row(), _recomputed(replaced_row()),
                  "a row at the public bound changes cluster (DP-KMeans protects rows)",
                  share=0.3, params=(("epsilon", 1.0),)))
 
 
+#: why a call stays below 0.9 of its charge (docs/audit.md)
+SUMS_LIMIT = ("the bounded discrete Laplace reaches its ε only for outputs at the edge of "
+              "its range (a few per cent of them per value) and the call is charged for two "
+              "values moving at once: an event must catch both at their edges, so 10⁶ draws "
+              "bound it at about 0.6-0.7 of the charge")
+FIRST_SUMS_LIMIT = ("the first iteration's centres are data-independent random points "
+                    "inside the box: no row can move from the top of one cluster's range to "
+                    "the top of another's, so one of the two charged values moves (at most "
+                    "half the charge); and " + SUMS_LIMIT)
+
+
 def _call_sites() -> tuple[CallSiteSetup, ...]:
-    return (CallSiteSetup(row_across_boundary(), (("epsilon", 6.35),), max_calls=2, first=2,
-                          max_draws=40_000, craft=boundary_history()),)
+    """ε = 6.35, d = 1, two iterations: the counts are charged 1.18, the sums 2 (two values
+    at ε_coord = 1, where the bounded mechanism's edges carry the most loss)."""
+    params = (("epsilon", 6.35), ("bounds_max", CALL_BOUND))
+    return (CallSiteSetup(row_leaves_the_top(), params, max_calls=2, craft=boundary_history(),
+                          limits=(("sums", FIRST_SUMS_LIMIT),)),
+            CallSiteSetup(row_across_boundary(), params, max_calls=2, first=2,
+                          craft=boundary_history(), limits=(("sums", SUMS_LIMIT),)))
 
 
 # ------------------------------------------------------------------ known bugs
@@ -132,6 +212,17 @@ def _empty_cluster_leak(original):
     return buggy
 
 
+def _centres_over_exact_sizes(model, X) -> None:
+    """The released centres re-divided by the exact sizes of the fitted rows' clusters."""
+    sums = model.cluster_centers_ * model.cluster_sizes_[:, None]
+    model.cluster_centers_ = sums / np.maximum(ev.sizes_of_assignment(model, X, len(sums)),
+                                               1)[:, None]
+
+
+def _half_the_changed_values(arguments) -> None:
+    arguments["n_changed"] = max(1, arguments["n_changed"] // 2)  # "one cluster's sums"
+
+
 _KMEANS = "dptaucc.baselines.dp_kmeans"
 
 BUGS = (
@@ -154,6 +245,15 @@ BUGS = (
         "a cluster that is empty on the data gets size 1 and sum 0 exactly (its centre at the "
         "origin) instead of its noisy statistics",
         ((_KMEANS, "corrected_statistics", _empty_cluster_leak),)),
+    # written for issue 33 after the audit's power work, to check it
+    Bug("dp_kmeans.centres_over_exact_sizes", "dp_kmeans", "exact input after a call",
+        "the released centres divided by the exact sizes of the fitted rows' clusters, the "
+        "released sizes still noisy", ((_KMEANS + ":DPKMeans", "fit",
+                                       after_fit(_centres_over_exact_sizes)),)),
+    Bug("dp_kmeans.sums_charged_for_one_cluster", "dp_kmeans", "privacy map slip",
+        "the sums charged for d changed values (one cluster's) instead of 2d",
+        ((_KMEANS, "bounded_discrete_laplace_mechanism",
+          with_arguments(_half_the_changed_values)),)),
 )
 
 
@@ -162,7 +262,7 @@ def scenarios() -> AuditScenarios:
 
     >>> s = scenarios()
     >>> s.main.pair.name, s.call_sites[0].pair.name, len(s.bugs)
-    ('new_column_maximum', 'row_across_boundary', 6)
+    ('new_column_maximum', 'row_leaves_the_top', 8)
     """
     return AuditScenarios(_end_to_end(), _call_sites(), BUGS,
                           paper_leaks="data-derived bounds, swapped split")

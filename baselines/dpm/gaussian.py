@@ -217,7 +217,8 @@ def colored_gaussian_mechanism(values: np.ndarray, covariance: np.ndarray, epsil
     ledger.charge(step, mechanism, epsilon, delta, l2_sensitivity, "sequential", note,
                   float(sds.max()) if sds.size else 0.0)
 
-    def draw():
-        return colored_gaussian_noise(values, covariance, sampler)
+    def draw(n=None):  # n: a batch of n outputs (audit redraws)
+        batch = values if n is None else np.broadcast_to(values, (n, *np.shape(values)))
+        return colored_gaussian_noise(batch, covariance, sampler)
     out = draw()
     return out if seen is None else seen.released(step, mechanism, out, draw)

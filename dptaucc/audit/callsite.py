@@ -203,7 +203,7 @@ def audit_call_site(build: Callable, D, D_prime, k: int, *, n_fits: int, alpha: 
             shapes = np.zeros(size, dtype=np.int64)
             sel, held = slice(0, None, 2), slice(1, None, 2)
             events = derived.select_tails(A[sel], B[sel], name=step, n_events=n_events,
-                                          delta=delta)
+                                          alpha=alpha / looks / (4 * n_events), delta=delta)
             eps, cand, k_a, k_b = derived.bound(events, A[held], B[held], shapes[held],
                                                 shapes[held], alpha / looks, delta)
             result = CallSiteResult(

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from joblib import Parallel, delayed
 
 from .callsite import audit_call_site, call_sites
 from .endtoend import audit_release
@@ -47,7 +48,7 @@ RECORD_COLUMNS = [
     "method", "mode", "epsilon", "delta", "epsilon_spent", "end_to_end_dp", "epsilon_lower",
     "scope", "step", "epsilon_claimed", "verdict", "event", "epsilon_lower_max", "n_fits",
     "time_s", "pair", "events", "alpha", "bug", "seed", "size", "git_sha", "versions",
-    "started_at",
+    "started_at", "limit",
 ]
 
 
@@ -173,8 +174,15 @@ def _probe(build, D, private: bool, bug: str | None, n: int = 2) -> tuple[float,
     return (spent if e2e else math.inf), e2e, delta
 
 
-def _verdict(lower: float, claimed: float) -> str:
-    if math.isnan(lower):
+def _verdict(lower: float, claimed: float, event: str = "x") -> str:
+    """"no evidence" when no event told D from D' (no bound, or no candidate above 0: an
+    ε_lower of 0 proves nothing), "not DP" for a method without a claim, else "violation"
+    or "ok".
+
+    >>> _verdict(0.0, 1.0, ""), _verdict(0.3, 1.0, "x[0] <= 2"), _verdict(1.3, 1.0)
+    ('no evidence', 'ok', 'violation')
+    """
+    if math.isnan(lower) or (lower <= 0 and not event):
         return "no evidence"
     if math.isnan(claimed):
         return "not DP"
@@ -200,11 +208,69 @@ def _n_units(job: AuditJob, bug: str | None) -> list:
     return units
 
 
+def _unit_record(job: AuditJob, unit, a: float, seed: int, bug: str | None, workers: int,
+                 looks: int) -> dict:
+    """The record of one end-to-end scenario or one audited call."""
+    rec = _base(job, seed, bug)
+    private = job.mode is not None
+    if job.scope == "end-to-end":
+        spec: Scenario = unit
+        build = job.factory(spec.params)
+        spent, e2e, delta = _probe(build, spec.pair.D, private, bug)
+        # a scenario may fit at its own ε (and δ): the claim is the ε its fits are given
+        fit_eps = dict(spec.params).get("epsilon", job.epsilon)
+        claimed = math.nan if not private else float(fit_eps)
+        n = max(4, math.ceil(job.n_fits * spec.share))
+        events = applicable(spec.events, build(0))
+        res = audit_release(build, spec.pair.D, spec.pair.D_prime, events, n_fits=n,
+                            alpha=a, claim=claimed if private else math.inf, delta=delta,
+                            seed=seed, bug=bug, n_jobs=workers, looks=looks,
+                            derive=spec.derive)
+        rec.update(epsilon=math.nan if fit_eps is None else float(fit_eps), delta=delta,
+                   epsilon_spent=spent, end_to_end_dp=e2e, step="", pair=spec.pair.name,
+                   epsilon_claimed=claimed, limit="")
+    else:
+        setup, call = unit
+        build = job.factory(setup.params)
+        spent, e2e, delta = _probe(build, setup.pair.D, private, bug, n=1)
+        if setup.redraw_samples:
+            res = audit_call_site_redrawn(build, setup.pair.D, setup.pair.D_prime,
+                                          call.index, n_samples=setup.redraw_samples,
+                                          alpha=a, seed=seed, bug=bug, n_jobs=workers)
+        else:
+            draws = min(job.n_fits, setup.max_draws or job.n_fits)
+            res = audit_call_site(build, setup.pair.D, setup.pair.D_prime, call.index,
+                                  n_fits=draws, alpha=a, seed=seed, bug=bug,
+                                  looks=looks, craft=setup.craft)
+        rec.update(epsilon=float(dict(setup.params)["epsilon"]), delta=res.delta,
+                   epsilon_spent=spent, end_to_end_dp=e2e,
+                   step=f"#{call.index} {res.step} ({res.mechanism})",
+                   pair=setup.pair.name, epsilon_claimed=res.epsilon_claimed,
+                   limit=setup.limit_of(res.step))
+        claimed = res.epsilon_claimed
+    rec.update(epsilon_lower=res.epsilon_lower,
+               verdict=_verdict(res.epsilon_lower, claimed, res.event),
+               event=res.event, n_fits=res.n_fits, time_s=res.elapsed_s,
+               epsilon_lower_max=measurable_max(max(1, res.n_fits // 2), 8, a / looks),
+               events=yaml.safe_dump(res.counts, sort_keys=False, allow_unicode=True),
+               alpha=a)
+    return rec
+
+
+def _in_parallel(job: AuditJob, units: list, workers: int) -> bool:
+    """Call sites sampled in this process run side by side, one per worker (each replays its
+    own fits); end-to-end scenarios and redrawn call sites parallelise their fits instead."""
+    return (job.scope == "call-site" and workers > 1 and len(units) > 1
+            and not any(setup.redraw_samples for setup, _ in units))
+
+
 def run_job(job: AuditJob, *, seed: int = 0, alpha: float = 0.05, n_jobs: int | None = 1,
             progress: bool = True, bug: str | None = None, looks: int = 2,
             stop_at_violation: bool = False) -> list[dict]:
     """Audit one job: one record per end-to-end scenario, or per audited call, each at
     ``alpha / (number of records)``, so the job's bounds hold simultaneously at 1 − α.
+    Call sites sampled in-process run ``n_jobs`` at a time (a violation stops the job after
+    the batch it is found in, with ``stop_at_violation``).
 
     >>> [record] = run_job(AuditJob("fast_taucc", None, None, 20), progress=False)
     >>> record["scope"], record["verdict"], record["epsilon_lower"] > 0  # it reads the data
@@ -213,53 +279,25 @@ def run_job(job: AuditJob, *, seed: int = 0, alpha: float = 0.05, n_jobs: int | 
     units = _n_units(job, bug)
     a = alpha / max(1, len(units))
     workers = max(1, int(n_jobs or 1))
-    private = job.mode is not None
+    parallel = _in_parallel(job, units, workers)
+    batch = workers if parallel else 1
     records = []
-    for unit in units:
-        rec = _base(job, seed, bug)
-        if job.scope == "end-to-end":
-            spec: Scenario = unit
-            build = job.factory(spec.params)
-            spent, e2e, delta = _probe(build, spec.pair.D, private, bug)
-            claimed = math.nan if not private else float(job.epsilon)
-            n = max(4, math.ceil(job.n_fits * spec.share))
-            events = applicable(spec.events, build(0))
-            res = audit_release(build, spec.pair.D, spec.pair.D_prime, events, n_fits=n,
-                                alpha=a, claim=claimed if private else math.inf, delta=delta,
-                                seed=seed, bug=bug, n_jobs=workers, looks=looks,
-                                derive=spec.derive)
-            rec.update(epsilon=math.nan if job.epsilon is None else job.epsilon, delta=delta,
-                       epsilon_spent=spent, end_to_end_dp=e2e, step="", pair=spec.pair.name,
-                       epsilon_claimed=claimed)
+    for start in range(0, len(units), batch):
+        chunk = units[start:start + batch]
+        if parallel:
+            recs = Parallel(n_jobs=min(workers, len(chunk)))(
+                delayed(_unit_record)(job, u, a, seed, bug, 1, looks) for u in chunk)
         else:
-            setup, call = unit
-            build = job.factory(setup.params)
-            spent, e2e, delta = _probe(build, setup.pair.D, private, bug, n=1)
-            if setup.redraw_samples:
-                res = audit_call_site_redrawn(build, setup.pair.D, setup.pair.D_prime,
-                                              call.index, n_samples=setup.redraw_samples,
-                                              alpha=a, seed=seed, bug=bug, n_jobs=workers)
-            else:
-                draws = min(job.n_fits, setup.max_draws or job.n_fits)
-                res = audit_call_site(build, setup.pair.D, setup.pair.D_prime, call.index,
-                                      n_fits=draws, alpha=a, seed=seed, bug=bug,
-                                      n_jobs=workers, looks=looks, craft=setup.craft)
-            rec.update(epsilon=float(dict(setup.params)["epsilon"]), delta=res.delta,
-                       epsilon_spent=spent, end_to_end_dp=e2e,
-                       step=f"#{call.index} {res.step} ({res.mechanism})",
-                       pair=setup.pair.name, epsilon_claimed=res.epsilon_claimed)
-            claimed = res.epsilon_claimed
-        rec.update(epsilon_lower=res.epsilon_lower, verdict=_verdict(res.epsilon_lower, claimed),
-                   event=res.event, n_fits=res.n_fits, time_s=res.elapsed_s,
-                   epsilon_lower_max=measurable_max(max(1, res.n_fits // 2), 8, a / looks),
-                   events=yaml.safe_dump(res.counts, sort_keys=False, allow_unicode=True),
-                   alpha=a)
-        records.append(rec)
-        if progress:
-            print(f"    {job.label} {rec['pair']} {rec['step']}: ε_lower = "
-                  f"{rec['epsilon_lower']:.3f} / claimed {claimed:.3g} ({rec['verdict']}, "
-                  f"{rec['n_fits']} fits, {rec['time_s']:.1f} s)", flush=True)
-        if stop_at_violation and rec["verdict"] == "violation" and job.mode == "corrected":
+            recs = [_unit_record(job, u, a, seed, bug, workers, looks) for u in chunk]
+        for rec in recs:
+            records.append(rec)
+            if progress:
+                print(f"    {job.label} {rec['pair']} {rec['step']}: ε_lower = "
+                      f"{rec['epsilon_lower']:.3f} / claimed {rec['epsilon_claimed']:.3g} "
+                      f"({rec['verdict']}, {rec['n_fits']} fits, {rec['time_s']:.1f} s)",
+                      flush=True)
+        if stop_at_violation and job.mode == "corrected" and any(
+                r["verdict"] == "violation" for r in recs):
             break
     return records
 

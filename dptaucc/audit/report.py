@@ -18,6 +18,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from dptaucc.bench.aggregate import COLORS, label  # noqa: E402
@@ -139,6 +140,11 @@ def verdicts(df: pd.DataFrame) -> dict[str, list[str]]:
     return out
 
 
+def _no_evidence(lower: float, verdict: str) -> bool:
+    """A record with no evidence: no bound, or the verdict says no event told D from D'."""
+    return bool(math.isnan(lower) or verdict == "no evidence")
+
+
 def _method_tables(df: pd.DataFrame) -> list[str]:
     lines: list[str] = []
     df = best_rows(df)
@@ -151,7 +157,8 @@ def _method_tables(df: pd.DataFrame) -> list[str]:
         for r in d.itertuples():
             above = not math.isnan(r.epsilon_claimed) and r.epsilon_lower > r.epsilon_claimed * (
                 1 + TOL)
-            lower = "no evidence" if math.isnan(r.epsilon_lower) else f"{r.epsilon_lower:.2f}"
+            lower = ("no evidence" if _no_evidence(r.epsilon_lower, getattr(r, "verdict", ""))
+                     else f"{r.epsilon_lower:.2f}")
             where = f"{r.pair} {r.step}".strip()
             lines.append(f"| {r.scope} | {_eps(r.epsilon)} | {_eps(r.epsilon_claimed)} | "
                          f"{_eps(r.epsilon_spent)} | "
@@ -160,6 +167,50 @@ def _method_tables(df: pd.DataFrame) -> list[str]:
                          f"{r.epsilon_lower_max:.2f} |")
         lines.append("")
     return lines
+
+
+#: a call site audited at this share of its charge or more is "tight" (issue: ≥ 0.9)
+TIGHT = 0.9
+
+
+def tightness_section(df: pd.DataFrame) -> list[str]:
+    """Markdown lines: every corrected-mode call site with its charge, ε_lower and their
+    ratio; a call below :data:`TIGHT` names the reason its method declares (``limits`` of
+    its call-site setup), or says that none is known.
+
+    >>> table = pd.DataFrame({
+    ...     "method": ["dpm", "dpm"], "mode": ["corrected"] * 2, "scope": ["call-site"] * 2,
+    ...     "step": ["#0 counts (discrete-laplace)", "#1 sums (bounded-discrete-laplace)"],
+    ...     "epsilon_claimed": [1.0, 2.0], "delta": [0.0, 0.0], "epsilon_lower": [0.95, 1.2],
+    ...     "n_fits": [10**6] * 2, "verdict": ["ok", "ok"], "limit": ["", "edges only"]})
+    >>> lines = tightness_section(table)
+    >>> lines[-3].split(" | ")[-1], lines[-2].split(" | ")[-1]
+    ('– |', 'below 0.9: edges only |')
+    """
+    if "scope" not in df.columns:
+        return []
+    d = df[(df["scope"] == "call-site") & (df["mode"] == "corrected")]
+    if d.empty:
+        return []
+    ratio = d["epsilon_lower"] / d["epsilon_claimed"]
+    tight = int((ratio >= TIGHT).sum())
+    lines = ["### Tightness per call site", "",
+             f"Each corrected-mode mechanism call audited on its method's worst case: ε_lower "
+             f"against the ε (and δ) the call charged. **{tight} of {len(d)}** call sites reach "
+             f"{TIGHT:g} × their charge; a call below says why (declared beside its method). "
+             "A bug that raises a call's privacy loss by more than charge − ε_lower shows at "
+             "that call.", "",
+             "| method | call | charged ε (δ) | ε_lower | ε_lower / charge | draws per side | "
+             "below 0.9 |", "|---|---|---|---|---|---|---|"]
+    limits = d["limit"] if "limit" in d.columns else pd.Series("", index=d.index)
+    for (_, r), q, why in zip(d.iterrows(), ratio, limits.fillna(""), strict=True):
+        lower = "no evidence" if r["verdict"] == "no evidence" else f"{r['epsilon_lower']:.3f}"
+        delta = f" ({r['delta']:g})" if r.get("delta", 0) else ""
+        note = "–" if q >= TIGHT else f"below {TIGHT:g}: {why or 'no reason known (a gap)'}"
+        lines.append(f"| {label(r['method'])} | {r['step']} | {r['epsilon_claimed']:.3g}"
+                     f"{delta} | {lower} | {0.0 if math.isnan(q) else q:.2f} | "
+                     f"{int(r['n_fits']):,} | {note} |")
+    return [*lines, ""]
 
 
 def audit_section(results_dir: str | os.PathLike = "results",
@@ -186,7 +237,8 @@ def audit_section(results_dir: str | os.PathLike = "results",
     if df is None or df.empty:
         return []
     v = verdicts(df)
-    n_fits = int(df["n_fits"].max())
+    e2e = df[df["scope"] == "end-to-end"]["n_fits"]
+    n_fits = int(e2e.max()) if len(e2e) else 0
     shas = ", ".join(sorted({str(s)[:12] for s in df["git_sha"].dropna()}))
     lines = [
         "## Empirical privacy audit: ε lower bounds", "",
@@ -223,6 +275,7 @@ def audit_section(results_dir: str | os.PathLike = "results",
     else:
         lines += ["**Corrected mode:** no method above its claim.", ""]
     lines += _method_tables(df)
+    lines += tightness_section(df)
     root = Path(table).parent if table is not None else Path(results_dir)
     for power in (root / "audit_power.parquet", root / "quick" / "audit_power.parquet"):
         if power.exists():
@@ -295,9 +348,17 @@ def draw_figure(table: str | os.PathLike, out_dir: str | os.PathLike,
                 continue
             shift = step * (2 * i + j - len(methods) + 0.5)  # keep markers apart
             c = COLORS.get(alg, "black")
-            ax.plot(s["epsilon"] + shift, s["epsilon_lower"], ls=":" if hollow else "-", lw=0.8,
-                    color=c, marker=_marker(alg), ms=6,
-                    mfc="white" if hollow else c, label=f"{label(alg)} ({mode})")
+            none = np.array([_no_evidence(lo, v) for lo, v in
+                             zip(s["epsilon_lower"], s.get("verdict", [""] * len(s)),
+                                 strict=True)], dtype=bool)
+            if (~none).any():
+                ax.plot(s["epsilon"][~none] + shift, s["epsilon_lower"][~none],
+                        ls=":" if hollow else "-", lw=0.8, color=c, marker=_marker(alg), ms=6,
+                        mfc="white" if hollow else c, label=f"{label(alg)} ({mode})")
+            if none.any():  # no event told D from D': not a bound of 0, no evidence at all
+                ax.plot(s["epsilon"][none] + shift, np.zeros(int(none.sum())), ls="none",
+                        color=c, marker="x", ms=7,
+                        label=f"{label(alg)} ({mode}): no evidence")
     if eps:
         lo, hi = 0.0, max(eps) * 1.15
         ax.plot([lo, hi], [lo, hi], color="black", lw=1, ls="--", label="ε_lower = ε claimed")

@@ -89,6 +89,18 @@ class CallSiteSetup:
     max_draws: int | None = None  # a cap on the job's draws per call (slow samplers)
     skip: tuple[str, ...] = ()  # steps whose mechanism output is not comparable across D, D'
     redraw_samples: int = 0  # > 0: sample each call by redraw (dptaucc.audit.redrawn)
+    #: (step fragment, reason): calls known to stay below 0.9 of their charge, and why
+    limits: tuple[tuple[str, str], ...] = ()
+
+    def limit_of(self, step: str) -> str:
+        """The declared reason a call (by its step) stays below 0.9 of its charge, or "".
+
+        >>> from dptaucc.audit.pairs import all_zero_row
+        >>> CallSiteSetup(all_zero_row(), (), limits=(("sums", "edges only"),)).limit_of(
+        ...     "iteration 1: cluster sums")
+        'edges only'
+        """
+        return next((why for fragment, why in self.limits if fragment in step), "")
 
 
 @dataclass(frozen=True)

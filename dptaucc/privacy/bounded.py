@@ -221,7 +221,11 @@ def bounded_discrete_laplace_mechanism(
     ledger.charge(step, "bounded-discrete-laplace", int(n_changed) * float(epsilon), 0.0,
                   float(sensitivity) * unit, "sequential", note, smallest * unit)
 
-    def draw():
-        return bounded_discrete_laplace(exact, upper, scales, sampler)
+    def draw(n=None):  # n: a batch of n outputs (audit redraws)
+        if n is None:
+            return bounded_discrete_laplace(exact, upper, scales, sampler)
+        shape = (n, *np.broadcast_shapes(exact.shape, upper.shape, scales.shape))
+        return bounded_discrete_laplace(*(np.broadcast_to(a, shape) for a in
+                                          (exact, upper, scales)), sampler)
     out = draw()
     return out if seen is None else seen.released(step, "bounded-discrete-laplace", out, draw)

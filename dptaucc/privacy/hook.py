@@ -13,6 +13,7 @@ call site many times from one fit instead of refitting. It is built only while a
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any, Protocol
@@ -53,15 +54,22 @@ class _Watch:
         self.hook, self.ledger, self.start = hook, ledger, len(ledger.entries)
 
     def released(self, step: str, mechanism: str, output, draw: Callable[[], Any] | None = None):
-        """Hand the call to the hook; ``draw()`` (no argument) draws one fresh output of this
-        call, from which the hook's ``redraw(n)`` is built."""
+        """Hand the call to the hook; ``draw()`` draws one fresh output of this call (and
+        ``draw(n)``, if it takes an argument, a batch of n), from which the hook's
+        ``redraw(n)`` is built."""
         redraw = None if draw is None else _batch(draw)
         return self.hook.released(step, mechanism, list(self.ledger.entries[self.start:]),
                                   output, redraw)
 
 
-def _batch(draw: Callable[[], Any]) -> Callable[[int], np.ndarray]:
+def _batch(draw: Callable[..., Any]) -> Callable[[int], np.ndarray]:
+    """``redraw(n)``: ``draw(n)`` when ``draw`` takes a batch size (one vectorised call of the
+    same sampler functions, n independent outputs), else ``n`` calls of ``draw()``."""
+    batched = len(inspect.signature(draw).parameters) > 0
+
     def redraw(n: int) -> np.ndarray:
+        if batched:
+            return np.asarray(draw(int(n)))
         return np.stack([np.asarray(draw()) for _ in range(int(n))])
     return redraw
 

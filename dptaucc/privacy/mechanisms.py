@@ -22,6 +22,7 @@ from dptaucc.kernels import native_kernels
 from dptaucc.privacy.hook import MECHANISM_HOOK, watch
 from dptaucc.privacy.ledger import PrivacyLedger
 from dptaucc.privacy.samplers import Sampler, SeededSampler
+from dptaucc.privacy.wide_choice import prefers_rows
 
 __all__ = [
     "as_sampler",
@@ -114,8 +115,13 @@ def exponential_mechanism(
     scale = _charge_scaled(ledger, step, "exponential", epsilon, sensitivity, "parallel", note)
     sampler = as_sampler(sampler)
 
-    def draw():
-        return sampler.choose(utilities, scale)
+    def draw(n=None):  # n: a batch of n outputs (audit redraws), one call when it can
+        if n is None:
+            return sampler.choose(utilities, scale)
+        if prefers_rows(*utilities.shape):  # a wide call: keep its row-by-row path
+            return np.stack([sampler.choose(utilities, scale) for _ in range(n)])
+        rows = utilities.shape[0]
+        return sampler.choose(np.tile(utilities, (n, 1)), scale).reshape(n, rows)
     out = draw()
     return out if seen is None else seen.released(step, "exponential", out, draw)
 
@@ -244,8 +250,9 @@ def discrete_laplace_mechanism(
                            note)
     sampler = as_sampler(sampler)
 
-    def draw():
-        return exact + sampler.discrete_laplace(exact.shape, scale)
+    def draw(n=None):  # n: a batch of n outputs (audit redraws)
+        return exact + sampler.discrete_laplace(exact.shape if n is None else
+                                                (n, *exact.shape), scale)
     out = draw()
     return out if seen is None else seen.released(step, "discrete-laplace", out, draw)
 
@@ -282,9 +289,10 @@ def float_laplace_mechanism(
                            (note + "; " if note else "") + "textbook float Laplace (paper mode)")
     sampler = as_sampler(sampler)
 
-    def draw():
-        return values.copy() if scale == 0.0 else values + sampler.rng.laplace(
-            0.0, scale, size=values.shape)
+    def draw(n=None):  # n: a batch of n outputs (audit redraws)
+        shape = values.shape if n is None else (n, *values.shape)
+        return np.broadcast_to(values, shape).copy() if scale == 0.0 else (
+            values + sampler.rng.laplace(0.0, scale, size=shape))
     out = draw()
     return out if seen is None else seen.released(step, "laplace-float", out, draw)
 
@@ -353,8 +361,9 @@ def gaussian_mechanism(
     ledger.charge(step, "gaussian", epsilon, delta, sensitivity, "sequential", note, sigma)
     sampler = as_sampler(sampler)
 
-    def draw():
-        return values.copy() if sigma == 0.0 else snap_to_grid(
-            values + sigma * sampler.standard_normal(values.shape), sigma)
+    def draw(n=None):  # n: a batch of n outputs (audit redraws)
+        shape = values.shape if n is None else (n, *values.shape)
+        return np.broadcast_to(values, shape).copy() if sigma == 0.0 else snap_to_grid(
+            values + sigma * sampler.standard_normal(shape), sigma)
     out = draw()
     return out if seen is None else seen.released(step, "gaussian", out, draw)
