@@ -25,7 +25,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from dptaucc.audit import events as ev
-from dptaucc.audit.bugs import Bug, double_epsilon_unlogged, exact_values_released, scale_argument
+from dptaucc.audit.bugs import (
+    Bug,
+    after_fit,
+    double_epsilon_unlogged,
+    exact_values_released,
+    scale_argument,
+    with_arguments,
+)
 from dptaucc.audit.pairs import RowPair, new_column_maximum, replaced_row, row_at_bound
 from dptaucc.audit.scenarios import AuditScenarios, CallSiteSetup, Scenario, label_events
 from dptaucc.audit.transcript import Call
@@ -118,6 +125,31 @@ def _upper_bounds_are_column_maxima(D) -> Callable:
     return lambda m: ev.values_equal(m.bounds_[1], hi)
 
 
+def _exact_means(D) -> Callable:
+    """The means of D's rows (clipped to ``bounds_``) in each cluster of the released centres'
+    assignment (a centre where no row is): centres computed the non-private way."""
+    X = ev.dense(D)
+
+    def means(m):
+        lower, upper = m.bounds_
+        rows, labels = np.clip(X, lower, upper), m.predict(D)
+        centres = np.array(m.cluster_centers_, dtype=float)
+        for j in np.unique(labels):
+            centres[j] = rows[labels == j].mean(axis=0)
+        return centres
+    return means
+
+
+def _recomputed(p) -> tuple[ev.Event, ...]:
+    """Each release recomputed from D the non-private way (the released centres' assignment of
+    D's rows): the centres as exact means, the sizes as exact counts."""
+    return (ev.attribute_equals("cluster_centers_", _exact_means(p.D), rtol=1e-7,
+                                name="cluster_centers_ = exact means of D's rows"),
+            ev.attribute_equals("cluster_sizes_",
+                                lambda m: ev.sizes_of_assignment(m, p.D, len(m.cluster_sizes_)),
+                                name="cluster_sizes_ = exact sizes of D's clusters"))
+
+
 def _end_to_end() -> tuple[Scenario, ...]:
     p = new_column_maximum()
     return (
@@ -125,12 +157,13 @@ def _end_to_end() -> tuple[Scenario, ...]:
                               _upper_bounds_are_column_maxima(p.D), needs=("bounds_",)),
                      ev.attribute_equals("inertia_", _inertia(p.D), rtol=1e-7,
                                          name="inertia_ = SSE of D"),
-                     *label_events(p)),
-                 "a new column maximum: data-derived bounds; raw SSE and labels", share=0.4),
+                     *_recomputed(p), *label_events(p)),
+                 "a new column maximum: data-derived bounds; raw SSE, centres, sizes and labels",
+                 share=0.4),
         Scenario(row_at_bound(), (),
                  "every row of D is the origin: one cluster of D is empty, its exact "
                  "statistics are (0, 0); in D' a row at the bound may fill it", share=0.3),
-        Scenario(replaced_row(), (),
+        Scenario(replaced_row(), _recomputed(replaced_row()),
                  "a row at the public bound changes cluster (DP-KMeans protects rows)",
                  share=0.3, params=(("epsilon", 1.0),)))
 
@@ -179,6 +212,17 @@ def _empty_cluster_leak(original):
     return buggy
 
 
+def _centres_over_exact_sizes(model, X) -> None:
+    """The released centres re-divided by the exact sizes of the fitted rows' clusters."""
+    sums = model.cluster_centers_ * model.cluster_sizes_[:, None]
+    model.cluster_centers_ = sums / np.maximum(ev.sizes_of_assignment(model, X, len(sums)),
+                                               1)[:, None]
+
+
+def _half_the_changed_values(arguments) -> None:
+    arguments["n_changed"] = max(1, arguments["n_changed"] // 2)  # "one cluster's sums"
+
+
 _KMEANS = "dptaucc.baselines.dp_kmeans"
 
 BUGS = (
@@ -201,6 +245,15 @@ BUGS = (
         "a cluster that is empty on the data gets size 1 and sum 0 exactly (its centre at the "
         "origin) instead of its noisy statistics",
         ((_KMEANS, "corrected_statistics", _empty_cluster_leak),)),
+    # written for issue 33 after the audit's power work, to check it
+    Bug("dp_kmeans.centres_over_exact_sizes", "dp_kmeans", "exact input after a call",
+        "the released centres divided by the exact sizes of the fitted rows' clusters, the "
+        "released sizes still noisy", ((_KMEANS + ":DPKMeans", "fit",
+                                       after_fit(_centres_over_exact_sizes)),)),
+    Bug("dp_kmeans.sums_charged_for_one_cluster", "dp_kmeans", "privacy map slip",
+        "the sums charged for d changed values (one cluster's) instead of 2d",
+        ((_KMEANS, "bounded_discrete_laplace_mechanism",
+          with_arguments(_half_the_changed_values)),)),
 )
 
 
@@ -209,7 +262,7 @@ def scenarios() -> AuditScenarios:
 
     >>> s = scenarios()
     >>> s.main.pair.name, s.call_sites[0].pair.name, len(s.bugs)
-    ('new_column_maximum', 'row_leaves_the_top', 6)
+    ('new_column_maximum', 'row_leaves_the_top', 8)
     """
     return AuditScenarios(_end_to_end(), _call_sites(), BUGS,
                           paper_leaks="data-derived bounds, swapped split")

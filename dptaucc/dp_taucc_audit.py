@@ -33,7 +33,10 @@ __all__ = ["scenarios"]
 
 
 def _events(p) -> tuple[ev.Event, ...]:
-    return (ev.table_cell_reachable(p), ev.contingency_equals_exact(p.D), *label_events(p))
+    """Float cells, and every release recomputed the non-private way from D: the table, its
+    τ statistics, the labels."""
+    return (ev.table_cell_reachable(p), ev.contingency_equals_exact(p.D),
+            ev.tau_equals_exact(p.D), *label_events(p))
 
 
 def _end_to_end() -> tuple[Scenario, ...]:
@@ -188,6 +191,36 @@ def _raw_row_labels(model, X) -> None:
                                              model.column_labels_, model.contingency_)
 
 
+def _exact_column_weights():
+    """From iteration 2 the column weights come from the exact table after rows (the
+    mechanism is called correctly; its input is read from the data): two patches sharing
+    the last exact table."""
+    seen: dict = {}
+
+    def remember(original):
+        def buggy(exact, epsilon, sampler, ledger, step, paper, note=""):
+            if str(step).endswith("table-after-rows"):
+                seen["exact"] = np.asarray(exact, dtype=float)
+            return original(exact, epsilon, sampler, ledger, step, paper, note)
+        return buggy
+
+    def weights(original):
+        def buggy(T, guard=True):
+            exact = seen.get("exact")
+            return original(T if exact is None or exact.shape != np.shape(T) else exact, guard)
+        return buggy
+    return ((_TAUCC, "_noisy_table", remember), (_TAUCC, "column_weights", weights))
+
+
+def _obvious_rows_by_argmax(original):
+    def buggy(profiles, weights, epsilon, sampler, ledger, step, scratch=None):
+        labels = original(profiles, weights, epsilon, sampler, ledger, step, scratch)
+        P = np.asarray(profiles.toarray() if hasattr(profiles, "toarray") else profiles)
+        obvious = (P > 0).sum(axis=1) == 1  # "one cluster of counts: no need to sample"
+        return np.where(obvious, np.argmax(P @ np.asarray(weights).T, axis=1), labels)
+    return buggy
+
+
 _TAUCC = "dptaucc.dp_taucc"
 
 BUGS = (
@@ -219,6 +252,18 @@ BUGS = (
         "ε split spends 2ε, ledger unchanged",
         "the column assignments' exponential mechanism run at 2ε while the ledger records ε",
         ((_TAUCC, "linear_exponential_mechanism", _column_epsilon_doubled),)),
+    # written for issue 33 after the audit's power work, to check it (kinds: an exact
+    # quantity after a correct call, a privacy-map slip of 15 %, a raw-data shortcut)
+    Bug("dp_taucc.column_weights_from_exact_table", "dp_taucc", "exact input after a call",
+        "from iteration 2 the column assignment's weights are read from the exact table after "
+        "rows, not from the released one", _exact_column_weights()),
+    Bug("dp_taucc.table_sensitivity_slip", "dp_taucc", "privacy map slip",
+        "the tables' noise drawn for sensitivity 0.87 (a loss 15 % above the charge)",
+        ((_TAUCC, "discrete_laplace_mechanism", scale_argument("sensitivity", 0.87)),)),
+    Bug("dp_taucc.obvious_rows_by_argmax", "dp_taucc", "raw-data shortcut",
+        "objects whose counts fall in one cluster are given the argmax of their utilities "
+        "after the mechanism call instead of its sample",
+        ((_TAUCC, "_assign_corrected", _obvious_rows_by_argmax),)),
 )
 
 

@@ -125,10 +125,11 @@ def _thresholds(values: np.ndarray) -> np.ndarray:
 
 def select(A: np.ndarray, B: np.ndarray, shapes_a: np.ndarray, shapes_b: np.ndarray,
            name: str = "x", n_events: int = 3, alpha: float = 0.05,
-           joint: bool = True) -> list[DerivedEvent]:
+           joint: bool = True, delta: float = 0.0) -> list[DerivedEvent]:
     """The ``n_events`` candidates with the largest lower bound on the selection fits
-    (A on D, B on D'), scored at ``alpha`` over the number of candidates; with ``joint``
-    also the events on several coordinates of :func:`_joint_candidates`.
+    (A on D, B on D'), scored at ``alpha`` over the number of candidates with the claim's
+    ``delta`` (an event rarer than δ can never bound ε); with ``joint`` also the events on
+    several coordinates of :func:`_joint_candidates`.
 
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
@@ -181,7 +182,7 @@ def select(A: np.ndarray, B: np.ndarray, shapes_a: np.ndarray, shapes_b: np.ndar
         kb += jb
     if not cands:
         return []
-    score = _scores(ka, kb, n_a, n_b, alpha / len(cands))  # winner's curse: select_tails
+    score = _scores(ka, kb, n_a, n_b, alpha / len(cands), delta)  # winner's curse
     order = np.argsort(-score, kind="stable")
     return [cands[i] for i in order[:n_events] if np.isfinite(score[i])] or [cands[order[0]]]
 

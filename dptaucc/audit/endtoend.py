@@ -117,7 +117,7 @@ class ReleaseResult:
         return "no evidence" if math.isnan(self.epsilon_lower) else "bound"
 
 
-def _derive(obs_a, obs_b, n_events: int):
+def _derive(obs_a, obs_b, n_events: int, delta: float = 0.0):
     """Selected events, as (label, fires(observations) -> bool array) pairs."""
     sel_a, sel_b = obs_a[::2], obs_b[::2]
     names = sorted({k for o in obs_a + obs_b for k in o[1]})
@@ -125,7 +125,7 @@ def _derive(obs_a, obs_b, n_events: int):
     for name in names:
         A, sa, shape = derived.as_matrix([o[1].get(name, np.empty(0)) for o in sel_a])
         B, sb, _ = derived.as_matrix([o[1].get(name, np.empty(0)) for o in sel_b], shape)
-        for e in derived.select(A, B, sa, sb, name=name, n_events=n_events):
+        for e in derived.select(A, B, sa, sb, name=name, n_events=n_events, delta=delta):
             def fires(obs, e=e, name=name, shape=shape):
                 M, s, _ = derived.as_matrix([o[1].get(name, np.empty(0)) for o in obs], shape)
                 return e.fires(M, s)
@@ -178,7 +178,7 @@ def audit_release(build: Callable, D, D_prime, events: Sequence[Event], *, n_fit
                         + list(np.sum([o[2] for o in obs_a], axis=0) if events else []), np.int64)
         fk_b = np.array([sum(o[0] for o in obs_b)]
                         + list(np.sum([o[2] for o in obs_b], axis=0) if events else []), np.int64)
-        derived_ev = _derive(obs_a, obs_b, n_events) if derive else []
+        derived_ev = _derive(obs_a, obs_b, n_events, delta) if derive else []
         dk_a = np.array([int(f(held_a).sum()) for _, f in derived_ev], np.int64)
         dk_b = np.array([int(f(held_b).sum()) for _, f in derived_ev], np.int64)
         families = [(fixed, fk_a, fk_b, len(obs_a), len(obs_b)),

@@ -35,6 +35,7 @@ __all__ = [
     "attribute_equals", "labels_match_evaluation", "same_label", "contingency_equals_exact",
     "table_cell_reachable", "table_cell_above", "fewer_clusters_than", "slice_is_zero",
     "ledger_laplace_scale", "released_cell", "dense", "nearest_sq_distances",
+    "tau_equals_exact", "sizes_of_assignment",
 ]
 
 
@@ -380,3 +381,45 @@ def slice_is_zero(attr: str, index, label: str | None = None) -> Event:
     """
     return Event(f"{attr}[{label or index}] all zero",
                  lambda m: bool(np.all(np.asarray(getattr(m, attr))[index] == 0)), needs=(attr,))
+
+
+def tau_equals_exact(D) -> Event:
+    """The released τ statistics equal Goodman–Kruskal's τ of D's exact table under the
+    released labels (a statistic post-processed from the exact table instead of the released
+    one).
+
+    >>> import numpy as np
+    >>> from types import SimpleNamespace
+    >>> from dptaucc.objective import goodman_kruskal_tau
+    >>> D = np.array([[4, 0], [1, 5]])
+    >>> model = SimpleNamespace(row_labels_=np.array([0, 1]), column_labels_=np.array([0, 1]),
+    ...                         contingency_=np.array([[5, 1], [1, 5]]))
+    >>> model.tau_rc_, model.tau_cr_ = goodman_kruskal_tau(model.contingency_)
+    >>> tau_equals_exact(D)(model)  # τ of the released table, not of D's
+    False
+    >>> model.tau_rc_, model.tau_cr_ = goodman_kruskal_tau(D.astype(float))
+    >>> tau_equals_exact(D)(model)
+    True
+    """
+    from dptaucc.objective import goodman_kruskal_tau
+
+    def fn(m):
+        T = np.asarray(m.contingency_, dtype=float)
+        exact = goodman_kruskal_tau(_exact_table(m, D, T.shape))
+        return values_equal([m.tau_rc_, m.tau_cr_], exact, rtol=1e-9)
+    return Event("tau_rc_, tau_cr_ = τ of the exact table of D", fn,
+                 needs=("tau_rc_", "contingency_", "column_labels_"))
+
+
+def sizes_of_assignment(model, X, k: int) -> np.ndarray:
+    """NOT PRIVATE (an event's raw recomputation): how many rows of X the model's
+    ``predict`` puts in each of its k clusters.
+
+    >>> import numpy as np
+    >>> class Nearest:
+    ...     def predict(self, X):
+    ...         return (np.asarray(X)[:, 0] > 1).astype(int)
+    >>> sizes_of_assignment(Nearest(), np.array([[0], [3], [5]]), 2).tolist()
+    [1, 2]
+    """
+    return np.bincount(np.asarray(model.predict(X), dtype=np.intp), minlength=k)

@@ -217,14 +217,16 @@ def _unit_record(job: AuditJob, unit, a: float, seed: int, bug: str | None, work
         spec: Scenario = unit
         build = job.factory(spec.params)
         spent, e2e, delta = _probe(build, spec.pair.D, private, bug)
-        claimed = math.nan if not private else float(job.epsilon)
+        # a scenario may fit at its own ε (and δ): the claim is the ε its fits are given
+        fit_eps = dict(spec.params).get("epsilon", job.epsilon)
+        claimed = math.nan if not private else float(fit_eps)
         n = max(4, math.ceil(job.n_fits * spec.share))
         events = applicable(spec.events, build(0))
         res = audit_release(build, spec.pair.D, spec.pair.D_prime, events, n_fits=n,
                             alpha=a, claim=claimed if private else math.inf, delta=delta,
                             seed=seed, bug=bug, n_jobs=workers, looks=looks,
                             derive=spec.derive)
-        rec.update(epsilon=math.nan if job.epsilon is None else job.epsilon, delta=delta,
+        rec.update(epsilon=math.nan if fit_eps is None else float(fit_eps), delta=delta,
                    epsilon_spent=spent, end_to_end_dp=e2e, step="", pair=spec.pair.name,
                    epsilon_claimed=claimed, limit="")
     else:

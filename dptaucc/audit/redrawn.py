@@ -142,7 +142,8 @@ def audit_call_site_redrawn(build: Callable, D, D_prime, k: int, *, n_samples: i
     eps_claim, delta = max(eps_claim, call.epsilon), max(delta, call.delta)
     sa, sb = np.zeros(len(A), dtype=np.int64), np.zeros(len(B), dtype=np.int64)
     sel, held = slice(0, None, 2), slice(1, None, 2)
-    events = derived.select(A[sel], B[sel], sa[sel], sb[sel], name=call.step, n_events=n_events)
+    events = derived.select(A[sel], B[sel], sa[sel], sb[sel], name=call.step, n_events=n_events,
+                            delta=delta)
     eps, cand, k_a, k_b = derived.bound(events, A[held], B[held], sa[held], sb[held], alpha,
                                         delta)
     return CallSiteResult(
