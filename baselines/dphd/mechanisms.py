@@ -75,11 +75,14 @@ class MechanismServer:
                                                 ledger=self.ledger, step=step, note=note)
             answer = output
         elif op == "exponential":
-            utilities = np.asarray(values, dtype=float).reshape(1, -1)
+            rows = int(request.get("batch", 1))  # an audit's redraws: one choice per row
+            utilities = np.asarray(values, dtype=float).reshape(rows, -1)
             output = exponential_mechanism(utilities, epsilon=epsilon, sensitivity=sensitivity,
                                            sampler=self.sampler,
                                            ledger=self.ledger, step=step, note=note)
-            answer = np.asarray(output, dtype=np.int64).reshape(1, 1) + 1  # Octave counts from 1
+            answer = np.asarray(output, dtype=np.int64).reshape(rows, 1) + 1  # Octave: from 1
+            if "batch" in request:
+                answer = answer.reshape(rows, 1, 1)
         elif op == "charge":  # budget set aside for steps not run: charged, nothing drawn
             self.ledger.charge(step, "discrete-laplace", epsilon, 0.0, sensitivity,
                                "sequential", note, math.nan)
@@ -100,7 +103,9 @@ class ObservedServer:
     The hook sees the request's step, the ledger entries the request appended, the answer
     (a 1-based index for the exponential mechanism) and ``redraw(n)``: ``n`` answers of the
     same request served again by a fresh server of the same class on the fit's sampler
-    (its charges go to a scratch ledger), so the redraws take the path the answer took. The
+    (its charges go to a scratch ledger), so the redraws take the path the answer took;
+    ``n`` answers are one request whose values are stacked n times (``batch``: a choice per
+    stacked row), served by the same ``__call__`` in one vectorised mechanism call. The
     hook's return value is what Octave gets (a replayed history). The library mechanisms
     inside do not report to the hook themselves (one call, not two). ``charge`` requests
     release nothing and are not reported.
@@ -133,8 +138,13 @@ class ObservedServer:
         answer = self._quiet(self.server, request)
         server_class, sampler = type(self.server), self.server.sampler
 
-        def draw():
-            return self._quiet(server_class(sampler, PrivacyLedger()), request)
+        def draw(n=None):
+            """One answer, or ``n`` (a batch: the request's values stacked n times, so
+            every value gets its own noise and every choice is made afresh)."""
+            ask = request if n is None else dict(
+                request, batch=int(n),
+                values=np.broadcast_to(request["values"], (int(n), *np.shape(request["values"]))))
+            return self._quiet(server_class(sampler, PrivacyLedger()), ask)
         return seen.released(str(request["step"]), str(request["op"]), answer, draw)
 
     @staticmethod
