@@ -155,7 +155,8 @@ def release_cluster_blocks(sums: np.ndarray, counts: np.ndarray, epsilon: float,
         math.hypot(DOMAIN_RADIUS, 1.0), sampler, ledger, step,
         f"per-cluster (sum, count) with Sigma optimised for {{(x,1): ||x|| <= 1}}; "
         f"gamma = {g:.6g} ({calibration}); one row changes one block",
-        mechanism=f"gaussian (colored: {noise}, public domain)")
+        mechanism=f"gaussian (colored: {noise}, public domain)",
+        blocks=((p, DOMAIN_RADIUS), (1, 1.0)))
     return noisy[:, :p], noisy[:, p], var, g
 
 

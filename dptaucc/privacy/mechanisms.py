@@ -19,6 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from dptaucc.kernels import native_kernels
+from dptaucc.privacy.calibration import Declaration, first_draw, note_draw
 from dptaucc.privacy.hook import MECHANISM_HOOK, watch
 from dptaucc.privacy.ledger import PrivacyLedger
 from dptaucc.privacy.samplers import Sampler, SeededSampler
@@ -116,7 +117,7 @@ def exponential_mechanism(
 
     def draw():
         return sampler.choose(utilities, scale)
-    out = draw()
+    out = first_draw(seen, draw, Declaration("exponential", float(sensitivity), "range"))
     return out if seen is None else seen.released(step, "exponential", out, draw)
 
 
@@ -246,7 +247,7 @@ def discrete_laplace_mechanism(
 
     def draw():
         return exact + sampler.discrete_laplace(exact.shape, scale)
-    out = draw()
+    out = first_draw(seen, draw, Declaration("discrete-laplace", float(sensitivity), "l1"))
     return out if seen is None else seen.released(step, "discrete-laplace", out, draw)
 
 
@@ -283,9 +284,10 @@ def float_laplace_mechanism(
     sampler = as_sampler(sampler)
 
     def draw():
+        note_draw("laplace-float", "generator", scale, values.size)
         return values.copy() if scale == 0.0 else values + sampler.rng.laplace(
             0.0, scale, size=values.shape)
-    out = draw()
+    out = first_draw(seen, draw, Declaration("laplace-float", float(sensitivity), "l1"))
     return out if seen is None else seen.released(step, "laplace-float", out, draw)
 
 
@@ -355,6 +357,6 @@ def gaussian_mechanism(
 
     def draw():
         return values.copy() if sigma == 0.0 else snap_to_grid(
-            values + sigma * sampler.standard_normal(values.shape), sigma)
-    out = draw()
+            values + sampler.normal(values.shape, sigma), sigma)
+    out = first_draw(seen, draw, Declaration("gaussian", sensitivity, "l2"))
     return out if seen is None else seen.released(step, "gaussian", out, draw)
