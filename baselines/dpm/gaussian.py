@@ -225,11 +225,18 @@ def colored_gaussian_mechanism(values: np.ndarray, covariance: np.ndarray, epsil
     ledger.charge(step, mechanism, epsilon, delta, l2_sensitivity, "sequential", note,
                   float(sds.max()) if sds.size else 0.0)
 
+    sampler = as_sampler(sampler)
+
     def draw():
         return colored_gaussian_noise(values, covariance, sampler)
+
+    def draw_many(n: int):  # exact samplers: n draws in one batched call
+        return colored_gaussian_noise(np.broadcast_to(values, (n, *np.shape(values))),
+                                      covariance, sampler)
     width = int(np.shape(values)[-1]) if np.ndim(values) else 1
     declared = Declaration("gaussian", float(l2_sensitivity), "l2-blocks", 1,
                            {"blocks": tuple(blocks) if blocks is not None
                             else ((width, float(l2_sensitivity)),)})
     out = first_draw(seen, draw, declared)
-    return out if seen is None else seen.released(step, mechanism, out, draw)
+    return out if seen is None else seen.released(step, mechanism, out, draw,
+                                                  draw_many if sampler.exact else None)

@@ -3,7 +3,8 @@
 Each :class:`Bug` is a one-line mistake of a kind developers really make (a sensitivity or a
 noise scale off by two, an ε that spends twice what the ledger says, entries released without
 noise, a released value read from the raw data, data-dependent bounds, an empty-cluster leak,
-δ ignored, a zCDP calibration labelled (ε, δ), float noise on a count), planted in a
+δ ignored, a zCDP calibration labelled (ε, δ), float noise on a count, a ledger that
+under-reports what its noise costs), planted in a
 corrected-mode estimator by monkeypatching the library *in the current process* for as long as
 :meth:`Bug.applied` is entered. Nothing here is used by the estimators themselves.
 
@@ -86,6 +87,46 @@ class _UnderChargingLedger:
 
     def __getattr__(self, name):
         return getattr(self._ledger, name)
+
+
+class _ScaledChargeLedger:
+    """A ledger seen through a bug: every charge records ``factor`` × ε and ``delta_factor``
+    × δ (the noise drawn stays the one calibrated for the full charge)."""
+
+    def __init__(self, ledger, factor: float, delta_factor: float = 1.0):
+        self._ledger, self._factor, self._delta_factor = ledger, factor, delta_factor
+
+    def charge(self, step, mechanism, epsilon, delta=0.0, *args, **kwargs):
+        return self._ledger.charge(step, mechanism, epsilon * self._factor,
+                                   delta * self._delta_factor, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._ledger, name)
+
+
+def _charge_for_one_value():
+    """A per-value mechanism charged one value's ε although ``n_changed`` values move."""
+    def change(arguments):
+        arguments["ledger"] = _ScaledChargeLedger(arguments["ledger"],
+                                                  1.0 / arguments.get("n_changed", 1))
+    return _with_arguments(change)
+
+
+def _delta_charged(factor: float):
+    def change(arguments):
+        arguments["ledger"] = _ScaledChargeLedger(arguments["ledger"], 1.0, factor)
+    return _with_arguments(change)
+
+
+def _totals_without(mechanism: str):
+    """``PrivacyLedger.epsilon_mechanisms`` summing every entry but ``mechanism``'s."""
+    def make(original):
+        import math
+
+        return property(lambda self: math.fsum(
+            e.epsilon for e in self.entries
+            if e.composition != "non-private" and e.mechanism != mechanism))
+    return make
 
 
 # ------------------------------------------------------------------ patch builders
@@ -329,6 +370,11 @@ _BUGS = (
     Bug("dp_taucc.float_noise_on_table", "dp_taucc", "float noise on a count",
         "tables get textbook float Laplace noise (charged as the discrete mechanism)",
         ((_TAUCC, "_noisy_table", _float_noise_table),)),
+    Bug("dp_taucc.totals_drop_exponential", "dp_taucc", "ledger under-reports its noise",
+        "the ledger's total leaves out the exponential mechanism's entries (every call is "
+        "charged; ε_spent_ reads the tables only)",
+        (("dptaucc.privacy.ledger:PrivacyLedger", "epsilon_mechanisms",
+          _totals_without("exponential")),)),
     Bug("dp_taucc.column_assignment_epsilon_doubled", "dp_taucc",
         "ε split spends 2ε, ledger unchanged",
         "the column assignments' exponential mechanism run at 2ε while the ledger records ε",
@@ -339,6 +385,9 @@ _BUGS = (
     Bug("dp_kmeans.sum_scale_halved", "dp_kmeans", "noise scale off by 2",
         "the cluster sums' bounded discrete Laplace drawn at twice the ε the ledger records",
         ((_KMEANS, "bounded_discrete_laplace_mechanism", _double_epsilon_unlogged()),)),
+    Bug("dp_kmeans.sums_charged_for_one_value", "dp_kmeans", "ledger under-reports its noise",
+        "the bounded discrete Laplace of the sums charges one value's ε while 2d values move",
+        ((_KMEANS, "bounded_discrete_laplace_mechanism", _charge_for_one_value()),)),
     Bug("dp_kmeans.count_sensitivity_halved", "dp_kmeans", "sensitivity off by 2",
         "cluster counts noised for L1 sensitivity 1 although a moved row changes two counts",
         ((_KMEANS, "discrete_laplace_mechanism", _scale_argument("sensitivity", 0.5)),)),
@@ -363,6 +412,9 @@ _BUGS = (
     Bug("dpnmf.zcdp_sigma_as_approx_dp", "dpnmf", "zCDP calibration labelled (ε, δ)",
         "σ = Δ/ε, the ε²/2-zCDP Gaussian, charged as (ε, δ)-DP",
         ((_NMF, "analytic_gaussian_sigma", _zcdp_sigma),)),
+    Bug("dpnmf.delta_undercharged", "dpnmf", "ledger under-reports its noise",
+        "each release charged a tenth of the δ its σ was calibrated for",
+        ((_NMF, "gaussian_mechanism", _delta_charged(0.1)),)),
     Bug("dpnmf.noise_scale_halved", "dpnmf", "noise scale off by 2",
         "the release drawn with half the σ computed (and charged) for it",
         ((_NMF, "gaussian_mechanism", _scale_argument("sigma", 0.5)),)),

@@ -211,12 +211,19 @@ def bounded_discrete_laplace_mechanism(
         raise ValueError(f"bounded discrete Laplace scale {scales.max():.3g} exceeds the "
                          f"samplers' limit {MAX_NOISE_SCALE:g}: ε is too small for this grid")
     smallest = float(scales.min()) if scales.size else 0.0
+    sampler = as_sampler(sampler)
     seen = watch(ledger)
     ledger.charge(step, "bounded-discrete-laplace", int(n_changed) * float(epsilon), 0.0,
                   float(sensitivity) * unit, "sequential", note, smallest * unit)
 
     def draw():
         return bounded_discrete_laplace(exact, upper, scales, sampler)
+
+    def draw_many(n: int):  # exact samplers: n draws in one batched call
+        shape = np.broadcast_shapes(exact.shape, upper.shape, scales.shape)
+        return bounded_discrete_laplace(*(np.broadcast_to(a, (n, *shape))
+                                          for a in (exact, upper, scales)), sampler)
     out = first_draw(seen, draw, Declaration("bounded-discrete-laplace", float(sensitivity),
                                              "per-value", int(n_changed), {"unit": unit}))
-    return out if seen is None else seen.released(step, "bounded-discrete-laplace", out, draw)
+    return out if seen is None else seen.released(step, "bounded-discrete-laplace", out, draw,
+                                                  draw_many if sampler.exact else None)

@@ -62,10 +62,12 @@ class _Watch:
         self.hook, self.ledger, self.start = hook, ledger, len(ledger.entries)
         self.calibration = Calibration()  # filled by calibration.first_draw
 
-    def released(self, step: str, mechanism: str, output, draw: Callable[[], Any] | None = None):
+    def released(self, step: str, mechanism: str, output, draw: Callable[[], Any] | None = None,
+                 draw_many: Callable[[int], Any] | None = None):
         """Hand the call to the hook; ``draw()`` (no argument) draws one fresh output of this
-        call, from which the hook's ``redraw(n)`` is built."""
-        redraw = None if draw is None else _batch(draw)
+        call, from which the hook's ``redraw(n)`` is built — or ``draw_many(n)``, n fresh
+        outputs stacked in one sampler call (exact samplers, whose per-call cost is high)."""
+        redraw = None if draw is None else (draw_many or _batch(draw))
         entries = list(self.ledger.entries[self.start:])
         calibrated = getattr(self.hook, "calibrated", None)
         if calibrated is not None:

@@ -117,8 +117,13 @@ def exponential_mechanism(
 
     def draw():
         return sampler.choose(utilities, scale)
+
+    def draw_many(n: int):  # exact samplers: n draws of every row in one batched call
+        rows = utilities.shape[0]
+        return sampler.choose(np.tile(utilities, (n, 1)), scale).reshape(n, rows)
     out = first_draw(seen, draw, Declaration("exponential", float(sensitivity), "range"))
-    return out if seen is None else seen.released(step, "exponential", out, draw)
+    return out if seen is None else seen.released(step, "exponential", out, draw,
+                                                  draw_many if sampler.exact else None)
 
 
 def linear_range_sensitivity(weights: np.ndarray) -> float:
@@ -247,8 +252,12 @@ def discrete_laplace_mechanism(
 
     def draw():
         return exact + sampler.discrete_laplace(exact.shape, scale)
+
+    def draw_many(n: int):
+        return exact + sampler.discrete_laplace((n, *exact.shape), scale)
     out = first_draw(seen, draw, Declaration("discrete-laplace", float(sensitivity), "l1"))
-    return out if seen is None else seen.released(step, "discrete-laplace", out, draw)
+    return out if seen is None else seen.released(step, "discrete-laplace", out, draw,
+                                                  draw_many if sampler.exact else None)
 
 
 def float_laplace_mechanism(
@@ -358,5 +367,11 @@ def gaussian_mechanism(
     def draw():
         return values.copy() if sigma == 0.0 else snap_to_grid(
             values + sampler.normal(values.shape, sigma), sigma)
+
+    def draw_many(n: int):
+        if sigma == 0.0:
+            return np.broadcast_to(values, (n, *values.shape)).copy()
+        return snap_to_grid(values + sampler.normal((n, *values.shape), sigma), sigma)
     out = first_draw(seen, draw, Declaration("gaussian", sensitivity, "l2"))
-    return out if seen is None else seen.released(step, "gaussian", out, draw)
+    return out if seen is None else seen.released(step, "gaussian", out, draw,
+                                                  draw_many if sampler.exact else None)
