@@ -415,6 +415,11 @@ _BUGS = (
     Bug("dpnmf.delta_undercharged", "dpnmf", "ledger under-reports its noise",
         "each release charged a tenth of the δ its σ was calibrated for",
         ((_NMF, "gaussian_mechanism", _delta_charged(0.1)),)),
+    Bug("dpnmf.coefficient_ball_radius_two", "dpnmf", "sensitivity off by 2",
+        "document coefficients projected onto the ball of radius 2 instead of 1 (the "
+        "sensitivity 2√2/N assumes ‖h‖ ≤ 1)",
+        (("dptaucc.baselines.nmf_dp.updates", "project_columns",
+          lambda original: lambda A: 2.0 * original(np.asarray(A) / 2.0)),)),
     Bug("dpnmf.noise_scale_halved", "dpnmf", "noise scale off by 2",
         "the release drawn with half the σ computed (and charged) for it",
         ((_NMF, "gaussian_mechanism", _scale_argument("sigma", 0.5)),)),

@@ -24,8 +24,9 @@ rounding of its maps upward, and the 2⁻²⁷ of a grid-snapped Gaussian; an er
 cent, let alone a factor 2, is far above it. Paper-mode fits are checked the same way and
 reported; the gate counts corrected mode only (:func:`dptaucc.audit.experiment.violations`).
 
-It is cheap (one fit per side, the map costs microseconds per call), so every audit job runs
-it on the pairs of its scenarios (:func:`ledger_record`), and tests run it on every estimator.
+It is cheap (two fits per side, the map costs microseconds per call), so every audit job runs
+it on the pairs of its scenarios, as given and with every cell filled so that the dense paths
+run too (:func:`ledger_record`), and tests run it on every estimator.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from dptaucc.privacy.hook import MECHANISM_HOOK
 from .privacy_map import call_cost
 
 __all__ = ["CallCheck", "LedgerCheck", "check_fit", "observing", "mapped", "ledger_record",
-           "ledger_section", "RTOL"]
+           "filled", "ledger_section", "RTOL"]
 
 RTOL = 1e-6
 ATOL_EPSILON = 1e-12
@@ -254,17 +255,34 @@ def check_fit(model, X) -> LedgerCheck:
     return check
 
 
+def filled(X):
+    """X with one more count in every cell (a CSR matrix): every cell non-zero, so the dense
+    paths of the methods (``dense_counts``, DPM's dense embedding) run, whatever X's density.
+
+    >>> import numpy as np
+    >>> filled(np.eye(2, dtype=int)).toarray().tolist()
+    [[2.0, 1.0], [1.0, 2.0]]
+    """
+    import numpy as np
+    import scipy.sparse as sp
+
+    dense = X.toarray() if sp.issparse(X) else np.asarray(X)
+    return sp.csr_matrix(np.asarray(dense, dtype=np.float64) + 1.0)
+
+
 def ledger_record(build, D, D_prime, *, seed: int, bug: str | None = None) -> dict:
     """One audit record (scope "ledger") from :func:`check_fit` on D and on D' (fits seeded
     ``seed`` and ``seed + 1``, the catalogue ``bug`` planted): the worst side's verdict; as
     ``epsilon_lower`` the fit's ε recomputed by the map (not a statistical bound: the exact
     cost of what was drawn, plus the entries no call drew), as ``epsilon_claimed`` the ε the
-    ledger reports (a ratio above 1: the ledger under-reports); the problems as ``event``."""
+    ledger reports (a ratio above 1: the ledger under-reports); the problems as ``event``.
+    D and D' are also checked :func:`filled` (every cell + 1), which takes the methods' dense
+    paths where the pair itself is sparse."""
     from .workers import bug_context
 
     checks = []
     with bug_context(bug):
-        for k, X in enumerate((D, D_prime)):
+        for k, X in enumerate((D, D_prime, filled(D), filled(D_prime))):
             checks.append(check_fit(build(seed + k), X))
     def excess(c: LedgerCheck) -> float:
         spent = c.epsilon_spent
@@ -277,7 +295,7 @@ def ledger_record(build, D, D_prime, *, seed: int, bug: str | None = None) -> di
                 "non-private" in p for p in problems),
             "epsilon_claimed": worst.epsilon_spent, "epsilon_lower": worst.epsilon_recomputed,
             "verdict": "violation" if problems else "ok",
-            "step": f"{sum(len(c.calls) for c in checks)} calls on D and D'",
+            "step": f"{sum(len(c.calls) for c in checks)} calls on D, D' (sparse and filled)",
             "event": "; ".join(dict.fromkeys(problems)) or worst.summary(),
             "n_fits": len(checks), "epsilon_lower_max": math.nan, "events": "", "time_s": 0.0}
 

@@ -32,7 +32,8 @@ dp_kmeans          ``row_at_bound``: every row of D is the origin, so one cluste
 dpnmf              end to end ``all_zero_row``, ``new_column_maximum``. Call sites:
                    ``replaced_document`` under :func:`orthonormal_topics` (ε = 8, δ = 0.02 so
                    that each epoch's (2, 0.005) is measurable): the release moves by 2/N,
-                   the largest move of one replaced document.
+                   the largest move of one replaced document; and under
+                   :func:`short_topics`, where the coefficients' projection binds.
 dpm                ``all_zero_row`` (201 rows), ``new_column_maximum``; call sites on
                    ``added_row`` (its calls are charged per added/removed row), ε = 200 so that
                    the tree's count calls are charged about 0.5 each: the added row moves the
@@ -401,6 +402,25 @@ def orthonormal_topics(history: list[Call]) -> list[Call]:
     return out
 
 
+def short_topics(history: list[Call]) -> list[Call]:
+    """DPNMF with a coefficient projection that binds: every earlier release forced to Ā = I,
+    B̄ = [½I; 0] (on every release grid). The W-steps then give W = [½I; 0] (one 1/L step,
+    L = 1), topics of norm ½, so a document with its one count in word j is fitted best by
+    h = 2e_j: the projection onto {h ≥ 0, ‖h‖ ≤ 1} binds at every step (h = e_j after one
+    step of 1/‖WᵀW‖ = 4). The :func:`~dptaucc.audit.pairs.replaced_document` pair then moves
+    the release by 2/N as under :func:`orthonormal_topics`, through the projection: a ball
+    of the wrong radius shows here and not there."""
+    out = []
+    for call in history:
+        m_k, k = np.shape(call.output)
+        forced = np.zeros((m_k, k))
+        forced[:k] = np.eye(k)
+        forced[k:2 * k] = 0.5 * np.eye(k)
+        out.append(Call(call.index, call.step, call.mechanism, call.epsilon, call.delta,
+                        forced))
+    return out
+
+
 def _dphd_call_sites() -> tuple[CallSiteSetup, ...]:
     """DPHD: ``disjoint_rows`` (every release moves by its full sensitivity), one round,
     public bounds M = B1 = 10. At ε = 8 the grid counts are charged 1.25, the sums 0.85, the
@@ -426,7 +446,9 @@ def _call_sites() -> dict[str, Callable[[], tuple[CallSiteSetup, ...]]]:
                                             max_calls=2, first=2, max_draws=40_000,
                                             craft=kmeans_boundary_history()),),
         "dpnmf": lambda: (CallSiteSetup(replaced_document(), (("epsilon", 8.0), ("delta", 0.02)),
-                                        max_calls=2, first=1, craft=orthonormal_topics),),
+                                        max_calls=2, first=1, craft=orthonormal_topics),
+                          CallSiteSetup(replaced_document(), (("epsilon", 8.0), ("delta", 0.02)),
+                                        max_calls=1, first=1, craft=short_topics)),
         "dpm": lambda: (CallSiteSetup(added_row(n_per_cluster=100), (("epsilon", 200.0),),
                                       max_calls=4, skip=("interval_size",),
                                       max_draws=100_000),),  # a DPM redraw costs ~2 ms

@@ -275,3 +275,30 @@ def test_ledger_record_is_a_gate_record(monkeypatch):
                         property(lambda self: 0.5 * math.fsum(e.epsilon for e in self.entries)))
     bad = lc.ledger_record(build, pair.D, pair.D_prime, seed=1)
     assert violations([{**bad, "mode": "corrected"}])
+
+
+@pytest.mark.parametrize("name,scenario,target", [
+    ("dpnmf", 0, "dptaucc.baselines.nmf_dp.model.dense_counts"),
+    ("dp_kmeans", 1, "dptaucc.baselines.dp_kmeans.dense_counts"),
+    ("dpm", 0, "dptaucc.baselines.dpm.rows.is_dense_enough"),
+])
+def test_filled_pairs_take_the_dense_paths_the_pairs_miss(monkeypatch, name, scenario, target):
+    """The ledger record also checks each pair with every cell filled: the methods' dense
+    branches run there, on pairs whose own density keeps them on the sparse branch."""
+    import importlib
+
+    module, attr = target.rsplit(".", 1)
+    owner = importlib.import_module(module)
+    original, dense = getattr(owner, attr), []
+
+    def spy(*args, **kwargs):
+        out = original(*args, **kwargs)
+        dense.append(out is True or (out is not None and out is not False))
+        return out
+    monkeypatch.setattr(owner, attr, spy)
+    spec = method_audits(name)[scenario]
+    pair, build = spec.pair, AuditJob(name, "corrected", 1.0, 1).factory(spec.params)
+    lc.check_fit(build(0), pair.D)
+    on_pair, dense[:] = list(dense), []
+    lc.check_fit(build(0), lc.filled(pair.D))
+    assert dense and all(dense) and not all(on_pair), (on_pair, dense)
