@@ -289,7 +289,7 @@ def run_job(job: AuditJob, *, seed: int = 0, alpha: float = 0.05, n_jobs: int | 
     ['ok', 'ok', 'ok', 'ok']
     """
     if job.scope == "sampler":
-        return _sampler_records(job, seed, alpha, progress)
+        return [] if ledger_only else _sampler_records(job, seed, alpha, progress)
     units = _n_units(job, bug)
     a = alpha / max(1, len(units))
     workers = max(1, int(n_jobs or 1))
@@ -461,9 +461,10 @@ def run_all(cfg: dict, jobs: list[AuditJob], out: Path | None, *, n_jobs: int | 
         if out is not None:
             _write(records, out, cfg["size"])
         if not recs:
-            print(f"[{k}/{len(jobs)}] {job.label}: " + (
-                "not DP, no ledger to check" if ledger_only and job.mode is None else
-                "nothing to audit (no call made by a fit on its pair): no evidence"), flush=True)
+            why = "nothing to audit (no call made by a fit on its pair): no evidence"
+            if ledger_only:
+                why = "not DP, no ledger to check" if job.mode is None else "no ledger: skipped"
+            print(f"[{k}/{len(jobs)}] {job.label}: {why}", flush=True)
             continue
         ledger = [r for r in recs if r["scope"] == "ledger"]
         if ledger:

@@ -302,3 +302,13 @@ def test_filled_pairs_take_the_dense_paths_the_pairs_miss(monkeypatch, name, sce
     on_pair, dense[:] = list(dense), []
     lc.check_fit(build(0), lc.filled(pair.D))
     assert dense and all(dense) and not all(on_pair), (on_pair, dense)
+
+
+@pytest.mark.parametrize("name", ["dpm", "colored_noise"])
+def test_a_capped_row_budget_still_spends_the_epsilon_given(name):
+    """ε > 400: the add/remove budget is capped at 200, the rest charged as set aside."""
+    pair, params = _units(name)[0]
+    build = AuditJob(name, "corrected", 1000.0, 1).factory(params)
+    check = lc.check_fit(build(0), pair.D)
+    check.raise_for_problems()
+    assert check.epsilon_spent == 1000.0
