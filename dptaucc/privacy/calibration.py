@@ -108,8 +108,9 @@ class Calibration:
         return not (self.declarations or self.draws)
 
 
-def note_draw(law: str, source: str, scale, count: int, **detail) -> None:
-    """Called by samplers at each noise draw; a no-op unless a collector is open.
+def note_draw(law: str, source: str, scale, count, **detail) -> None:
+    """Called by samplers at each noise draw (``count``: values drawn, or the shape drawn);
+    a no-op unless a collector is open.
 
     >>> note_draw("discrete-laplace", "seeded", 1.0, 5)  # nobody listens: nothing happens
     >>> with collecting() as seen:
@@ -119,7 +120,7 @@ def note_draw(law: str, source: str, scale, count: int, **detail) -> None:
     """
     sink = _SINK.get()
     if sink is not None:
-        sink.append(NoiseDraw(law, source, scale, int(count), detail))
+        sink.append(NoiseDraw(law, source, scale, int(np.prod(count, dtype=np.int64)), detail))
 
 
 def declare(declaration: Declaration | None) -> None:

@@ -67,10 +67,6 @@ def os_seeded_generator() -> np.random.Generator:
     return np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy)))
 
 
-def _count(size) -> int:
-    return int(np.prod(size, dtype=np.int64))
-
-
 def _bernoulli_from_uniforms(p: np.ndarray, hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
     """True with probability p (a double in [0, 1]) to within 2⁻¹⁰⁶ given two independent
     uniforms on the 2⁻⁵³ grid: U = hi + lo·2⁻⁵³ is compared with p exactly (p·2⁵³ and its
@@ -185,7 +181,7 @@ class SeededSampler(Sampler):
         """⌊E₁·b⌋ − ⌊E₂·b⌋ with E Exp(1): P(⌊E·b⌋ ≥ k) = e^{−k/b}, so the difference of two
         independent copies has P(z) ∝ e^{−|z|/b}."""
         scale = _check_scale(scale)
-        note_draw("discrete-laplace", "seeded", scale, _count(size))
+        note_draw("discrete-laplace", "seeded", scale, size)
         if scale == 0.0:
             return np.zeros(size, dtype=np.int64)
         e1 = self.standard_exponential(size)
