@@ -301,22 +301,39 @@ def ledger_record(build, D, D_prime, *, seed: int, bug: str | None = None) -> di
 
 
 def ledger_section(df) -> list[str]:
-    """REPORT lines for the ledger records of an audit table (scope "ledger")."""
+    """REPORT lines for the ledger records of an audit table (scope "ledger"): one row per
+    method and mode.
+
+    >>> import pandas as pd
+    >>> rows = pd.DataFrame([{"scope": "ledger", "method": "dpm", "mode": "corrected",
+    ...                       "pair": "added_row", "epsilon": 1.0, "epsilon_spent": 1.0,
+    ...                       "epsilon_lower": 1.0 + 3e-8, "epsilon_claimed": 1.0,
+    ...                       "verdict": "ok", "event": "", "step": "20 calls on D, D'"}])
+    >>> ledger_section(rows)[-2]
+    '| dpm | corrected | 1 | added_row | 20 | 3e-08 | ok |'
+    """
     rows = df[df["scope"] == "ledger"] if "scope" in df.columns else df.iloc[0:0]
     if rows.empty:
         return []
     lines = ["### The ledger against the noise", "",
-             "Each scenario's estimator fitted once on D and once on D' with every mechanism "
-             "call reporting its real calibration (sampler, scale drawn, declared sensitivity); "
-             "an independent privacy map (OpenDP's measurement maps, ours for the bounded "
-             "discrete Laplace and the colored Gaussian) recomputes each call's cost "
-             "(docs/audit.md). A violation is a charge below its cost, or a ledger total other "
-             "than the ε (δ) the fit was given.", "",
-             "| method | mode | pair | fit ε | ε spent (ledger) | ε recomputed | calls | "
-             "verdict |", "|---|---|---|---|---|---|---|---|"]
-    for r in rows.itertuples():
-        verdict = r.verdict if r.verdict == "ok" else f"**{r.verdict}**: {r.event}"
-        lines.append(f"| {r.method} | {r.mode} | {r.pair} | {r.epsilon:g} | "
-                     f"{r.epsilon_spent:.6g} | {r.epsilon_lower:.6g} | {r.step} | "
-                     f"{verdict.replace('|', '/')} |")
+             "Each scenario's estimator fitted on D and D', as given and with every cell filled "
+             "(the dense branches), with every mechanism call reporting its real calibration "
+             "(sampler, scale drawn, declared sensitivity); an independent privacy map "
+             "(OpenDP's measurement maps, ours for the bounded discrete Laplace and the colored "
+             "Gaussian) recomputes each call's cost (docs/audit.md). A violation is a charge "
+             "below its cost, or a ledger total other than the ε (δ) the fit was given; "
+             "\"deviation\" is the largest |ε recomputed / ε spent − 1| over the fits.", "",
+             "| method | mode | scenarios | pairs | calls | deviation | verdict |",
+             "|---|---|---|---|---|---|---|"]
+    for (method, mode), d in rows.groupby(["method", "mode"], sort=False):
+        calls = sum(int(str(step).split()[0]) for step in d["step"]
+                    if str(step).split()[:1] and str(step).split()[0].isdigit())
+        finite = d[(d["epsilon_claimed"] > 0) & (d["epsilon_claimed"] < float("inf"))]
+        dev = (finite["epsilon_lower"] / finite["epsilon_claimed"] - 1).abs().max()
+        bad = d[d["verdict"] == "violation"]
+        verdict = "ok" if bad.empty else (f"**{len(bad)} violation(s)**: "
+                                         + str(bad.iloc[0]["event"]).replace("|", "/"))
+        pairs = ", ".join(dict.fromkeys(d["pair"]))
+        lines.append(f"| {method} | {mode} | {len(d)} | {pairs} | {calls} | "
+                     f"{'–' if finite.empty else f'{dev:.2g}'} | {verdict} |")
     return [*lines, ""]
