@@ -252,8 +252,7 @@ def _ledger(job: AuditJob, unit, seed: int, bug: str | None, index: int) -> dict
 def _sampler_records(job: AuditJob, seed: int, alpha: float, progress: bool) -> list[dict]:
     """The fresh-sampler job: every primitive of :data:`~dptaucc.audit.primitives.
     FRESH_PRIMITIVES` at ε = 1, α split over them."""
-    from .primitives import FRESH_PRIMITIVES, violated
-    from .secure import fresh_sampler_rows
+    from .primitives import FRESH_PRIMITIVES, fresh_sampler_rows, violated
 
     rows = fresh_sampler_rows(1.0, job.n_fits, alpha / len(FRESH_PRIMITIVES))
     records = []

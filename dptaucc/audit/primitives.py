@@ -71,7 +71,8 @@ from dptaucc.privacy import (
 )
 from dptaucc.privacy.checks import ScaledSampler
 
-__all__ = ["PRIMITIVES", "audit_primitive", "audit_primitives", "main"]
+__all__ = ["PRIMITIVES", "FRESH_PRIMITIVES", "audit_primitive", "audit_primitives",
+           "fresh_sampler_rows", "violated", "main"]
 
 N_CHOICES = 20
 BOUNDED_UPPER = 10
@@ -308,6 +309,13 @@ def audit_primitive(name: str, epsilon: float = 1.0, n: int = 400_000, *,
             "n": int(n), "seconds": time.perf_counter() - start, "event": event}
 
 
+def fresh_sampler_rows(epsilon: float = 1.0, n: int = 3000, alpha: float = 0.05) -> list[dict]:
+    """One row per :data:`FRESH_PRIMITIVES` entry: ``n`` outputs per side, each from a new
+    secure sampler (:mod:`dptaucc.audit.secure`)."""
+    return [audit_primitive(name, epsilon, n, secure=True, fresh=True, alpha=alpha)
+            for name in FRESH_PRIMITIVES]
+
+
 def violated(row: dict) -> bool:
     """A primitive's row is a violation: ε_lower above the ε charged, or a charge below what
     the map recomputes."""
@@ -358,8 +366,6 @@ def main(argv: list[str] | None = None) -> int:
     rows = [r for secure in paths for r in audit_primitives(args.epsilon, args.n, secure,
                                                             args.seed)]
     if args.fresh and True in paths:
-        from dptaucc.audit.secure import fresh_sampler_rows
-
         rows += fresh_sampler_rows(args.epsilon, args.fresh)
     if args.output:
         import pandas as pd

@@ -9,7 +9,8 @@ Two things are audited on the secure samplers:
   conditions on that data-independent randomness (the same fit seed on D and on D'), which the
   secure path would otherwise make differ between the two sides. The noise of every audited
   call, and of each of its redraws, comes from the OS. Only the audit uses this sampler.
-* **the samplers themselves, fresh** (:func:`fresh_sampler_rows`): each primitive's output drawn
+* **the samplers themselves, fresh** (:func:`dptaucc.audit.primitives.fresh_sampler_rows`):
+  each primitive's output drawn
   from a *new* :class:`~dptaucc.privacy.SecureSampler`, one per output
   (:func:`dptaucc.audit.primitives.audit_primitive` with ``fresh=True``). A sampler that
   carries state a seed can reproduce (a numpy Generator seeded with a constant) draws the same
@@ -24,7 +25,7 @@ import numpy as np
 
 from dptaucc.privacy.samplers import SecureSampler
 
-__all__ = ["ConditionedSecureSampler", "secure_factory", "fresh_sampler_rows", "secure_section"]
+__all__ = ["ConditionedSecureSampler", "secure_factory", "secure_section"]
 
 
 class ConditionedSecureSampler(SecureSampler):
@@ -54,14 +55,6 @@ def secure_factory(alg: dict, kwargs: dict):
     import functools
 
     return functools.partial(_construct_secure, alg, dict(kwargs))
-
-
-def fresh_sampler_rows(epsilon: float = 1.0, n: int = 3000, alpha: float = 0.05) -> list[dict]:
-    """One row per primitive: ``n`` outputs per side, each from a fresh secure sampler."""
-    from .primitives import FRESH_PRIMITIVES, audit_primitive
-
-    return [audit_primitive(name, epsilon, n, secure=True, fresh=True, alpha=alpha)
-            for name in FRESH_PRIMITIVES]
 
 
 def secure_section(table) -> list[str]:
