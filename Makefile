@@ -13,7 +13,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 SCALE ?= quick
 
 .DEFAULT_GOAL := help
-.PHONY: help setup setup-latest octave data test test-fast test-float-paths verify test-slurm slurm-install slurm-start slurm-stop slurm-status lint bench bench-authors reproduce reproduce-quick collect figures report audit audit-quick audit-ci audit-power audit-primitives audit-estimate audit-mutants audit-false-alarms clean
+.PHONY: help setup setup-latest octave data test test-fast test-float-paths verify test-slurm slurm-install slurm-start slurm-stop slurm-status lint bench bench-authors reproduce reproduce-quick collect figures report audit audit-quick audit-ci audit-power audit-primitives audit-secure audit-estimate audit-mutants audit-false-alarms clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
@@ -132,8 +132,11 @@ audit-ci: ## CI gate: quick audit of DP-τCC and DP-KMeans (corrected); fails on
 audit-power: ## the audit's power: quick audit of the correct code and of every catalogue bug -> results/quick/audit_power.parquet
 	$(PY) -m dptaucc.audit --power --jobs $(JOBS) --no-progress
 
-audit-primitives: ## mechanism-level audit of every privacy primitive, seeded and secure (about a minute) -> results/audit_primitives.parquet
-	$(PY) -m dptaucc.audit.primitives --both --output results/audit_primitives.parquet
+audit-primitives: ## mechanism-level audit of every privacy primitive, seeded, secure and fresh secure samplers (a few minutes) -> results/audit_primitives.parquet
+	$(PY) -m dptaucc.audit.primitives --both --fresh 2000 --output results/audit_primitives.parquet
+
+audit-secure: ## the secure path at the quick size: call sites and ledgers on the secure samplers, fresh samplers (exit 3 on a violation) -> results/quick/audit_secure.parquet
+	$(PY) -m dptaucc.audit --secure --size quick --jobs $(JOBS) --no-progress
 
 audit-estimate: ## time a few fits of every audit and print the estimated wall time of `make audit`
 	$(PY) -m dptaucc.audit --size full --jobs $(JOBS) --dry-run

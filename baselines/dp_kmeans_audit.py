@@ -28,6 +28,7 @@ from dptaucc.audit import events as ev
 from dptaucc.audit.bugs import (
     Bug,
     after_fit,
+    charge_for_one_value,
     double_epsilon_unlogged,
     exact_values_released,
     scale_argument,
@@ -254,6 +255,9 @@ BUGS = (
         "the sums charged for d changed values (one cluster's) instead of 2d",
         ((_KMEANS, "bounded_discrete_laplace_mechanism",
           with_arguments(_half_the_changed_values)),)),
+    Bug("dp_kmeans.sums_charged_for_one_value", "dp_kmeans", "ledger under-reports its noise",
+        "the bounded discrete Laplace of the sums charges one value's ε while 2d values move",
+        ((_KMEANS, "bounded_discrete_laplace_mechanism", charge_for_one_value()),)),
 )
 
 
@@ -262,7 +266,7 @@ def scenarios() -> AuditScenarios:
 
     >>> s = scenarios()
     >>> s.main.pair.name, s.call_sites[0].pair.name, len(s.bugs)
-    ('new_column_maximum', 'row_leaves_the_top', 8)
+    ('new_column_maximum', 'row_leaves_the_top', 9)
     """
     return AuditScenarios(_end_to_end(), _call_sites(), BUGS,
                           paper_leaks="data-derived bounds, swapped split")

@@ -24,6 +24,7 @@ from dptaucc.audit.bugs import (
     after_fit,
     double_epsilon_unlogged,
     scale_argument,
+    totals_without,
 )
 from dptaucc.audit.pairs import all_zero_column, all_zero_matrix, all_zero_row, moving_row
 from dptaucc.audit.scenarios import AuditScenarios, CallSiteSetup, Scenario, label_events
@@ -264,6 +265,12 @@ BUGS = (
         "objects whose counts fall in one cluster are given the argmax of their utilities "
         "after the mechanism call instead of its sample",
         ((_TAUCC, "_assign_corrected", _obvious_rows_by_argmax),)),
+    # a ledger that under-reports the noise it drew (issue 33, the ledger layer)
+    Bug("dp_taucc.totals_drop_exponential", "dp_taucc", "ledger under-reports its noise",
+        "the ledger's total leaves out the exponential mechanism's entries (every call is "
+        "charged; ε_spent_ reads the tables only)",
+        (("dptaucc.privacy.ledger:PrivacyLedger", "epsilon_mechanisms",
+          totals_without("exponential")),)),
 )
 
 

@@ -78,7 +78,11 @@ from dptaucc.validation import check_count_matrix, check_n_clusters
 from ..dpm.estimator import nearest_centre
 from ..dpm.gaussian import colored_gaussian_mechanism, colored_gaussian_noise
 from ..dpm.gaussian import gamma as gamma_of
-from ..dpm.neighbours import charge_cell_level_conversion, row_level_budget
+from ..dpm.neighbours import (
+    charge_capped_rest,
+    charge_cell_level_conversion,
+    row_level_budget,
+)
 from ..dpm.rows import TRANSFORMS, make_embedding
 from .solver import DenseDeviations, SparseDeviations, min_trace_diag, min_trace_full
 
@@ -156,7 +160,8 @@ def release_cluster_blocks(sums: np.ndarray, counts: np.ndarray, epsilon: float,
         math.hypot(DOMAIN_RADIUS, 1.0), sampler, ledger, step,
         f"per-cluster (sum, count) with Sigma optimised for {{(x,1): ||x|| <= 1}}; "
         f"gamma = {g:.6g} ({calibration}); one row changes one block",
-        mechanism=f"gaussian (colored: {noise}, public domain)")
+        mechanism=f"gaussian (colored: {noise}, public domain)",
+        blocks=((p, DOMAIN_RADIUS), (1, 1.0)))
     return noisy[:, :p], noisy[:, p], var, g
 
 
@@ -313,6 +318,8 @@ class ColoredNoiseKMeans(ClusterMixin, PrivateEstimator):
             centres, covs, gap, g = self._fit_hardened(Y, k, eps_r, delta_r, calibration,
                                                        sampler, ledger)
         charge_cell_level_conversion(ledger, ledger.epsilon_mechanisms, ledger.delta_spent)
+        if corrected:
+            charge_capped_rest(ledger, eps)
 
         self.embedding_ = emb
         self.n_features_in_ = d

@@ -27,6 +27,7 @@ from dptaucc.privacy import (
     discrete_laplace_mechanism,
     exponential_mechanism,
 )
+from dptaucc.privacy.calibration import first_draw
 from dptaucc.privacy.hook import MECHANISM_HOOK, watch
 
 __all__ = ["MechanismServer", "ObservedServer"]
@@ -135,7 +136,8 @@ class ObservedServer:
         seen = watch(self.server.ledger)
         if seen is None or request["op"] == "charge":
             return self._quiet(self.server, request)
-        answer = self._quiet(self.server, request)
+        # the library mechanism inside declares its calibration into this call's collector
+        answer = first_draw(seen, lambda: self._quiet(self.server, request), None)
         server_class, sampler = type(self.server), self.server.sampler
 
         def draw(n=None):

@@ -71,7 +71,11 @@ from dptaucc.privacy import (
 )
 
 from .core import DEFAULT_FRACTIONS, SCALE, dpm_release
-from .neighbours import charge_cell_level_conversion, row_level_budget
+from .neighbours import (
+    charge_capped_rest,
+    charge_cell_level_conversion,
+    row_level_budget,
+)
 from .rows import TRANSFORMS, RowEmbedding, make_embedding
 
 __all__ = ["DPM", "nearest_centre"]
@@ -254,6 +258,8 @@ class DPM(ClusterMixin, PrivateEstimator):
                           fractions=(f_int, f_cnt, f_exp, f_avg), t=self.t, q=self.q,
                           w_c=self.w_c, w_e=self.w_e)
         charge_cell_level_conversion(ledger, ledger.epsilon_mechanisms, ledger.delta_spent)
+        if corrected:
+            charge_capped_rest(ledger, eps)
 
         self.embedding_ = emb
         self.n_features_in_ = d

@@ -28,6 +28,7 @@ import numpy as np
 from scipy.special import log_ndtr, ndtr
 
 from dptaucc.privacy import PrivacyLedger, Sampler, as_sampler
+from dptaucc.privacy.calibration import Declaration, first_draw, note_draw
 from dptaucc.privacy.hook import watch
 from dptaucc.privacy.mechanisms import GRID_BITS
 
@@ -179,10 +180,12 @@ def colored_gaussian_noise(values: np.ndarray, covariance: np.ndarray,
     sds = marginal_sds(cov)
     if not np.any(sds > 0):
         return values.copy()
-    z = as_sampler(sampler).standard_normal(values.shape)
+    sampler = as_sampler(sampler)
     if cov.ndim == 1:
-        noise = z * sds
+        noise = sampler.normal(values.shape, sds)
     else:
+        z = sampler.standard_normal(values.shape)
+        note_draw("gaussian", sampler.source, sds, z.size, covariance=cov)
         w, U = np.linalg.eigh(cov)
         noise = (z * np.sqrt(np.maximum(w, 0.0))) @ U.T
     return snap_coordinates(values + noise, sds)
@@ -192,7 +195,9 @@ def colored_gaussian_mechanism(values: np.ndarray, covariance: np.ndarray, epsil
                                delta: float, l2_sensitivity: float,
                                sampler: Sampler | np.random.Generator, ledger: PrivacyLedger,
                                step: str, note: str = "",
-                               mechanism: str = "gaussian (colored)") -> np.ndarray:
+                               mechanism: str = "gaussian (colored)",
+                               blocks: tuple[tuple[int, float], ...] | None = None
+                               ) -> np.ndarray:
     """Release ``values + N(0, Σ)`` (one draw per row), charged (ε, δ) before drawing.
 
     Privacy map: if every change Δ a neighbour can make to ``values`` satisfies ΔᵀΣ⁻¹Δ ≤ s²
@@ -202,7 +207,10 @@ def colored_gaussian_mechanism(values: np.ndarray, covariance: np.ndarray, epsil
     passes the L2 sensitivity of ``values`` for the record. Each coordinate is then rounded to a
     grid fixed by its own noise scale (post-processing), so the possible outputs do not depend
     on the data when Σ does not. The recorded noise scale is the largest marginal σ. Like the
-    package's mechanisms, the call is shown to the audit hook (:mod:`dptaucc.privacy.hook`).
+    package's mechanisms, the call is shown to the audit hook (:mod:`dptaucc.privacy.hook`),
+    with the change a neighbour can make declared for the audit's privacy map: one row of
+    ``values`` moves, its consecutive column ``blocks`` ``(width, L2 bound)`` each within their
+    bound (default: the whole row within ``l2_sensitivity``).
 
     >>> import numpy as np
     >>> from dptaucc.privacy import PrivacyLedger, make_sampler
@@ -217,8 +225,14 @@ def colored_gaussian_mechanism(values: np.ndarray, covariance: np.ndarray, epsil
     ledger.charge(step, mechanism, epsilon, delta, l2_sensitivity, "sequential", note,
                   float(sds.max()) if sds.size else 0.0)
 
+    sampler = as_sampler(sampler)
+
     def draw(n=None):  # n: a batch of n outputs (audit redraws)
         batch = values if n is None else np.broadcast_to(values, (n, *np.shape(values)))
         return colored_gaussian_noise(batch, covariance, sampler)
-    out = draw()
+    width = int(np.shape(values)[-1]) if np.ndim(values) else 1
+    declared = Declaration("gaussian", float(l2_sensitivity), "l2-blocks", 1,
+                           {"blocks": tuple(blocks) if blocks is not None
+                            else ((width, float(l2_sensitivity)),)})
+    out = first_draw(seen, draw, declared)
     return out if seen is None else seen.released(step, mechanism, out, draw)

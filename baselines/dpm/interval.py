@@ -136,7 +136,7 @@ def smith_quantile(values: np.ndarray, q: float, lower: float, upper: float, eps
     i = keep[int(exponential_mechanism(scores[None, :], epsilon=epsilon, sensitivity=sensitivity,
                                        sampler=sampler, ledger=ledger,
                                        step=step, note=note)[0])]
-    offset = int(as_sampler(sampler).rng.integers(counts[i]))
+    offset = as_sampler(sampler).integers(int(counts[i]))  # the mechanism's own randomness
     return float((bounds[i] + offset) * g)
 
 

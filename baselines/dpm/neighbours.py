@@ -19,8 +19,8 @@ from scipy.special import expit
 
 from dptaucc.privacy import PrivacyLedger
 
-__all__ = ["row_level_budget", "charge_cell_level_conversion", "CONVERSION_STEP",
-           "MAX_ROW_EPSILON"]
+__all__ = ["row_level_budget", "charge_cell_level_conversion", "charge_capped_rest",
+           "CONVERSION_STEP", "MAX_ROW_EPSILON"]
 
 CONVERSION_STEP = "cell_level_group_privacy"
 MAX_ROW_EPSILON = 200.0
@@ -71,3 +71,25 @@ def charge_cell_level_conversion(ledger: PrivacyLedger, epsilon_row: float,
         f"(2eps', (1+e^eps')delta')-DP at the paper's cell level; this entry adds "
         f"(eps', e^eps' delta')",
     )
+
+
+def charge_capped_rest(ledger: PrivacyLedger, epsilon: float) -> None:
+    """For ε > 2·MAX_ROW_EPSILON, charge the ε − 400 the capped row budget leaves unspent
+    (nothing drawn; computed from ε alone, never from the ledger), so that the fit's ledger
+    spends exactly the ε it was given.
+
+    >>> import math
+    >>> from dptaucc.privacy import PrivacyLedger
+    >>> ledger = PrivacyLedger()
+    >>> _ = ledger.charge("release", "gaussian", 200.0, 1e-90)
+    >>> charge_cell_level_conversion(ledger, 200.0, 1e-90)
+    >>> charge_capped_rest(ledger, 1000.0)
+    >>> ledger.epsilon_spent
+    1000.0
+    >>> charge_capped_rest(PrivacyLedger(), 2.0)  # no cap below ε = 400: nothing charged
+    """
+    if math.isfinite(epsilon) and epsilon > 2.0 * MAX_ROW_EPSILON:
+        ledger.charge("row_budget_cap_set_aside", "unused (set aside)",
+                      epsilon - 2.0 * MAX_ROW_EPSILON, 0.0, math.nan, "sequential",
+                      f"ε' is capped at {MAX_ROW_EPSILON:g} (δ' would underflow): the rest of "
+                      "ε is charged, nothing drawn")

@@ -233,6 +233,8 @@ def grow_tree(Z: np.ndarray, root_count: float, eps_cnt: np.ndarray, eps_exp: np
 
     ``eps_cnt[ℓ]`` (ℓ = 0..L) prices the noisy counts of level ℓ (the root's is already
     released as ``root_count``), ``eps_exp[ℓ]`` (ℓ = 0..L−1) the split choice at level ℓ.
+    Corrected mode charges the levels a tree that stops early never runs (their ε and the
+    counts' δ, set aside, nothing drawn), so the fit spends exactly the budget it was given.
 
     >>> import math
     >>> import numpy as np
@@ -253,6 +255,7 @@ def grow_tree(Z: np.ndarray, root_count: float, eps_cnt: np.ndarray, eps_exp: np
     centres = params.lo + (np.arange(m) + 0.5) * params.width
     tree = Tree()
     nodes = [(np.arange(Z.shape[0]), root_count)]
+    run = 0  # levels whose split and children's counts were released
     for level in range(L + 1):
         if not nodes:
             break
@@ -294,4 +297,18 @@ def grow_tree(Z: np.ndarray, root_count: float, eps_cnt: np.ndarray, eps_exp: np
                 next_nodes.append((parts[i][0], c_left))
                 next_nodes.append((parts[i][1], c_right))
         nodes = next_nodes
+        run = level + 1
+    if params.corrected and run < L:
+        _charge_set_aside(ledger, run, L, eps_cnt, eps_exp, delta_cnt)
     return tree
+
+
+def _charge_set_aside(ledger: PrivacyLedger, run: int, L: int, eps_cnt: np.ndarray,
+                      eps_exp: np.ndarray, delta_cnt: float) -> None:
+    """Charge the split and count budgets of levels ``run`` … ``L − 1`` that were not run."""
+    unused = math.fsum([*np.asarray(eps_exp, float)[run:L],
+                        *np.asarray(eps_cnt, float)[run + 1:L + 1]])
+    ledger.charge(f"levels_{run}-{L - 1}_set_aside", "unused (set aside)", unused,
+                  delta_cnt * (L - run), math.nan, "sequential",
+                  "the tree stopped before max_depth: the budget of the splits and counts it "
+                  "did not run is charged (nothing drawn), so the fit spends its whole budget")

@@ -5,7 +5,7 @@ Imported only by the audit (:mod:`dptaucc.audit.methods`); docs/audit.md explain
 End to end: ``all_zero_row`` (its released document factor, labels). Call sites:
 :func:`replaced_document` under :func:`orthonormal_topics` (ε = 8, δ = 0.02 so that each
 epoch's (2, 0.005) is measurable): the release moves by 2/N, the largest move of one replaced
-document.
+document; and under :func:`short_topics`, where the coefficients' projection binds.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from dptaucc.audit import events as ev
-from dptaucc.audit.bugs import Bug, fixed_argument, scale_argument
+from dptaucc.audit.bugs import Bug, delta_charged, fixed_argument, scale_argument
 from dptaucc.audit.pairs import RowPair, all_zero_row, two_blocks
 from dptaucc.audit.scenarios import AuditScenarios, CallSiteSetup, Scenario, label_events
 from dptaucc.audit.transcript import Call
 
-__all__ = ["scenarios", "replaced_document", "orthonormal_topics"]
+__all__ = ["scenarios", "replaced_document", "orthonormal_topics", "short_topics"]
 
 
 def replaced_document(n_per_cluster: int = 6, n_cols: int = 8, value: int = 2) -> RowPair:
@@ -60,6 +60,30 @@ def orthonormal_topics(history: list[Call]) -> list[Call]:
     return out
 
 
+def short_topics(history: list[Call]) -> list[Call]:
+    """DPNMF with a coefficient projection that binds: every earlier release forced to Ā = I,
+    B̄ = [½I; 0] (on every release grid). The W-steps then give W = [½I; 0] (one 1/L step,
+    L = 1), topics of norm ½, so a document with its one count in word j is fitted best by
+    h = 2e_j: the projection onto {h ≥ 0, ‖h‖ ≤ 1} binds at every step (h = e_j after one
+    step of 1/‖WᵀW‖ = 4). The :func:`replaced_document` pair then moves the release by 2/N
+    as under :func:`orthonormal_topics`, through the projection: a ball of the wrong radius
+    shows here and not there.
+
+    >>> call = Call(0, "release", "gaussian", 1.0, 0.0, np.zeros((6, 2)))
+    >>> short_topics([call])[0].output[2:4].tolist()
+    [[0.5, 0.0], [0.0, 0.5]]
+    """
+    out = []
+    for call in history:
+        m_k, k = np.shape(call.output)
+        forced = np.zeros((m_k, k))
+        forced[:k] = np.eye(k)
+        forced[k:2 * k] = 0.5 * np.eye(k)
+        out.append(Call(call.index, call.step, call.mechanism, call.epsilon, call.delta,
+                        forced))
+    return out
+
+
 def _end_to_end() -> tuple[Scenario, ...]:
     p = all_zero_row()
     return (Scenario(p, (ev.slice_is_zero("coefficients_", (slice(None), p.u), label=f":, {p.u}"),
@@ -69,7 +93,9 @@ def _end_to_end() -> tuple[Scenario, ...]:
 
 def _call_sites() -> tuple[CallSiteSetup, ...]:
     return (CallSiteSetup(replaced_document(), (("epsilon", 8.0), ("delta", 0.02)),
-                          max_calls=2, first=1, craft=orthonormal_topics),)
+                          max_calls=2, first=1, craft=orthonormal_topics),
+            CallSiteSetup(replaced_document(), (("epsilon", 8.0), ("delta", 0.02)),
+                          max_calls=1, first=1, craft=short_topics))
 
 
 # ------------------------------------------------------------------ known bugs
@@ -98,6 +124,14 @@ BUGS = (
     Bug("dpnmf.noise_scale_halved", "dpnmf", "noise scale off by 2",
         "the release drawn with half the σ computed (and charged) for it",
         ((_NMF, "gaussian_mechanism", scale_argument("sigma", 0.5)),)),
+    Bug("dpnmf.delta_undercharged", "dpnmf", "ledger under-reports its noise",
+        "each release charged a tenth of the δ its σ was calibrated for",
+        ((_NMF, "gaussian_mechanism", delta_charged(0.1)),)),
+    Bug("dpnmf.coefficient_ball_radius_two", "dpnmf", "sensitivity off by 2",
+        "document coefficients projected onto the ball of radius 2 instead of 1 (the "
+        "sensitivity 2√2/N assumes ‖h‖ ≤ 1)",
+        (("dptaucc.baselines.nmf_dp.updates", "project_columns",
+          lambda original: lambda A: 2.0 * original(np.asarray(A) / 2.0)),)),
 )
 
 
@@ -106,7 +140,7 @@ def scenarios() -> AuditScenarios:
 
     >>> s = scenarios()
     >>> s.main.pair.name, s.call_sites[0].pair.name, len(s.bugs)
-    ('all_zero_row', 'replaced_document', 4)
+    ('all_zero_row', 'replaced_document', 6)
     """
     return AuditScenarios(_end_to_end(), _call_sites(), BUGS,
                           paper_leaks="non-private initialisation and H updates, under-noised "

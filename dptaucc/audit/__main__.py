@@ -7,6 +7,16 @@ Exit codes: 0 no violation; 3 some corrected-mode method's ε_lower exceeds the 
 fit's ε end to end, the charged ε at a call site); 2 an audit error (an event that raised, a
 bad argument). Paper-mode methods are expected to violate: reported, never a failure.
 
+Every private scenario and call-site setup also gets a ledger record (scope "ledger"): each
+mechanism call's charge against what its noise costs by an independent privacy map, and the
+fit's totals against the ε (δ) it was given (:mod:`dptaucc.audit.ledger_check`); a violation
+there exits 3 too. ``--ledger-only`` runs just those (seconds).
+
+``--secure`` audits the secure path instead (``<results>/quick/audit_secure.parquet`` or
+``<results>/audit_secure.parquet``): each method's call sites and ledgers with every mechanism
+draw on the secure samplers (:mod:`dptaucc.audit.secure`), and every primitive drawn from fresh
+secure samplers (a sampler state a seed reproduces exits 3).
+
 ``--methods NAME`` may name your own method (its config in ``$DPTAUCC_CONFIG_PATH``, its
 scenarios beside it: docs/audit.md). ``--bug NAME`` plants a bug a method declares
 (:mod:`dptaucc.audit.bugs`) in every worker;
@@ -36,6 +46,10 @@ def _workers(jobs: int | None) -> int:
 
 def _print_violations(found: list[dict]) -> None:
     for r in found:
+        if r["scope"] in ("ledger", "sampler"):
+            print(f"VIOLATION {r['method']}/{r['mode']} {r['scope']} {r['pair']} {r['step']}: "
+                  f"{r['event']}")
+            continue
         where = r["step"] or r["pair"]
         print(f"VIOLATION {r['method']}/{r['mode']} {r['scope']} {where}: ε_lower = "
               f"{r['epsilon_lower']:.3f} > claimed {r['epsilon_claimed']:.3g} ({r['event']})")
@@ -59,6 +73,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--stop-at-violation", action="store_true",
                     help="stop at the first corrected-mode violation (the exit code is the same: "
                          "3; the mutation run uses it, `python -m dptaucc.auditscore.mutants`)")
+    ap.add_argument("--secure", action="store_true",
+                    help="audit the secure samplers: call sites and ledgers of every private "
+                         "method on them, and fresh secure samplers per primitive")
+    ap.add_argument("--ledger-only", action="store_true",
+                    help="only the ledger checks (every charge against its noise's cost, "
+                         "totals against the ε given): seconds per method")
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
 
@@ -87,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for path in draw_power_figure(out, out.parent / "figures"):
                 print(path)
             return 0
-        jobs = plan(cfg, methods)
+        jobs = plan(cfg, methods, secure=args.secure)
         if args.dry_run:
             rows = estimate(jobs, workers)
             for r in rows:
@@ -99,17 +119,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         out = Path(args.output) if args.output else default_output(cfg, args.results_dir)
         full = default_output(load_config("full"), args.results_dir)
+        if args.secure and not args.output:
+            out, full = (p.with_name(p.stem + "_secure" + p.suffix) for p in (out, full))
+        if args.ledger_only and not args.output:
+            out = out.with_name(out.stem + "_ledger" + out.suffix)
         if args.size == "quick" and out.resolve() == full.resolve():
             ap.error(f"a quick run never overwrites the full-size table {full}")
         t0 = time.perf_counter()
         records = run_all(cfg, jobs, out, n_jobs=workers, progress=not args.no_progress,
                           bug=args.bug,
-                          stop_at_violation=args.bug is not None or args.stop_at_violation)
+                          stop_at_violation=args.bug is not None or args.stop_at_violation,
+                          ledger_only=args.ledger_only)
     except AuditEventError as error:
         print(f"audit error: {error}", file=sys.stderr)
         return AUDIT_ERROR
     print(f"{out} ({len(jobs)} audits, {(time.perf_counter() - t0) / 60:.1f} min)")
-    if args.bug is None:
+    if args.bug is None and not (args.secure or args.ledger_only):
         from .report import audit_section, draw_figure
 
         print("\n".join(audit_section(out.parent, table=out)))

@@ -6,7 +6,8 @@ Each method declares its bugs beside itself, in its audit scenarios
 :class:`Bug` is a one-line mistake of a kind developers really make (a sensitivity or a
 noise scale off by two, an ε that spends twice what the ledger says, entries released without
 noise, a released value read from the raw data, data-dependent bounds, an empty-cluster leak,
-δ ignored, a zCDP calibration labelled (ε, δ), float noise on a count), planted in a
+δ ignored, a zCDP calibration labelled (ε, δ), float noise on a count, a ledger that
+under-reports what its noise costs), planted in a
 corrected-mode estimator by monkeypatching the library *in the current process* for as long as
 :meth:`Bug.applied` is entered. Nothing here is used by the estimators themselves.
 
@@ -91,6 +92,46 @@ class UnderChargingLedger:
 
     def __getattr__(self, name):
         return getattr(self._ledger, name)
+
+
+class _ScaledChargeLedger:
+    """A ledger seen through a bug: every charge records ``factor`` × ε and ``delta_factor``
+    × δ (the noise drawn stays the one calibrated for the full charge)."""
+
+    def __init__(self, ledger, factor: float, delta_factor: float = 1.0):
+        self._ledger, self._factor, self._delta_factor = ledger, factor, delta_factor
+
+    def charge(self, step, mechanism, epsilon, delta=0.0, *args, **kwargs):
+        return self._ledger.charge(step, mechanism, epsilon * self._factor,
+                                   delta * self._delta_factor, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._ledger, name)
+
+
+def charge_for_one_value():
+    """A per-value mechanism charged one value's ε although ``n_changed`` values move."""
+    def change(arguments):
+        arguments["ledger"] = _ScaledChargeLedger(arguments["ledger"],
+                                                  1.0 / arguments.get("n_changed", 1))
+    return with_arguments(change)
+
+
+def delta_charged(factor: float):
+    def change(arguments):
+        arguments["ledger"] = _ScaledChargeLedger(arguments["ledger"], 1.0, factor)
+    return with_arguments(change)
+
+
+def totals_without(mechanism: str):
+    """``PrivacyLedger.epsilon_mechanisms`` summing every entry but ``mechanism``'s."""
+    def make(original):
+        import math
+
+        return property(lambda self: math.fsum(
+            e.epsilon for e in self.entries
+            if e.composition != "non-private" and e.mechanism != mechanism))
+    return make
 
 
 # ------------------------------------------------------------------ patch builders

@@ -10,7 +10,15 @@ means the pair's planted number of clusters) and runs, per method:
   (:mod:`dptaucc.audit.endtoend`), claim = the fit's ε;
 * ``scope = "call-site"`` (corrected mode): every call of a fit under the method's
   :func:`~dptaucc.audit.methods.call_site_setup` (:mod:`dptaucc.audit.callsite`), claim = the
-  ε its ledger charged.
+  ε its ledger charged;
+* ``scope = "ledger"`` (every private scenario and setup, one fit on D and one on D'): each
+  call's charge against what its noise costs by the independent privacy map, and the ledger's
+  totals against the ε (δ) given (:mod:`dptaucc.audit.ledger_check`); not statistical, so it
+  takes no share of α.
+
+With ``secure=True`` (``--secure``, :func:`plan`) the call sites and the ledger run on the
+secure samplers (:mod:`dptaucc.audit.secure`), and a ``scope = "sampler"`` job draws each
+primitive from fresh secure samplers; the end-to-end layer stays on the seeded path.
 
 One record per (scope, scenario or call) in a parquet table, rewritten after every audit. The
 level α of a method's audit is split evenly over its records (Bonferroni), so all its bounds
@@ -103,14 +111,18 @@ class AuditJob:
     n_fits: int
     time_limit: float | None = None
     scope: str = "end-to-end"
+    secure: bool = False  # fits on the secure samplers (dptaucc.audit.secure)
 
     @property
     def label(self) -> str:
+        if self.scope == "sampler":
+            return "secure samplers, fresh"
         if self.mode is None:
             return f"{self.method} (not DP)"
+        on = " (secure)" if self.secure else ""
         if self.scope == "call-site":
-            return f"{self.method}/{self.mode} call sites"
-        return f"{self.method}/{self.mode} ε={self.epsilon:g}"
+            return f"{self.method}/{self.mode} call sites{on}"
+        return f"{self.method}/{self.mode} ε={self.epsilon:g}{on}"
 
     def factory(self, overrides: tuple[tuple[str, object], ...] = ()):
         """``random_state -> estimator`` with the config's parameters for this job's pair,
@@ -124,17 +136,27 @@ class AuditJob:
                 kwargs["epsilon"] = float(self.epsilon)
             kwargs["mode"] = self.mode
         kwargs.update(dict(overrides))
+        if self.secure:
+            from .secure import secure_factory
+
+            return secure_factory(alg, kwargs)
         return functools.partial(_construct, alg, kwargs)
 
 
-def plan(cfg: dict, methods: list[str] | None = None) -> list[AuditJob]:
+def plan(cfg: dict, methods: list[str] | None = None, secure: bool = False) -> list[AuditJob]:
     """The audits of a config: private methods × modes × ε end to end, plus their call sites
-    (modes ``call_site_modes``); non-private methods once.
+    (modes ``call_site_modes``); non-private methods once. ``secure``: the corrected call
+    sites of the private methods on the secure samplers (``secure_call_site_draws`` draws per
+    call), then the fresh-sampler job.
 
     >>> cfg = load_config("quick")
     >>> [job.label for job in plan(cfg, ["dp_taucc", "fast_taucc"])]  # call sites first
     ['dp_taucc/corrected call sites', 'dp_taucc/corrected ε=1', 'fast_taucc (not DP)']
+    >>> [job.label for job in plan(cfg, ["dp_taucc", "fast_taucc"], secure=True)]
+    ['dp_taucc/corrected call sites (secure)', 'secure samplers, fresh']
     """
+    if secure:
+        return _plan_secure(cfg, methods)
     jobs = []
     per_method = cfg.get("n_fits_per_method") or {}
     for name in methods or cfg["methods"]:
@@ -150,6 +172,16 @@ def plan(cfg: dict, methods: list[str] | None = None) -> list[AuditJob]:
         else:
             jobs.append(AuditJob(name, None, None, n, limit))
     return jobs
+
+
+def _plan_secure(cfg: dict, methods: list[str] | None) -> list[AuditJob]:
+    draws = int(cfg.get("secure_call_site_draws", cfg["call_site_draws"]))
+    jobs = [AuditJob(name, "corrected", None, draws, cfg.get("time_limit"), "call-site",
+                     secure=True)
+            for name in methods or cfg["methods"]
+            if algorithm_config(name).get("private", True) and call_site_setup(name)]
+    return [*jobs, AuditJob("samplers", "corrected", None, int(cfg.get("fresh_samplers", 2000)),
+                            scope="sampler", secure=True)]
 
 
 def _probe(build, D, private: bool, bug: str | None, n: int = 2) -> tuple[float, bool, float]:
@@ -234,8 +266,10 @@ def _unit_record(job: AuditJob, unit, a: float, seed: int, bug: str | None, work
         build = job.factory(setup.params)
         spent, e2e, delta = _probe(build, setup.pair.D, private, bug, n=1)
         if setup.redraw_samples:
+            samples = min(setup.redraw_samples, job.n_fits) if job.secure \
+                else setup.redraw_samples
             res = audit_call_site_redrawn(build, setup.pair.D, setup.pair.D_prime,
-                                          call.index, n_samples=setup.redraw_samples,
+                                          call.index, n_samples=samples,
                                           alpha=a, seed=seed, bug=bug, n_jobs=workers)
         else:
             draws = min(job.n_fits, setup.max_draws or job.n_fits)
@@ -264,24 +298,80 @@ def _in_parallel(job: AuditJob, units: list, workers: int) -> bool:
             and not any(setup.redraw_samples for setup, _ in units))
 
 
+def _ledger(job: AuditJob, unit, seed: int, bug: str | None, index: int) -> dict:
+    """The ledger record of one scenario or setup (:mod:`dptaucc.audit.ledger_check`)."""
+    from .ledger_check import ledger_record
+    from .runner import fit_seed
+
+    spec = unit if job.scope == "end-to-end" else unit[0]
+    rec = _base(job, seed, bug)
+    rec.update(ledger_record(job.factory(spec.params), spec.pair.D, spec.pair.D_prime,
+                             seed=fit_seed(seed, 30_000 + 2 * index), bug=bug),
+               pair=spec.pair.name, scope="ledger", alpha=0.0)
+    return rec
+
+
+def _sampler_records(job: AuditJob, seed: int, alpha: float, progress: bool) -> list[dict]:
+    """The fresh-sampler job: every primitive of :data:`~dptaucc.audit.primitives.
+    FRESH_PRIMITIVES` at ε = 1, α split over them."""
+    from .primitives import FRESH_PRIMITIVES, fresh_sampler_rows, violated
+
+    rows = fresh_sampler_rows(1.0, job.n_fits, alpha / len(FRESH_PRIMITIVES))
+    records = []
+    for row in rows:
+        rec = _base(job, seed, None)
+        rec.update(method="samplers", epsilon=1.0, delta=row["delta"], epsilon_spent=row["epsilon"],
+                   end_to_end_dp=True, epsilon_lower=row["epsilon_lower"], scope="sampler",
+                   step=f"{row['primitive']} ({row['path']})", epsilon_claimed=row["epsilon"],
+                   verdict="violation" if violated(row) else "ok", event=row["event"],
+                   n_fits=row["n"], time_s=row["seconds"], pair="worst-case pair",
+                   epsilon_lower_max=math.nan, events="", alpha=alpha / len(FRESH_PRIMITIVES))
+        records.append(rec)
+        if progress:
+            print(f"    {job.label} {rec['step']}: ε_lower = {rec['epsilon_lower']:.3f}, map "
+                  f"{row['epsilon_map']:.3f} / claimed 1 ({rec['verdict']}, {rec['n_fits']} "
+                  f"fresh samplers per side)", flush=True)
+    return records
+
+
 def run_job(job: AuditJob, *, seed: int = 0, alpha: float = 0.05, n_jobs: int | None = 1,
             progress: bool = True, bug: str | None = None, looks: int = 2,
-            stop_at_violation: bool = False) -> list[dict]:
+            stop_at_violation: bool = False, ledger_only: bool = False) -> list[dict]:
     """Audit one job: one record per end-to-end scenario, or per audited call, each at
-    ``alpha / (number of records)``, so the job's bounds hold simultaneously at 1 − α.
-    Call sites sampled in-process run ``n_jobs`` at a time (a violation stops the job after
-    the batch it is found in, with ``stop_at_violation``).
+    ``alpha / (number of records)``, so the job's bounds hold simultaneously at 1 − α; and
+    (private methods) one ledger record per scenario or setup, first. Call sites sampled
+    in-process run ``n_jobs`` at a time (a violation stops the job after the batch it is found
+    in, with ``stop_at_violation``). ``ledger_only``: the ledger records alone (seconds).
 
     >>> [record] = run_job(AuditJob("fast_taucc", None, None, 20), progress=False)
     >>> record["scope"], record["verdict"], record["epsilon_lower"] > 0  # it reads the data
     ('end-to-end', 'not DP', True)
+    >>> [r["verdict"] for r in run_job(AuditJob("dp_taucc", "corrected", 1.0, 20),
+    ...                                progress=False, ledger_only=True)]
+    ['ok', 'ok', 'ok', 'ok']
     """
+    if job.scope == "sampler":
+        return [] if ledger_only else _sampler_records(job, seed, alpha, progress)
     units = _n_units(job, bug)
     a = alpha / max(1, len(units))
     workers = max(1, int(n_jobs or 1))
+    private = job.mode is not None
     parallel = _in_parallel(job, units, workers)
     batch = workers if parallel else 1
     records = []
+    if private:
+        specs = list(units) if job.scope == "end-to-end" else list(
+            {id(setup): (setup, None) for setup, _ in units}.values())
+        for i, unit in enumerate(specs):
+            rec = _ledger(job, unit, seed, bug, i)
+            records.append(rec)
+            if progress:
+                print(f"    {job.label} {rec['pair']} ledger: {rec['verdict']} "
+                      f"({rec['event'][:160]})", flush=True)
+            if stop_at_violation and rec["verdict"] == "violation" and job.mode == "corrected":
+                return records
+    if ledger_only:
+        return records
     for start in range(0, len(units), batch):
         chunk = units[start:start + batch]
         if parallel:
@@ -314,6 +404,10 @@ def estimate(jobs: list[AuditJob], n_jobs: int, pairs: int = 20) -> list[dict]:
     """
     rows = []
     for job in jobs:
+        if job.scope == "sampler":  # fresh secure samplers: ~5 ms an output, 4 primitives
+            rows.append({"audit": job.label, "fits_per_side": job.n_fits, "ms_per_fit": 5.0,
+                         "estimated_s": 2 * 4 * job.n_fits * 0.005})
+            continue
         if job.scope == "call-site":
             setups = call_site_setup(job.method)
             setup = setups[0]
@@ -378,7 +472,7 @@ def _write(records: list[dict], out: Path, size: str) -> None:
 
 def run_all(cfg: dict, jobs: list[AuditJob], out: Path | None, *, n_jobs: int | None,
             progress: bool = True, bug: str | None = None,
-            stop_at_violation: bool = False) -> list[dict]:
+            stop_at_violation: bool = False, ledger_only: bool = False) -> list[dict]:
     """Run every job and (re)write ``out`` (if given) after each one.
 
     >>> import contextlib, io, tempfile
@@ -394,13 +488,27 @@ def run_all(cfg: dict, jobs: list[AuditJob], out: Path | None, *, n_jobs: int | 
     for k, job in enumerate(jobs, 1):
         recs = run_job(job, seed=int(cfg.get("seed", 0)), alpha=float(cfg.get("alpha", 0.05)),
                        n_jobs=n_jobs, progress=progress, bug=bug,
-                       looks=int(cfg.get("looks", 2)), stop_at_violation=stop_at_violation)
+                       looks=int(cfg.get("looks", 2)), stop_at_violation=stop_at_violation,
+                       ledger_only=ledger_only)
         records += recs
         if out is not None:
             _write(records, out, cfg["size"])
         if not recs:
-            print(f"[{k}/{len(jobs)}] {job.label}: nothing to audit (no call made by a fit on "
-                  "its pair): no evidence", flush=True)
+            why = "nothing to audit (no call made by a fit on its pair): no evidence"
+            if ledger_only:
+                why = "not DP, no ledger to check" if job.mode is None else "no ledger: skipped"
+            print(f"[{k}/{len(jobs)}] {job.label}: {why}", flush=True)
+            continue
+        ledger = [r for r in recs if r["scope"] == "ledger"]
+        if ledger:
+            bad = [r for r in ledger if r["verdict"] == "violation"]
+            print(f"[{k}/{len(jobs)}] {job.label}: ledger {len(ledger) - len(bad)}/"
+                  f"{len(ledger)} ok" + (f"; VIOLATION {bad[0]['pair']}: {bad[0]['event']}"
+                                        if bad else ""), flush=True)
+        recs = [r for r in recs if r["scope"] != "ledger"]
+        if not recs:
+            if stop_at_violation and violations(ledger):
+                break
             continue
         ratio = [r["epsilon_lower"] / r["epsilon_claimed"] for r in recs
                  if r["epsilon_claimed"] > 0 and not math.isnan(r["epsilon_lower"])]
@@ -410,7 +518,7 @@ def run_all(cfg: dict, jobs: list[AuditJob], out: Path | None, *, n_jobs: int | 
         print(f"[{k}/{len(jobs)}] {job.label}: max ε_lower/claimed = "
               f"{max(ratio, default=math.nan):.2f} ({sum(r['time_s'] for r in recs):.0f} s) "
               f"{best['pair']} {best['step']} {best['event']}", flush=True)
-        if stop_at_violation and violations(recs):
+        if stop_at_violation and violations(recs + ledger):
             break
     return records
 

@@ -24,11 +24,23 @@ Worst-case pairs (why each is worst case):
   uses δ = 10⁻² by default: at δ = 10⁻⁵ the informative tail has probability ~10⁻³ and 10⁵
   samples bound ε only at about 0.6 ε.
 
-On the secure path the slow exact samplers get fewer outputs (:data:`SECURE_N`), so their
-bounds are looser.
+* ``exponential-wide``: the same change with 64 choices in calls of 16 rows, which the seeded
+  sampler serves row by row (:mod:`dptaucc.privacy.wide_choice`, DPM's and DPHD's path);
+  {the one choice} has ratio (1 + 63e^ε)/64 (0.99 ε at ε = 1).
+* ``linear-exponential-sparse``: the linear exponential mechanism on sparse (CSR) profiles,
+  the path of sparse inputs (the dense one is ``linear-exponential``).
 
-``python -m dptaucc.audit.primitives [--secure] [--epsilon E] [-n N]`` prints the table and exits
-3 when some ε_lower exceeds the claimed ε (a violation), 0 otherwise.
+Each call is also run with the audit hook listening: the privacy map
+(:mod:`dptaucc.audit.privacy_map`) recomputes from what the sampler really drew what the call
+costs (``epsilon_map``); a charge below it is a violation as well.
+
+On the secure path the slow exact samplers get fewer outputs (:data:`SECURE_N`), so their
+bounds are looser. ``--secure --fresh`` draws every output from a *new* secure sampler
+(:data:`FRESH_PRIMITIVES`, :mod:`dptaucc.audit.secure`): a sampler whose state a seed
+reproduces draws alike in every fresh copy, which one long-lived sampler does not show.
+
+``python -m dptaucc.audit.primitives [--secure [--fresh]] [--epsilon E] [-n N]`` prints the
+table and exits 3 when some ε_lower or ε_map exceeds the claimed ε (a violation), 0 otherwise.
 """
 
 from __future__ import annotations
@@ -41,7 +53,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 
+from dptaucc.audit.ledger_check import RTOL, mapped, observing
 from dptaucc.audit.stats import cp_lower, cp_upper
 from dptaucc.baselines.nmf_dp.gaussian import analytic_gaussian_sigma
 from dptaucc.privacy import (
@@ -57,7 +71,8 @@ from dptaucc.privacy import (
 )
 from dptaucc.privacy.checks import ScaledSampler
 
-__all__ = ["PRIMITIVES", "audit_primitive", "audit_primitives", "main"]
+__all__ = ["PRIMITIVES", "FRESH_PRIMITIVES", "audit_primitive", "audit_primitives",
+           "fresh_sampler_rows", "violated", "main"]
 
 N_CHOICES = 20
 BOUNDED_UPPER = 10
@@ -65,7 +80,12 @@ BOUNDED_UPPER = 10
 #: discrete-Laplace value and ~0.1 ms per Gaussian value (the Gaussian needs 2·10⁵ per side to
 #: resolve 0.9 ε at δ = 10⁻²: about 40 s)
 SECURE_N = {"discrete-laplace": 100_000, "bounded-discrete-laplace": 100_000,
-            "gaussian": 200_000}
+            "gaussian": 200_000, "exponential-wide": 50_000}
+#: outputs per side at most of the wide choice (calls of WIDE_ROWS rows of WIDE_CHOICES)
+WIDE_N = 100_000
+WIDE_ROWS, WIDE_CHOICES = 16, 64
+#: the primitives audited with a fresh secure sampler per output (``fresh=True``)
+FRESH_PRIMITIVES = ("discrete-laplace", "bounded-discrete-laplace", "exponential", "gaussian")
 
 
 def _discrete_laplace(side, n, eps, delta, sampler, ledger):
@@ -96,6 +116,23 @@ def _linear_exponential(side, n, eps, delta, sampler, ledger):
                                         ledger=ledger, step="audit")
 
 
+def _exponential_wide(side, n, eps, delta, sampler, ledger):
+    utilities = np.zeros((WIDE_ROWS, WIDE_CHOICES))
+    utilities[:, 1:] += side
+    out = [exponential_mechanism(utilities, epsilon=eps, sensitivity=1.0, sampler=sampler,
+                                 ledger=ledger if i == 0 else PrivacyLedger(), step="audit")
+           for i in range(-(-n // WIDE_ROWS))]  # one charge to ``ledger``, as one call
+    return np.concatenate(out)[:n]
+
+
+def _linear_exponential_sparse(side, n, eps, delta, sampler, ledger):
+    weights = np.ones((N_CHOICES, 1))
+    weights[0, 0] = 0.0
+    profiles = sp.csr_matrix(np.full((n, 1), float(side)))
+    return linear_exponential_mechanism(profiles, weights=weights, epsilon=eps, sampler=sampler,
+                                        ledger=ledger, step="audit")
+
+
 def _gaussian(side, n, eps, delta, sampler, ledger):
     sigma = analytic_gaussian_sigma(1.0, eps, delta)
     return gaussian_mechanism(np.full(n, float(side)), sigma=sigma, epsilon=eps, delta=delta,
@@ -110,6 +147,8 @@ PRIMITIVES: dict[str, tuple[Callable, bool]] = {
     "exponential": (_exponential, False),
     "linear-exponential": (_linear_exponential, False),
     "gaussian": (_gaussian, True),
+    "exponential-wide": (_exponential_wide, False),
+    "linear-exponential-sparse": (_linear_exponential_sparse, False),
 }
 
 
@@ -192,14 +231,29 @@ def _make_sampler(secure: bool, seed) -> Sampler:
     return SecureSampler() if secure else SeededSampler(np.random.default_rng(seed))
 
 
+def _outputs(run, side, n, eps, delta, make_sampler, fresh: bool, ledger):
+    """n outputs on one side (one call, or one call per fresh sampler), with the map's
+    recomputation of every call."""
+    with observing() as calls:
+        if fresh:
+            out = np.concatenate([np.asarray(run(side, 1, eps, delta, make_sampler(),
+                                                 ledger if i == 0 else PrivacyLedger()))
+                                  .ravel() for i in range(int(n))])
+        else:
+            out = run(side, int(n), eps, delta, make_sampler(), ledger)
+    return out, mapped(calls)
+
+
 def audit_primitive(name: str, epsilon: float = 1.0, n: int = 400_000, *,
                     sampler: Sampler | None = None, secure: bool = False, seed=0,
                     delta: float = 1e-2, scale_factor: float = 1.0,
-                    alpha: float = 0.05) -> dict:
+                    alpha: float = 0.05, fresh: bool = False) -> dict:
     """Audit one primitive (a key of :data:`PRIMITIVES`) with n outputs per side.
 
     ``sampler`` overrides the path's sampler (to audit your own); ``scale_factor`` multiplies
-    every noise scale (1 = the claimed calibration; ½ shows the audit's power).
+    every noise scale (1 = the claimed calibration; ½ shows the audit's power). ``fresh``
+    (secure path): every output from a new secure sampler. ``epsilon_map`` is the largest
+    cost the privacy map recomputes for a call (the claim must cover it).
 
     >>> honest = audit_primitive("discrete-laplace", 1.0, 20000)
     >>> honest["path"], bool(honest["epsilon_lower"] <= 1.0)
@@ -219,22 +273,54 @@ def audit_primitive(name: str, epsilon: float = 1.0, n: int = 400_000, *,
     if isinstance(n, bool) or int(n) != n or n < 100:
         raise ValueError(f"n must be a whole number >= 100, got {n!r}")
     run, uses_delta = PRIMITIVES[name]
-    if sampler is None:
-        sampler = _make_sampler(secure, seed)
-    if scale_factor != 1.0:
-        sampler = ScaledSampler(sampler, scale_factor)
+    if fresh:
+        if sampler is not None or not secure:
+            raise ValueError("fresh=True draws from new secure samplers: secure=True, no sampler")
+
+        def make() -> Sampler:
+            return SecureSampler()
+        exact = True
+    else:
+        if sampler is None:
+            sampler = _make_sampler(secure, seed)
+        if scale_factor != 1.0:
+            sampler = ScaledSampler(sampler, scale_factor)
+        chosen = sampler
+
+        def make() -> Sampler:
+            return chosen
+        exact = sampler.exact
     delta = float(delta) if uses_delta else 0.0
-    if sampler.exact:
+    if name == "exponential-wide":
+        n = min(int(n), WIDE_N)
+    if exact and not fresh:
         n = min(int(n), SECURE_N.get(name, int(n)))
     start = time.perf_counter()
     ledger = PrivacyLedger()
-    out_d = run(0, int(n), epsilon, delta, sampler, ledger)
-    out_dp = run(1, int(n), epsilon, delta, sampler, PrivacyLedger())
+    out_d, map_d = _outputs(run, 0, n, epsilon, delta, make, fresh, ledger)
+    out_dp, map_dp = _outputs(run, 1, n, epsilon, delta, make, fresh, PrivacyLedger())
     lower, event = epsilon_lower_split(out_d, out_dp, delta, alpha)
-    return {"primitive": name, "path": "secure" if sampler.exact else "seeded",
+    worst = max(map_d + map_dp, key=lambda c: c.epsilon_cost / max(c.epsilon_charged, 1e-300))
+    return {"primitive": name,
+            "path": ("secure-fresh" if fresh else "secure") if exact else "seeded",
             "epsilon": ledger.epsilon_spent, "delta": ledger.delta_spent,
-            "epsilon_lower": lower, "n": int(n), "seconds": time.perf_counter() - start,
-            "event": event}
+            "epsilon_lower": lower, "epsilon_map": worst.epsilon_cost,
+            "map_ok": all(c.ok for c in map_d + map_dp), "map": worst.how,
+            "n": int(n), "seconds": time.perf_counter() - start, "event": event}
+
+
+def fresh_sampler_rows(epsilon: float = 1.0, n: int = 3000, alpha: float = 0.05) -> list[dict]:
+    """One row per :data:`FRESH_PRIMITIVES` entry: ``n`` outputs per side, each from a new
+    secure sampler (:mod:`dptaucc.audit.secure`)."""
+    return [audit_primitive(name, epsilon, n, secure=True, fresh=True, alpha=alpha)
+            for name in FRESH_PRIMITIVES]
+
+
+def violated(row: dict) -> bool:
+    """A primitive's row is a violation: ε_lower above the ε charged, or a charge below what
+    the map recomputes."""
+    return bool(row["epsilon_lower"] > row["epsilon"] or not row.get("map_ok", True)
+                or row.get("epsilon_map", 0.0) > row["epsilon"] * (1 + RTOL))
 
 
 def audit_primitives(epsilon: float = 1.0, n: int = 400_000, secure: bool = False,
@@ -245,8 +331,8 @@ def audit_primitives(epsilon: float = 1.0, n: int = 400_000, secure: bool = Fals
     >>> rows = audit_primitives(1.0, 1000)
     >>> [r["primitive"] for r in rows] == list(PRIMITIVES)
     True
-    >>> all(r["epsilon_lower"] <= r["epsilon"] for r in rows)  # every primitive within its ε
-    True
+    >>> any(violated(r) for r in rows)  # every primitive within its ε, every charge covered
+    False
     """
     return [audit_primitive(name, epsilon, n, secure=secure, seed=None if secure else seed,
                             **kwargs) for name in PRIMITIVES]
@@ -268,6 +354,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--secure", action="store_true", help="audit the secure samplers")
     parser.add_argument("--both", action="store_true", help="audit the seeded and the secure "
                         "samplers (one table)")
+    parser.add_argument("--fresh", type=int, default=0, metavar="N",
+                        help="with --secure or --both: also draw N outputs per side each from a "
+                        "new secure sampler (catches a sampler a seed can reproduce; 3000 is "
+                        "plenty)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", help="also write the table to this parquet file (REPORT "
                         "reads <results>/audit_primitives.parquet)")
@@ -275,20 +365,23 @@ def main(argv: list[str] | None = None) -> int:
     paths = (False, True) if args.both else (args.secure,)
     rows = [r for secure in paths for r in audit_primitives(args.epsilon, args.n, secure,
                                                             args.seed)]
+    if args.fresh and True in paths:
+        rows += fresh_sampler_rows(args.epsilon, args.fresh)
     if args.output:
         import pandas as pd
         Path(args.output).parent.mkdir(parents=True, exist_ok=True)
         pd.DataFrame(rows).to_parquet(args.output, index=False)
-    print(f"{'primitive':26s} {'path':7s} {'epsilon':>8s} {'delta':>7s} {'eps_lower':>9s} "
-          f"{'ratio':>6s} {'n':>7s} {'seconds':>7s}  event")
+    print(f"{'primitive':26s} {'path':12s} {'epsilon':>8s} {'delta':>7s} {'eps_map':>8s} "
+          f"{'eps_lower':>9s} {'ratio':>6s} {'n':>7s} {'seconds':>7s}  event")
     for r in rows:
         ratio = r["epsilon_lower"] / r["epsilon"] if r["epsilon"] > 0 else math.nan
-        print(f"{r['primitive']:26s} {r['path']:7s} {r['epsilon']:8.3f} {r['delta']:7.0e} "
-              f"{r['epsilon_lower']:9.3f} {ratio:6.2f} "
+        print(f"{r['primitive']:26s} {r['path']:12s} {r['epsilon']:8.3f} {r['delta']:7.0e} "
+              f"{r['epsilon_map']:8.3f} {r['epsilon_lower']:9.3f} {ratio:6.2f} "
               f"{r['n']:7d} {r['seconds']:7.2f}  {r['event']}")
-    violations = [r["primitive"] for r in rows if r["epsilon_lower"] > r["epsilon"]]
+    violations = [f"{r['primitive']} ({r['path']})" for r in rows if violated(r)]
     if violations:
-        print(f"VIOLATION: ε_lower above the claimed ε for {', '.join(violations)}")
+        print(f"VIOLATION: ε_lower or the privacy map's ε above the claimed ε for "
+              f"{', '.join(violations)}")
         return 3
     return 0
 

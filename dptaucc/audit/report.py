@@ -114,7 +114,7 @@ def verdicts(df: pd.DataFrame) -> dict[str, list[str]]:
     >>> verdicts(table)["corrected_above"]
     ['DPM at ε = 1 (up to 2.50 for a claim of 1: end-to-end all_zero_row, sums)']
     """
-    df = best_rows(df)
+    df = best_rows(_statistical(df))
     private = df[df["epsilon"].notna()]
     above = private[private["epsilon_lower"] > private["epsilon_claimed"] * (1 + TOL)]
     bugs = []
@@ -145,9 +145,14 @@ def _no_evidence(lower: float, verdict: str) -> bool:
     return bool(math.isnan(lower) or verdict == "no evidence")
 
 
+def _statistical(df: pd.DataFrame) -> pd.DataFrame:
+    """The records that hold ε lower bounds (the ledger checks have their own section)."""
+    return df[~df["scope"].isin(("ledger", "sampler"))]
+
+
 def _method_tables(df: pd.DataFrame) -> list[str]:
     lines: list[str] = []
-    df = best_rows(df)
+    df = best_rows(_statistical(df))
     for alg, mode in _ordered(df):
         d = df[(df["method"] == alg) & (df["mode"] == mode)].sort_values(["scope", "epsilon"])
         title = f"{label(alg)} ({mode})" if mode != "–" else f"{label(alg)} (not DP)"
@@ -276,6 +281,9 @@ def audit_section(results_dir: str | os.PathLike = "results",
         lines += ["**Corrected mode:** no method above its claim.", ""]
     lines += _method_tables(df)
     lines += tightness_section(df)
+    from .ledger_check import ledger_section
+
+    lines += ledger_section(df)
     root = Path(table).parent if table is not None else Path(results_dir)
     for power in (root / "audit_power.parquet", root / "quick" / "audit_power.parquet"):
         if power.exists():
@@ -288,6 +296,9 @@ def audit_section(results_dir: str | os.PathLike = "results",
                       "missed one.", ""]
             break
     lines += primitives_section(root / "audit_primitives.parquet")
+    from .secure import secure_section
+
+    lines += secure_section(root / "audit_secure.parquet")
     return lines
 
 
@@ -301,12 +312,15 @@ def primitives_section(table: str | os.PathLike) -> list[str]:
              "Each privacy primitive on its worst-case neighbouring pair, batched "
              "(`python -m dptaucc.audit.primitives --both`): ε_lower against the ε the ledger "
              "charged for one call. A correct primitive sits just below 1; above 1 is a bug.", "",
-             "| primitive | path | ε | δ | ε_lower | ε_lower/ε | outputs per side | seconds |",
-             "|---|---|---|---|---|---|---|---|"]
+             "ε map is the cost the independent privacy map recomputes from the noise drawn "
+             "(docs/audit.md); secure-fresh draws every output from a new secure sampler.", "",
+             "| primitive | path | ε | δ | ε map | ε_lower | ε_lower/ε | outputs per side | "
+             "seconds |", "|---|---|---|---|---|---|---|---|---|"]
     for _, r in df.iterrows():
         ratio = r["epsilon_lower"] / r["epsilon"] if r["epsilon"] > 0 else float("nan")
+        mapped = f"{r['epsilon_map']:.3f}" if "epsilon_map" in r else "–"
         lines.append(f"| {r['primitive']} | {r['path']} | {r['epsilon']:g} | {r['delta']:g} | "
-                     f"{r['epsilon_lower']:.3f} | {ratio:.2f} | {int(r['n']):,} | "
+                     f"{mapped} | {r['epsilon_lower']:.3f} | {ratio:.2f} | {int(r['n']):,} | "
                      f"{r['seconds']:.1f} |")
     return [*lines, ""]
 

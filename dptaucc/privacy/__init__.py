@@ -7,7 +7,9 @@
   paper-mode float Laplace), each with its privacy map;
 * :mod:`~dptaucc.privacy.bounded` — the bounded-domain discrete Laplace (integers released
   inside a public range), with its privacy map;
-* :mod:`~dptaucc.privacy.releases` — the declared kind of every fitted attribute.
+* :mod:`~dptaucc.privacy.releases` — the declared kind of every fitted attribute;
+* :mod:`~dptaucc.privacy.hook` and :mod:`~dptaucc.privacy.calibration` — what every mechanism
+  call tells the privacy audit (its release, redraws, and the calibration it really drew at).
 """
 
 from dptaucc.privacy.bounded import (

@@ -35,7 +35,10 @@ exactly the truncated geometric law. G is read off one discrete-Laplace variate 
 sampler (G = Z if Z ≥ 0, else −Z − 1: exactly geometric). So every output's probability is the
 ideal one up to the double rounding of the side probability (relative 2⁻⁴⁸), plus the
 sampler's own tail cut (δ < 2⁻¹⁰⁰ per value with the seeded sampler, none with the secure one);
-side probabilities below 2⁻⁵⁶ are realised to within 2⁻¹⁰⁶.
+side probabilities below 2⁻⁵⁶ are realised to within 2⁻¹⁰⁶. Both draws come from the fit's
+sampler: the geometric from its discrete Laplace, the side from its
+:meth:`~dptaucc.privacy.samplers.Sampler.bernoulli` — the seeded generator on the seeded path,
+OS words on the secure one (whose every draw is then OS randomness).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ import math
 
 import numpy as np
 
+from dptaucc.privacy.calibration import Declaration, first_draw, note_draw
 from dptaucc.privacy.hook import watch
 from dptaucc.privacy.ledger import PrivacyLedger
 from dptaucc.privacy.mechanisms import _integer_values, as_sampler
@@ -54,7 +58,6 @@ __all__ = ["bounded_discrete_laplace_epsilon", "bounded_discrete_laplace_scale",
 
 #: relative margin kept below the target ε by the scale search (absorbs rounding of ε(s))
 _MARGIN = 1e-12
-_TWO_53 = 2.0**53
 
 
 def bounded_discrete_laplace_epsilon(scale, sensitivity: int, upper) -> np.ndarray:
@@ -118,23 +121,13 @@ def bounded_discrete_laplace_scale(epsilon: float, sensitivity: int, upper) -> n
     return out
 
 
-def _bernoulli(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """True with probability p (a double in [0, 1]) to within 2⁻¹⁰⁶: U = hi + lo·2⁻⁵³ from two
-    53-bit uniforms is compared with p exactly (p·2⁵³ and its fractional part are exact)."""
-    hi = rng.random(p.shape) * _TWO_53  # whole numbers 0 … 2⁵³ − 1
-    lo = rng.random(p.shape)
-    a = p * _TWO_53
-    whole = np.floor(a)
-    return (hi < whole) | ((hi == whole) & (lo < a - whole))
-
-
 def bounded_discrete_laplace(values, upper, scale, sampler: Sampler | np.random.Generator
                              ) -> np.ndarray:
     """Draw the bounded-domain discrete Laplace around integer ``values`` (clipped into
     ``{0, …, upper}`` first) at ``scale``, all broadcast together; int64 result.
 
     One discrete-Laplace draw of the sampler per distinct scale (in increasing order), then a
-    106-bit Bernoulli per value from ``sampler.rng`` (see the module docstring).
+    106-bit Bernoulli per value from ``sampler.bernoulli`` (see the module docstring).
 
     >>> import numpy as np
     >>> bounded_discrete_laplace([-3, 5, 12], 10, 0.0, np.random.default_rng(0))  # no noise
@@ -151,6 +144,7 @@ def bounded_discrete_laplace(values, upper, scale, sampler: Sampler | np.random.
         raise ValueError("upper must be >= 0 and scale >= 0")
     out = np.clip(w, 0, m).astype(np.int64).ravel()
     m, s = m.ravel(), s.ravel()
+    note_draw("bounded-discrete-laplace", sampler.source, s, s.size, upper=m)
     idx = np.flatnonzero((s > 0) & (m > 0))
     if idx.size == 0:
         return out.reshape(w.shape)
@@ -165,7 +159,7 @@ def bounded_discrete_laplace(values, upper, scale, sampler: Sampler | np.random.
     high_mass = -np.exp(-h) * np.expm1(-(mi - wi) * h)     # {w+1, …, M}
     high_is_smaller = high_mass < low_mass
     p = np.where(high_is_smaller, high_mass, low_mass) / (low_mass + high_mass)
-    hit = _bernoulli(p, sampler.rng)
+    hit = sampler.bernoulli(p)
     high = np.where(high_is_smaller, hit, ~hit)
     out[idx] = np.where(high, wi + 1 + geo % np.maximum(mi - wi, 1), wi - geo % (wi + 1))
     return out.reshape(w.shape)
@@ -217,6 +211,7 @@ def bounded_discrete_laplace_mechanism(
         raise ValueError(f"bounded discrete Laplace scale {scales.max():.3g} exceeds the "
                          f"samplers' limit {MAX_NOISE_SCALE:g}: ε is too small for this grid")
     smallest = float(scales.min()) if scales.size else 0.0
+    sampler = as_sampler(sampler)
     seen = watch(ledger)
     ledger.charge(step, "bounded-discrete-laplace", int(n_changed) * float(epsilon), 0.0,
                   float(sensitivity) * unit, "sequential", note, smallest * unit)
@@ -227,5 +222,6 @@ def bounded_discrete_laplace_mechanism(
         shape = (n, *np.broadcast_shapes(exact.shape, upper.shape, scales.shape))
         return bounded_discrete_laplace(*(np.broadcast_to(a, shape) for a in
                                           (exact, upper, scales)), sampler)
-    out = draw()
+    out = first_draw(seen, draw, Declaration("bounded-discrete-laplace", float(sensitivity),
+                                             "per-value", int(n_changed), {"unit": unit}))
     return out if seen is None else seen.released(step, "bounded-discrete-laplace", out, draw)

@@ -75,6 +75,12 @@ class RecordingSampler(Sampler):
         self.draws.append(Draw("standard_normal", 1.0, None, np.array(out)))
         return out
 
+    def bernoulli(self, p):
+        return self.inner.bernoulli(p)
+
+    def integers(self, high):
+        return self.inner.integers(high)
+
     def of_kind(self, kind: str) -> list[Draw]:
         return [d for d in self.draws if d.kind == kind]
 
@@ -108,6 +114,15 @@ class ScaledSampler(Sampler):
 
     def standard_normal(self, size):
         return self.inner.standard_normal(size) * self.factor
+
+    def normal(self, size, sigma):
+        return self.inner.normal(size, sigma * self.factor)
+
+    def bernoulli(self, p):
+        return self.inner.bernoulli(p)
+
+    def integers(self, high):
+        return self.inner.integers(high)
 
 
 def discrete_laplace_pmf(z: np.ndarray, scale: float) -> np.ndarray:

@@ -37,7 +37,7 @@ from fractions import Fraction
 
 import numpy as np
 
-__all__ = ["exact_choose", "exp_neg_bounds", "os_words"]
+__all__ = ["exact_choose", "exp_neg_bounds", "os_words", "uniform_below"]
 
 _SCALE_BITS = 32
 _MARGIN = 2.0**-40
@@ -115,8 +115,16 @@ def _float_bounds(gamma: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
-def _uniform_below(bound: np.ndarray, words: Callable[[int], np.ndarray]) -> np.ndarray:
-    """Uniform integers in [0, bound) (bound ≤ 2⁶³, uint64) by redrawing out-of-range words."""
+def uniform_below(bound: np.ndarray,
+                  words: Callable[[int], np.ndarray] = os_words) -> np.ndarray:
+    """Uniform integers in [0, bound) (bound ≤ 2⁶³, uint64) by redrawing out-of-range words
+    (OS words by default).
+
+    >>> import numpy as np
+    >>> picks = uniform_below(np.full(1000, 3, dtype=np.uint64))
+    >>> sorted(set(picks.tolist()))
+    [0, 1, 2]
+    """
     bound = bound.astype(np.uint64)
     # largest multiple of bound that fits: words below it are uniform modulo bound
     limit = (np.uint64(2**64 - 1) // bound) * bound
@@ -190,7 +198,7 @@ def exact_choose(scores: np.ndarray, scale: float,
     out = np.empty(n, dtype=np.intp)
     todo = np.arange(n)
     for _ in range(200):  # each round accepts a row with probability > 1 − 2⁻²⁹
-        r = _uniform_below(cum[todo, -1], words)
+        r = uniform_below(cum[todo, -1], words)
         k = np.sum(cum[todo] <= r[:, None], axis=1)
         prefix = words(todo.size) >> np.uint64(11)  # first 53 bits of U
         u_lo = prefix.astype(float) * 2.0**-53  # exact: prefix < 2⁵³

@@ -6,6 +6,13 @@ reports its step, the ledger entries the call appended, its released output and 
 and releases what the hook returns: its own output when recording, a value recorded on another
 fit when replaying a history; the hook may also stop the fit. Estimators never set it.
 
+A hook that also defines ``calibrated(step, mechanism, entries, calibration)`` is told, just
+before ``released``, the call's :class:`~dptaucc.privacy.calibration.Calibration`: what its
+sampler really drew (law, source, scale) and what the mechanism declared (sensitivity, norm,
+values that may change), collected around the call's first draw
+(:func:`~dptaucc.privacy.calibration.first_draw`). The ledger audit
+(:mod:`dptaucc.audit.ledger_check`) recomputes the call's cost from it.
+
 ``redraw(n)`` draws ``n`` fresh, independent outputs of the *same* call (same exact input, same
 calibration, same sampler and code path), stacked on a new first axis: the audit samples one
 call site many times from one fit instead of refitting. It is built only while a hook is set.
@@ -19,6 +26,8 @@ from contextvars import ContextVar
 from typing import Any, Protocol
 
 import numpy as np
+
+from dptaucc.privacy.calibration import Calibration
 
 __all__ = ["MECHANISM_HOOK", "MechanismHook", "watch"]
 
@@ -48,18 +57,23 @@ MECHANISM_HOOK: ContextVar[MechanismHook | None] = ContextVar("MECHANISM_HOOK", 
 
 
 class _Watch:
-    __slots__ = ("hook", "ledger", "start")
+    __slots__ = ("hook", "ledger", "start", "calibration")
 
     def __init__(self, hook: MechanismHook, ledger):
         self.hook, self.ledger, self.start = hook, ledger, len(ledger.entries)
+        self.calibration = Calibration()  # filled by calibration.first_draw
 
     def released(self, step: str, mechanism: str, output, draw: Callable[[], Any] | None = None):
         """Hand the call to the hook; ``draw()`` draws one fresh output of this call (and
         ``draw(n)``, if it takes an argument, a batch of n), from which the hook's
-        ``redraw(n)`` is built."""
+        ``redraw(n)`` is built. A hook with a ``calibrated`` method also gets what the
+        call's draws and its mechanism declared (:mod:`dptaucc.privacy.calibration`)."""
         redraw = None if draw is None else _batch(draw)
-        return self.hook.released(step, mechanism, list(self.ledger.entries[self.start:]),
-                                  output, redraw)
+        entries = list(self.ledger.entries[self.start:])
+        calibrated = getattr(self.hook, "calibrated", None)
+        if calibrated is not None:
+            calibrated(step, mechanism, entries, self.calibration)
+        return self.hook.released(step, mechanism, entries, output, redraw)
 
 
 def _batch(draw: Callable[..., Any]) -> Callable[[int], np.ndarray]:

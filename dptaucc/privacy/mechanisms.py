@@ -19,6 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from dptaucc.kernels import native_kernels
+from dptaucc.privacy.calibration import Declaration, first_draw, note_draw
 from dptaucc.privacy.hook import MECHANISM_HOOK, watch
 from dptaucc.privacy.ledger import PrivacyLedger
 from dptaucc.privacy.samplers import Sampler, SeededSampler
@@ -122,7 +123,7 @@ def exponential_mechanism(
             return np.stack([sampler.choose(utilities, scale) for _ in range(n)])
         rows = utilities.shape[0]
         return sampler.choose(np.tile(utilities, (n, 1)), scale).reshape(n, rows)
-    out = draw()
+    out = first_draw(seen, draw, Declaration("exponential", float(sensitivity), "range"))
     return out if seen is None else seen.released(step, "exponential", out, draw)
 
 
@@ -253,7 +254,7 @@ def discrete_laplace_mechanism(
     def draw(n=None):  # n: a batch of n outputs (audit redraws)
         return exact + sampler.discrete_laplace(exact.shape if n is None else
                                                 (n, *exact.shape), scale)
-    out = draw()
+    out = first_draw(seen, draw, Declaration("discrete-laplace", float(sensitivity), "l1"))
     return out if seen is None else seen.released(step, "discrete-laplace", out, draw)
 
 
@@ -291,9 +292,10 @@ def float_laplace_mechanism(
 
     def draw(n=None):  # n: a batch of n outputs (audit redraws)
         shape = values.shape if n is None else (n, *values.shape)
+        note_draw("laplace-float", "generator", scale, int(np.prod(shape)))
         return np.broadcast_to(values, shape).copy() if scale == 0.0 else (
             values + sampler.rng.laplace(0.0, scale, size=shape))
-    out = draw()
+    out = first_draw(seen, draw, Declaration("laplace-float", float(sensitivity), "l1"))
     return out if seen is None else seen.released(step, "laplace-float", out, draw)
 
 
@@ -364,6 +366,6 @@ def gaussian_mechanism(
     def draw(n=None):  # n: a batch of n outputs (audit redraws)
         shape = values.shape if n is None else (n, *values.shape)
         return np.broadcast_to(values, shape).copy() if sigma == 0.0 else snap_to_grid(
-            values + sigma * sampler.standard_normal(shape), sigma)
-    out = draw()
+            values + sampler.normal(shape, sigma), sigma)
+    out = first_draw(seen, draw, Declaration("gaussian", sensitivity, "l2"))
     return out if seen is None else seen.released(step, "gaussian", out, draw)

@@ -14,29 +14,37 @@ Two interchangeable sources, chosen per fit (never a global):
   relative error of 2⁻⁵³), instead of pure ε-DP. Integer outputs (discrete Laplace) have a
   data-independent output set, so the floating-point attack on textbook Laplace noise
   (Mironov 2012) does not apply.
-* :class:`SecureSampler` draws every mechanism's noise exactly from the operating system's
-  randomness: OpenDP's exact discrete Laplace and Gaussian, and the exponential mechanism by
-  rejection with exact rational comparisons (:mod:`dptaucc.privacy.exact`), all rows at
-  once; other random choices (data-independent initialisations, post-processing) come from a
-  ``Generator`` seeded by the OS. No seed, nothing to
-  replay: use it for a release you publish. Needs the ``secure`` extra (``opendp``).
+* :class:`SecureSampler` draws every mechanism's randomness from the operating system:
+  OpenDP's exact discrete Laplace and Gaussian, the exponential mechanism by rejection with
+  exact rational comparisons (:mod:`dptaucc.privacy.exact`), all rows at once, and the
+  bounded mechanism's side and uniform picks from OS words (:func:`~dptaucc.privacy.exact.
+  os_words`). Only the random choices that are not mechanism noise (data-independent
+  initialisations, projections, post-processing) come from ``rng``, a ``Generator`` seeded
+  with 256 bits read from the OS at construction (never from numpy's own seeding). No seed,
+  nothing to replay: use it for a release you publish. Needs the ``secure`` extra
+  (``opendp``).
 
 Both implement the same mechanism samplers (:meth:`discrete_laplace`, :meth:`choose`,
-:meth:`standard_normal`) with the same distributions (tested); :func:`make_sampler` picks one.
+:meth:`normal`, :meth:`bernoulli`, :meth:`integers`) with the same distributions (tested);
+:func:`make_sampler` picks one. Each noise draw reports its law, source and scale to the
+privacy audit when it listens (:func:`dptaucc.privacy.calibration.note_draw`).
 """
 
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
 from dptaucc.kernels import choose_by_inversion, exponential_from_uniforms
-from dptaucc.privacy.exact import exact_choose
+from dptaucc.privacy.calibration import note_draw
+from dptaucc.privacy.exact import exact_choose, os_words, uniform_below
 from dptaucc.privacy.wide_choice import choose_wide_rows, prefers_rows
 from dptaucc.validation import make_generator
 
-__all__ = ["Sampler", "SeededSampler", "SecureSampler", "make_sampler", "MAX_NOISE_SCALE"]
+__all__ = ["Sampler", "SeededSampler", "SecureSampler", "make_sampler", "MAX_NOISE_SCALE",
+           "os_seeded_generator"]
 
 #: Largest noise scale the integer samplers accept: beyond it a variate (≤ 74.2·scale) would
 #: not fit the 53-bit integer range of a double exactly.
@@ -44,6 +52,29 @@ MAX_NOISE_SCALE = 2.0**45
 
 #: values per block of the seeded sampler's elementwise steps (temporaries kept in the cache)
 _BLOCK_VALUES = 1 << 14
+_TWO_53 = 2.0**53
+
+
+def os_seeded_generator() -> np.random.Generator:
+    """A ``Generator`` whose seed is 256 bits read from ``os.urandom`` (not numpy's own
+    seeding, which a patched or seeded numpy would make repeatable); the seed is not kept.
+
+    >>> a, b = os_seeded_generator(), os_seeded_generator()
+    >>> bool(a.integers(2**62) != b.integers(2**62))  # fresh OS entropy each time
+    True
+    """
+    entropy = int.from_bytes(os.urandom(32), "little")
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy)))
+
+
+def _bernoulli_from_uniforms(p: np.ndarray, hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
+    """True with probability p (a double in [0, 1]) to within 2⁻¹⁰⁶ given two independent
+    uniforms on the 2⁻⁵³ grid: U = hi + lo·2⁻⁵³ is compared with p exactly (p·2⁵³ and its
+    fractional part are exact)."""
+    hi = hi * _TWO_53  # whole numbers 0 … 2⁵³ − 1
+    a = p * _TWO_53
+    whole = np.floor(a)
+    return (hi < whole) | ((hi == whole) & (lo < a - whole))
 
 
 class Sampler:
@@ -73,8 +104,34 @@ class Sampler:
         raise NotImplementedError
 
     def standard_normal(self, size: int | tuple[int, ...]) -> np.ndarray:
-        """N(0, 1) variates for Gaussian mechanisms (which snap their releases to a grid)."""
+        """N(0, 1) variates (the building block of :meth:`normal`)."""
         raise NotImplementedError
+
+    @property
+    def source(self) -> str:
+        """Where the mechanism noise comes from: "secure" (OS) or "seeded"."""
+        return "secure" if self.exact else "seeded"
+
+    def normal(self, size: int | tuple[int, ...], sigma) -> np.ndarray:
+        """N(0, σ²) variates for Gaussian mechanisms, σ a scalar or one per coordinate
+        (broadcast against ``size``): σ times :meth:`standard_normal`."""
+        z = self.standard_normal(size)
+        note_draw("gaussian", self.source, sigma, z.size)
+        return sigma * z
+
+    def bernoulli(self, p: np.ndarray) -> np.ndarray:
+        """True with probability ``p`` (doubles in [0, 1]) to within 2⁻¹⁰⁶, element-wise.
+        This default reads two uniforms per value from ``rng``: a sampler whose mechanism
+        randomness is not ``rng`` overrides it (:class:`SecureSampler`)."""
+        p = np.asarray(p, dtype=float)
+        note_draw("bernoulli", "generator", math.nan, p.size)
+        return _bernoulli_from_uniforms(p, self.rng.random(p.shape), self.rng.random(p.shape))
+
+    def integers(self, high: int) -> int:
+        """One integer uniform on {0, …, high − 1}, part of a mechanism's output (this
+        default reads ``rng``; :class:`SecureSampler` reads OS words)."""
+        note_draw("uniform", "generator", math.nan, 1)
+        return int(self.rng.integers(high))
 
     # -- shared helpers ---------------------------------------------------------------------
     def _argmax_ties_uniform(self, scores: np.ndarray) -> np.ndarray:
@@ -124,6 +181,7 @@ class SeededSampler(Sampler):
         """⌊E₁·b⌋ − ⌊E₂·b⌋ with E Exp(1): P(⌊E·b⌋ ≥ k) = e^{−k/b}, so the difference of two
         independent copies has P(z) ∝ e^{−|z|/b}."""
         scale = _check_scale(scale)
+        note_draw("discrete-laplace", "seeded", scale, size)
         if scale == 0.0:
             return np.zeros(size, dtype=np.int64)
         e1 = self.standard_exponential(size)
@@ -156,6 +214,7 @@ class SeededSampler(Sampler):
         scale = _check_scale(scale) if math.isfinite(scale) else -1.0
         if scale < 0:
             raise ValueError(f"scale must be finite, got {scale}")
+        note_draw("choice", "seeded", scale, scores.shape[0])
         if scale == 0.0:
             return self._argmax_ties_uniform(scores)
         n = scores.shape[0]
@@ -165,6 +224,15 @@ class SeededSampler(Sampler):
 
     def standard_normal(self, size: int | tuple[int, ...]) -> np.ndarray:
         return self.rng.standard_normal(size)
+
+    def bernoulli(self, p: np.ndarray) -> np.ndarray:
+        p = np.asarray(p, dtype=float)
+        note_draw("bernoulli", "seeded", math.nan, p.size)
+        return _bernoulli_from_uniforms(p, self.rng.random(p.shape), self.rng.random(p.shape))
+
+    def integers(self, high: int) -> int:
+        note_draw("uniform", "seeded", math.nan, 1)
+        return int(self.rng.integers(high))
 
 
 class SecureSampler(Sampler):
@@ -194,17 +262,32 @@ class SecureSampler(Sampler):
             ) from exc
         dp.enable_features("contrib")
         self._dp = dp
-        self.rng = np.random.default_rng()  # OS entropy: nothing to replay
+        self._measurements: dict = {}  # OpenDP measurements by (law, scale): built once
+        self.rng = os_seeded_generator()  # data-independent choices only; no seed kept
+
+    def _measurement(self, law: str, scale: float):
+        key = (law, scale)
+        meas = self._measurements.get(key)
+        if meas is None:
+            dp = self._dp
+            if law == "laplace":
+                meas = dp.m.make_laplace(dp.vector_domain(dp.atom_domain(T="i64")),
+                                         dp.l1_distance(T="i64"), scale=scale)
+            else:
+                meas = dp.m.make_gaussian(dp.vector_domain(dp.atom_domain(T=float, nan=False)),
+                                          dp.l2_distance(T=float), scale=scale)
+            if len(self._measurements) < 256:
+                self._measurements[key] = meas
+        return meas
 
     def discrete_laplace(self, size: int | tuple[int, ...], scale: float) -> np.ndarray:
         scale = _check_scale(scale)
         shape = (size,) if isinstance(size, (int, np.integer)) else tuple(size)
         count = int(np.prod(shape, dtype=np.int64))
+        note_draw("discrete-laplace", "secure", scale, count)
         if scale == 0.0 or count == 0:
             return np.zeros(shape, dtype=np.int64)
-        dp = self._dp
-        meas = dp.m.make_laplace(dp.vector_domain(dp.atom_domain(T="i64")),
-                                 dp.l1_distance(T="i64"), scale=scale)
+        meas = self._measurement("laplace", scale)
         return np.asarray(meas([0] * count), dtype=np.int64).reshape(shape)
 
     def choose(self, scores: np.ndarray, scale: float) -> np.ndarray:
@@ -212,9 +295,23 @@ class SecureSampler(Sampler):
         randomness with exact rational comparisons (:func:`dptaucc.privacy.exact.exact_choose`)."""
         scores = np.asarray(scores, dtype=float)
         scale = _check_scale(scale)
+        note_draw("choice", "secure", scale, scores.shape[0])
         if scale == 0.0:
             return self._argmax_ties_uniform(scores)
         return exact_choose(scores, scale)
+
+    def bernoulli(self, p: np.ndarray) -> np.ndarray:
+        """From OS words: U = hi + lo·2⁻⁵³ with hi, lo the top 53 bits of two words."""
+        p = np.asarray(p, dtype=float)
+        note_draw("bernoulli", "secure", math.nan, p.size)
+        hi = (os_words(p.size) >> np.uint64(11)).astype(float).reshape(p.shape) / _TWO_53
+        lo = (os_words(p.size) >> np.uint64(11)).astype(float).reshape(p.shape) / _TWO_53
+        return _bernoulli_from_uniforms(p, hi, lo)
+
+    def integers(self, high: int) -> int:
+        """Uniform below ``high`` from OS words (out-of-range words redrawn)."""
+        note_draw("uniform", "secure", math.nan, 1)
+        return int(uniform_below(np.array([int(high)], dtype=np.uint64))[0])
 
     def standard_normal(self, size: int | tuple[int, ...]) -> np.ndarray:
         """OpenDP's exact Gaussian of scale 1 (a discrete Gaussian on a fine binary grid)."""
@@ -222,9 +319,7 @@ class SecureSampler(Sampler):
         count = int(np.prod(shape, dtype=np.int64))
         if count == 0:
             return np.zeros(shape)
-        dp = self._dp
-        meas = dp.m.make_gaussian(dp.vector_domain(dp.atom_domain(T=float, nan=False)),
-                                  dp.l2_distance(T=float), scale=1.0)
+        meas = self._measurement("gaussian", 1.0)
         return np.asarray(meas([0.0] * count), dtype=float).reshape(shape)
 
 

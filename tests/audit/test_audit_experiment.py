@@ -27,8 +27,14 @@ def table(tmp_path_factory):
 def test_records(table):
     df = pd.read_parquet(table)
     assert list(df.columns) == RECORD_COLUMNS
-    assert len(df) == 9 and set(df["size"]) == {"quick"}  # DP-τCC: four scenarios per mode
-    assert set(df["scope"]) == {"end-to-end"} and set(df["bug"]) == {""}
+    assert set(df["scope"]) == {"end-to-end", "ledger"} and set(df["size"]) == {"quick"}
+    ledger, df = df[df["scope"] == "ledger"], df[df["scope"] == "end-to-end"]
+    # one ledger record per private scenario: the paper mode's ∞ is reported, corrected is ok
+    assert len(ledger) == 8 and set(ledger["method"]) == {"dp_taucc"}
+    assert set(ledger[ledger["mode"] == "corrected"]["verdict"]) == {"ok"}
+    assert set(ledger[ledger["mode"] == "paper"]["verdict"]) == {"violation"}
+    assert len(df) == 9  # DP-τCC: four scenarios per mode
+    assert set(df["bug"]) == {""}
     taucc = df[df["method"] == "dp_taucc"]
     assert taucc["alpha"].tolist() == pytest.approx([0.05 / 4] * len(taucc))
     assert (df[df["method"] == "fast_taucc"]["alpha"] == 0.05).all()
@@ -51,6 +57,7 @@ def test_report_section_and_figure(table, tmp_path):
     assert "**DP-τCC (paper)**" in text and "**DP-τCC (corrected)**" in text
     assert "**Fast-τCC (not DP)**" in text and "| scope | fit ε | claim |" in text
     assert "**Expected.**" in text and "**Found.**" in text
+    assert "### The ledger against the noise" in text
     paths = draw_figure(table, tmp_path / "figures")
     assert [p.suffix for p in paths] == [".png", ".pdf"] and all(p.stat().st_size for p in paths)
     assert audit_section(tmp_path) == []  # no table, no section

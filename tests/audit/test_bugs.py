@@ -27,7 +27,8 @@ FACTORIES = {
     "dp_taucc": [lambda: DPTauCC(3, 3, epsilon=0.3, n_iterations=2, random_state=7),
                  lambda: DPTauCC(3, 3, epsilon=5.0, n_iterations=2, random_state=7)],
     "dp_kmeans": [lambda: DPKMeans(n_clusters=6, epsilon=2.0, random_state=7)],
-    "dpnmf": [lambda: DPNMF(3, 0.5, random_state=7)],
+    "dpnmf": [lambda: DPNMF(3, 0.5, random_state=7),
+              lambda: DPNMF(2, 5.0, random_state=7)],  # 2 topics for 3 blocks: ‖h‖ ≤ 1 binds
     "colored_noise": [lambda: ColoredNoiseKMeans(3, epsilon=2.0, random_state=7)],
 }
 if have_octave():

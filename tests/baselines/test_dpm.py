@@ -287,10 +287,11 @@ def test_ledger_totals_are_cell_level_budget(data):
     # the group-privacy entry turns the add/remove totals into (2ε', (1+e^ε')δ')
     assert m.privacy_ledger_.epsilon_mechanisms == pytest.approx(2 * e_row)
     assert m.delta_spent_ == pytest.approx((1 + math.exp(e_row)) * d_row, rel=1e-12)
-    assert m.epsilon_spent_ <= eps * (1 + 1e-12) and m.delta_spent_ <= delta * (1 + 1e-12)
-    if m.tree_depth_ == L:  # every level was used: the budget is spent exactly
-        assert m.epsilon_spent_ == pytest.approx(eps)
-        assert m.delta_spent_ == pytest.approx(delta, rel=1e-9)
+    # the budget is spent exactly, the levels a tree stops before charged as set aside
+    assert m.epsilon_spent_ == pytest.approx(eps, rel=1e-12)
+    assert m.delta_spent_ == pytest.approx(delta, rel=1e-9)
+    aside = [e for e in row if e.step.endswith("_set_aside")]
+    assert len(aside) == (m.tree_depth_ < L) and all(math.isnan(e.noise_scale) for e in aside)
     budget = method_budget(eps, delta, L)
     by = {e.step: e for e in row}
     assert by["leaf_sums"].epsilon == pytest.approx(budget["eps_avg"])
@@ -318,7 +319,26 @@ def test_infinite_epsilon_is_noise_free_in_paper_mode(data):
 def test_huge_epsilon_caps_the_row_budget(data):
     X, _ = data
     m = DPM(epsilon=1e4, max_depth=2, n_components=None, random_state=0).fit(X)
-    assert m.epsilon_spent_ <= 400.0 + 1e-9 and m.delta_spent_ <= 1 / X.shape[0] ** 1.5 * 1.0001
+    drawn = [e for e in m.privacy_ledger_.entries if not e.mechanism.startswith("unused")]
+    assert math.fsum(e.epsilon for e in drawn) <= 400.0 + 1e-9  # ε' capped at 200
+    assert m.delta_spent_ <= 1 / X.shape[0] ** 1.5 * 1.0001
+    assert m.epsilon_spent_ == 1e4  # the rest charged as set aside: the ledger spends ε
+
+
+def test_a_tree_that_stops_early_charges_the_levels_it_never_ran(data):
+    X, _ = data
+    m = DPM(epsilon=1.0, max_depth=7, n_components=None, random_state=0).fit(X)
+    assert m.tree_depth_ < 7
+    led = m.privacy_ledger_
+    [aside] = [e for e in led.entries if e.step.endswith("_set_aside")]
+    ran = {e.step for e in led.entries if e.step.startswith(("split_level_", "counts_level_"))}
+    run = m.tree_depth_ + 1  # levels whose split and children's counts were released
+    assert f"split_level_{run - 1}" in ran and f"split_level_{run}" not in ran
+    budget = method_budget(1.0, 1 / X.shape[0] ** 1.5, 7)
+    unused = math.fsum([*budget["eps_exp"][run:], *budget["eps_cnt"][run + 1:]])
+    assert aside.epsilon == pytest.approx(unused, rel=1e-12)
+    assert aside.delta == pytest.approx(budget["delta_cnt"] * (7 - run), rel=1e-12)
+    assert m.epsilon_spent_ == pytest.approx(1.0, rel=1e-12)
 
 
 def test_full_depth_spends_exactly(data):

@@ -21,12 +21,12 @@ from dptaucc.privacy import (
     bounded_discrete_laplace_mechanism,
     bounded_discrete_laplace_scale,
 )
-from dptaucc.privacy.bounded import _bernoulli
 from dptaucc.privacy.checks import (
     RecordingSampler,
     ScaledSampler,
     neighbour_log_ratio_bounds,
 )
+from dptaucc.privacy.samplers import _bernoulli_from_uniforms
 
 
 def sampler(seed):
@@ -168,6 +168,10 @@ def test_infinite_epsilon_and_single_point_ranges_release_the_clipped_value():
                                              ledger=PrivacyLedger(), step="s")
     np.testing.assert_array_equal(out, [0, 0])
     assert rec.draws == []
+
+
+def _bernoulli(p, rng):
+    return _bernoulli_from_uniforms(p, rng.random(p.shape), rng.random(p.shape))
 
 
 def test_bernoulli_resolves_probabilities_below_the_53_bit_grid():

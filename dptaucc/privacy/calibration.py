@@ -1,0 +1,174 @@
+"""What a mechanism call really drew, told to the privacy audit (off unless a hook is set).
+
+While the audit hook (:mod:`dptaucc.privacy.hook`) watches a call, the call's first draw runs
+inside a *collector* (:func:`first_draw`) that receives:
+
+* one :class:`NoiseDraw` from the sampler itself for each noise draw — its law, its source
+  (``"seeded"``, ``"secure"``, or ``"generator"`` for a plain numpy Generator) and the scale it
+  really drew at (so a scale changed between the charge and the draw is seen as drawn);
+* one :class:`Declaration` from the mechanism: the sensitivity it was calibrated for, the norm
+  that sensitivity is measured in, how many of the released values a neighbour may change
+  (for per-value mechanisms) and any public facts the privacy map needs (a bounded range).
+
+The audit's independent privacy map (:mod:`dptaucc.audit.privacy_map`) recomputes from these
+what the call costs and compares it with what the ledger charged
+(:mod:`dptaucc.audit.ledger_check`). With no hook set nothing is collected: each sampler call
+reads one context variable and goes on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["NoiseDraw", "Declaration", "Calibration", "note_draw", "declare", "first_draw",
+           "collecting", "NORMS", "SOURCES"]
+
+#: the norms a declared sensitivity may be measured in
+NORMS = ("l1", "l2", "range", "per-value", "l2-blocks")
+#: where a draw's randomness came from
+SOURCES = ("seeded", "secure", "generator")
+
+_SINK: ContextVar[list | None] = ContextVar("CALIBRATION_SINK", default=None)
+
+
+@dataclass(frozen=True)
+class NoiseDraw:
+    """One noise draw as the sampler made it.
+
+    ``law``: ``"discrete-laplace"`` (b), ``"choice"`` (the exponential mechanism's β),
+    ``"gaussian"`` (σ, a scalar or one per coordinate), ``"laplace-float"`` (b),
+    ``"bernoulli"`` (no scale: the side draw of the bounded mechanism), ``"bounded-discrete-
+    laplace"`` (the per-value scales with ``detail["upper"]``, the public ranges they were
+    drawn in). ``count``: values drawn.
+
+    >>> NoiseDraw("discrete-laplace", "seeded", 2.0, 3).min_scale
+    2.0
+    """
+
+    law: str
+    source: str
+    scale: Any  # a float, or an array (one scale per value or coordinate)
+    count: int
+    detail: dict = field(default_factory=dict)
+
+    @property
+    def min_scale(self) -> float:
+        s = np.asarray(self.scale, dtype=float)
+        return float(s.min()) if s.size else float("nan")
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """What a mechanism was calibrated for.
+
+    ``sensitivity``: the largest change of the released values between neighbours, measured
+    in ``norm`` (``"l1"``, ``"l2"``: of the whole release; ``"range"``: of one row's
+    utilities, max − min; ``"per-value"``: of each value, ``n_changed`` of which may change;
+    ``"l2-blocks"``: one row of the release changes, block B of that row by at most
+    ``detail["blocks"][B]`` in L2). ``n_changed``: rows (exponential mechanism) or values
+    (per-value norm) a neighbour may change; 1 for a norm that covers the whole release.
+
+    >>> Declaration("discrete-laplace", 1.0, "l1").n_changed
+    1
+    """
+
+    mechanism: str
+    sensitivity: float
+    norm: str
+    n_changed: int = 1
+    detail: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Everything one watched mechanism call told the audit.
+
+    >>> calib = Calibration((Declaration("discrete-laplace", 1.0, "l1"),),
+    ...                     (NoiseDraw("discrete-laplace", "seeded", 2.0, 3),))
+    >>> calib.laws(), calib.sources()
+    (['discrete-laplace'], ['seeded'])
+    """
+
+    declarations: tuple[Declaration, ...] = ()
+    draws: tuple[NoiseDraw, ...] = ()
+
+    def laws(self) -> list[str]:
+        return sorted({d.law for d in self.draws})
+
+    def sources(self) -> list[str]:
+        return sorted({d.source for d in self.draws})
+
+    @property
+    def empty(self) -> bool:
+        return not (self.declarations or self.draws)
+
+
+def note_draw(law: str, source: str, scale, count, **detail) -> None:
+    """Called by samplers at each noise draw (``count``: values drawn, or the shape drawn);
+    a no-op unless a collector is open.
+
+    >>> note_draw("discrete-laplace", "seeded", 1.0, 5)  # nobody listens: nothing happens
+    >>> with collecting() as seen:
+    ...     note_draw("discrete-laplace", "seeded", 1.0, 5)
+    >>> seen[0].law, seen[0].count
+    ('discrete-laplace', 5)
+    """
+    sink = _SINK.get()
+    if sink is not None:
+        sink.append(NoiseDraw(law, source, scale, int(np.prod(count, dtype=np.int64)), detail))
+
+
+def declare(declaration: Declaration | None) -> None:
+    """Called by a mechanism for its draw; a no-op unless a collector is open."""
+    sink = _SINK.get()
+    if sink is not None and declaration is not None:
+        sink.append(declaration)
+
+
+class collecting:
+    """Open a collector for the block: ``with collecting() as items: ...``."""
+
+    def __enter__(self) -> list:
+        self._items: list = []
+        self._token = _SINK.set(self._items)
+        return self._items
+
+    def __exit__(self, *exc) -> None:
+        _SINK.reset(self._token)
+
+
+def calibration_of(items: list) -> Calibration:
+    return Calibration(tuple(i for i in items if isinstance(i, Declaration)),
+                       tuple(i for i in items if isinstance(i, NoiseDraw)))
+
+
+def first_draw(seen, draw: Callable[[], Any], declaration: Declaration | None) -> Any:
+    """``draw()``, collecting what it tells when a watch ``seen`` is open (the calibration goes
+    to ``seen``), or declaring into an enclosing collector (a mechanism run inside another
+    watched call, as DPHD's requests).
+
+    >>> from dptaucc.privacy.hook import _Watch
+    >>> from dptaucc.privacy.ledger import PrivacyLedger
+    >>> class Quiet:
+    ...     def released(self, step, mechanism, entries, output, redraw=None):
+    ...         return output
+    >>> seen = _Watch(Quiet(), PrivacyLedger())
+    >>> first_draw(seen, lambda: note_draw("choice", "seeded", 0.5, 2) or 7,
+    ...            Declaration("exponential", 1.0, "range"))
+    7
+    >>> seen.calibration.laws(), seen.calibration.declarations[0].norm
+    (['choice'], 'range')
+    """
+    if seen is None:
+        declare(declaration)
+        return draw()
+    with collecting() as items:
+        declare(declaration)
+        out = draw()
+    seen.calibration = calibration_of(items)
+    return out
