@@ -488,6 +488,18 @@ class DPKMeans(ClusterMixin, PrivateEstimator):
         "labels_": NON_PRIVATE, "n_row_clusters_": NON_PRIVATE, "inertia_": NON_PRIVATE,
     }
 
+    def release_kinds(self) -> dict[str, str]:
+        """``{attribute: kind}`` for this mode; paper mode (diffprivlib's fit) keeps no
+        ``cluster_sizes_``.
+
+        >>> "cluster_sizes_" in DPKMeans(mode="paper").release_kinds()
+        False
+        """
+        kinds = super().release_kinds()
+        if self.mode == "paper":
+            kinds.pop("cluster_sizes_", None)
+        return kinds
+
     def __init__(self, n_clusters: int = 8, epsilon: float = 1.0, mode: str = "corrected",
                  bounds_max: float | None = None, random_state=None, secure: bool = False):
         self.n_clusters = n_clusters

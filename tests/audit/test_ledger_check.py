@@ -41,12 +41,16 @@ def _units(name):
 
 
 def _assert_tight(check: lc.LedgerCheck):
-    """Every call is charged what its noise costs, to 10⁻⁶: the map is not vacuous."""
+    """Every call is charged what its noise costs, to 10⁻⁶: the map is not vacuous. The one
+    exception is the bounded discrete Laplace, whose charge Δ/s per value is an upper bound:
+    a value whose range {0, …, M} is narrower than Δ costs less (DP-KMeans' crafted call-site
+    setup, a public bound one grid step above 4, measures 0.908 of the charge), never more."""
     assert check.calls, "no mechanism call observed"
     for call in check.calls:
         if call.epsilon_charged > 0 and math.isfinite(call.epsilon_charged):
             ratio = call.epsilon_cost / call.epsilon_charged
-            assert 1 - 1e-9 <= ratio <= 1 + 1e-6, (call.step, ratio, call.how)
+            low = 0.5 if call.mechanism == "bounded-discrete-laplace" else 1 - 1e-9
+            assert low <= ratio <= 1 + 1e-6, (call.step, ratio, call.how)
 
 
 @pytest.mark.parametrize("name", PRIVATE)
