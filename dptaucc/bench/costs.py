@@ -114,7 +114,9 @@ def cost_lines(log: Mapping) -> list[str]:
     lines = ["Where the time went (seconds of wall time in the workers, which are core-seconds "
              "on an otherwise idle machine; a job = its dataset from the worker's cache, the "
              "fit, the evaluation and its record stored; outside jobs = workers × wall minus "
-             "the jobs: start-up, dispatch, idle workers):", "",
+             "the jobs: start-up, dispatch, idle workers; on a SLURM cluster, core-s is what "
+             "SLURM allocated the tasks, elapsed × CPUs from sacct, and workers those of all "
+             "its tasks):", "",
              "| experiment | jobs run | wall s | workers | core-s | in jobs | fits | evaluation "
              "| outside jobs |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for exp, c in exps.items():

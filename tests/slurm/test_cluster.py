@@ -135,7 +135,7 @@ def test_cancelled_tasks_are_lost_never_waited_for_and_a_rerun_resumes(tmp_path)
     assert stderr.count("ended CANCELLED") + stderr.count("ended ABSENT") == 4, stderr
     assert "ended CANCELLED" in stderr
     flag.unlink()
-    again = _driver(tmp_path, *args)
+    again = _driver(tmp_path, *args[:2], "--jobs-per-task=4")  # one task: a shorter test
     assert again.returncode == 0, again.stderr[-3000:]
     assert _summary(again)["statuses"] == {"ok": 4}
 
@@ -273,16 +273,25 @@ def test_a_hang_up_leaves_the_array_running_and_the_rerun_adopts_it(tmp_path):
 
 
 def test_detach_submits_and_returns_collect_gathers_later(tmp_path):
-    out = _driver(tmp_path, "--sweep=epsilon=0.5,1.5", "--jobs-per-task=2", "--detach")
+    """--detach returns with the array running; --collect adopts it, waits and writes the
+    run's log, submitting nothing."""
+    flag = tmp_path / "slow"
+    flag.touch()
+    args = ("--sweep=algorithm._target_=slow_estimators.SlowWhileFlagged",
+            "--sweep=epsilon=0.5,1.5", "--jobs-per-task=2")
+    env = {"SLOW_FIT_FLAG": str(flag), "SLOW_FIT_S": "15"}
+    out = _driver(tmp_path, *args, "--detach", **env)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "submitted array(s)" in out.stdout and "--collect" in out.stdout
-    assert _squeue("dptaucc-supp_h") or _records(tmp_path)  # left running (or done already)
+    live = {t.split("_")[0] for t, _ in _squeue("dptaucc-supp_h")}
+    assert len(live) == 1  # left running (each task has 30 s of work)
     assert not (tmp_path / "reproduce.json").exists()
-    got = _driver(tmp_path, "--sweep=epsilon=0.5,1.5", "--jobs-per-task=2", "--collect")
+    got = _driver(tmp_path, *args, "--collect", **env)
     assert got.returncode == 0, got.stderr[-3000:]
+    assert f"array {live.pop()}" in got.stderr and "adopted" in got.stderr
     recs = _records(tmp_path)
     assert len(recs) == 4 and all(r["status"] == "ok" for r in recs)
-    assert len(list((tmp_path / "submitit").rglob("*_submitted.pkl"))) == 2
+    assert len(list((tmp_path / "submitit").rglob("*_submitted.pkl"))) == 2  # no new array
     assert json.loads((tmp_path / "reproduce.json").read_text())["executor"] == "slurm"
 
 
