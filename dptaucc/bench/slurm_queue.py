@@ -205,7 +205,7 @@ class _Waiting:
                 _log(text)
             self.last_summary, self.last_text = summary, ex.text
         if left <= 0:
-            codes = ", ".join(sorted({why.code(r) for r in reasons})) or "no reason given"
+            codes = "; ".join(sorted(reasons)) or "no reason given"
             self._stop(f"no task started for {waited / 3600:.2f} h ({self.patience.bound()}); "
                        f"they are pending with reason {codes}. Rerun when the cluster is "
                        f"free, or raise {self.patience.option}")
