@@ -201,13 +201,13 @@ def test_hydra_slurm_sweep_is_batched_keeps_the_working_directory_clean_and_uses
 
 
 def test_a_maintenance_window_delays_the_sweep_which_then_finishes(tmp_path):
-    """A maintenance reservation on every node for the next minute: with a wait bound shorter
-    than the window the driver stops at once naming it (exit 2, array cancelled); with a
-    longer bound it says what it waits for and until when, and the tasks run after the
-    window."""
+    """A maintenance reservation on every node, starting in 15 s for a minute: tasks of a
+    10-minute limit cannot run before it. With a wait bound that ends before the window does
+    the driver stops at once naming it (exit 2, array cancelled); with a longer bound it says
+    what it waits for and until when, and the tasks run after the window."""
     name = f"dptaucc_test_{os.getpid()}"
     made = subprocess.run(["scontrol", "create", "reservation", f"reservationname={name}",
-                           "starttime=now", "duration=1", "nodes=ALL", "users=root",
+                           "starttime=now+15", "duration=1", "nodes=ALL", "users=root",
                            "flags=maint"], capture_output=True, text=True, timeout=20)
     assert made.returncode == 0, made.stderr
     try:
