@@ -25,7 +25,7 @@ NUMERIC = ["epsilon", "delta", "epsilon_spent", "epsilon_mechanisms", "delta_spe
            "nmi_cols", "ari_cols", "tau_rc", "tau_cr", "tau_hat_rc", "tau_hat_cr", "k_found",
            "l_found", "fit_time_s",
            "eval_time_s", "peak_rss_mb", "n_rows", "n_cols", "nnz", "n_classes", "seed",
-           "blas_threads", "random_state"]
+           "blas_threads", "workers", "random_state"]
 CSV_DROP = ("ledger", "versions")
 
 

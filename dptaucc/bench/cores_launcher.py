@@ -13,6 +13,7 @@ name ``conf/hydra/launcher/cores.yaml`` targets.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,11 +23,13 @@ from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus
 from hydra_plugins.hydra_joblib_launcher._core import execute_job
 from hydra_plugins.hydra_joblib_launcher.joblib_launcher import JoblibLauncher
+from joblib import effective_n_jobs
 from omegaconf import OmegaConf, open_dict
 
 from dptaucc.bench.configs import to_plain
 from dptaucc.bench.hydra_sweep import write_outcome
 from dptaucc.bench.pool import map_resilient
+from dptaucc.bench.provenance import WORKERS_ENV
 
 PLUGIN_NAME = "hydra_plugins.dptaucc_bench.ResilientJoblibLauncher"
 
@@ -43,6 +46,7 @@ class ResilientJoblibLauncher(JoblibLauncher):
                initial_job_idx: int) -> Sequence[JobReturn]:
         assert self.config is not None and self.hydra_context is not None
         n_jobs = int(self.joblib.get("n_jobs") or -1)
+        os.environ[WORKERS_ENV] = str(min(effective_n_jobs(n_jobs), len(job_overrides)) or 1)
         state = Singleton.get_state()
         items = [(initial_job_idx + i, list(ov), self.hydra_context, self.config,
                   self.task_function, state) for i, ov in enumerate(job_overrides)]

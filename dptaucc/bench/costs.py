@@ -31,10 +31,15 @@ def _rounded(d: dict) -> dict:
 
 
 def cost_summary(outcomes: Iterable[Outcome], wall_seconds: float,
-                 workers: int | None) -> dict:
+                 workers: int | None, *, core_seconds: float | None = None,
+                 tasks: int | None = None, task_seconds: float | None = None) -> dict:
     """Core-seconds of the jobs that ran: ``job_s``, ``fit_s``, ``eval_s`` in total and per
     method (``methods``); with the number of local ``workers``, ``core_s`` = workers × wall and
-    ``outside_jobs_s`` = ``core_s`` − ``job_s`` (None on a cluster).
+    ``outside_jobs_s`` = ``core_s`` − ``job_s``.
+
+    On a cluster: ``workers`` = the worker processes of all its tasks, ``core_seconds`` = the
+    CPU-seconds SLURM allocated them (elapsed × CPUs per task, ``sacct`` CPUTimeRAW) and
+    ``core_s`` is that; ``tasks`` and ``task_seconds`` (their summed elapsed time) are added.
 
     >>> outcomes = [Outcome("ran", algorithm="dp_taucc", seconds=2.0, fit_seconds=1.5,
     ...                     eval_seconds=0.25),
@@ -53,11 +58,16 @@ def cost_summary(outcomes: Iterable[Outcome], wall_seconds: float,
             continue
         _add(total, out)
         _add(methods.setdefault(out.algorithm or "?", {}), out)
-    core = None if workers is None else workers * wall_seconds
-    return {**_rounded(total), "workers": workers,
-            "core_s": None if core is None else round(core, DECIMALS),
-            "outside_jobs_s": None if core is None else round(core - total["job_s"], DECIMALS),
-            "methods": {m: _rounded(v) for m, v in sorted(methods.items())}}
+    core = core_seconds if core_seconds is not None else (
+        None if workers is None or tasks is not None else workers * wall_seconds)
+    out = {**_rounded(total), "workers": workers,
+           "core_s": None if core is None else round(core, DECIMALS),
+           "outside_jobs_s": None if core is None else round(core - total["job_s"], DECIMALS),
+           "methods": {m: _rounded(v) for m, v in sorted(methods.items())}}
+    if tasks is not None:
+        out["tasks"] = tasks
+        out["task_s"] = None if task_seconds is None else round(task_seconds, DECIMALS)
+    return out
 
 
 def method_totals(experiments: Mapping[str, Mapping]) -> dict[str, dict]:
@@ -104,7 +114,9 @@ def cost_lines(log: Mapping) -> list[str]:
     lines = ["Where the time went (seconds of wall time in the workers, which are core-seconds "
              "on an otherwise idle machine; a job = its dataset from the worker's cache, the "
              "fit, the evaluation and its record stored; outside jobs = workers × wall minus "
-             "the jobs: start-up, dispatch, idle workers):", "",
+             "the jobs: start-up, dispatch, idle workers; on a SLURM cluster, core-s is what "
+             "SLURM allocated the tasks, elapsed × CPUs from sacct, and workers those of all "
+             "its tasks):", "",
              "| experiment | jobs run | wall s | workers | core-s | in jobs | fits | evaluation "
              "| outside jobs |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for exp, c in exps.items():

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -50,15 +51,24 @@ def lost(job: dict, exc: BaseException) -> Outcome:
                    f"{detail})")
 
 
-def record_death(job: dict, exc: BaseException) -> Outcome:
+def record_death(job: dict, exc: BaseException, where: dict | None = None) -> Outcome:
     """Store a failed record for a job whose worker process died while it ran alone (a rerun
-    retries it) and return its ``lost`` outcome."""
+    retries it) and return its ``lost`` outcome. ``where``: the provenance of the process that
+    died (host, CPU, SLURM ids, workers, BLAS threads), by default what the dead worker wrote
+    in its marker (``exc.placement``, :func:`pool.map_resilient`), else this machine's with
+    its BLAS threads unknown."""
     from dptaucc.bench import provenance
     from dptaucc.bench.run import base_record
 
     out = lost(job, exc)
     rec = base_record(job)
-    rec.update(provenance.machine(), status="error", started_at=provenance.utc_now(),
+    where = where if where is not None else getattr(exc, "placement", None)
+    rec.update(provenance.machine(), **provenance.placement())
+    if where is None:
+        rec["blas_threads"] = None  # the dead worker's, not this process's: unknown
+    else:
+        rec.update({k: v for k, v in where.items() if k in rec})
+    rec.update(status="error", started_at=provenance.utc_now(),
                error=f"{out.error}\n(killed by a signal, out of memory, or a crash in native "
                      f"code; the other jobs of the sweep went on)")
     path = RunStore(job["paths"]["runs_dir"], job["bench"]["experiment"]).write(rec)
@@ -67,10 +77,17 @@ def record_death(job: dict, exc: BaseException) -> Outcome:
 
 @dataclass
 class Tally:
-    """The outcomes of a run of jobs, and how often the worker pool was restarted."""
+    """The outcomes of a run of jobs, and how often the worker pool was restarted; on a cluster
+    also its tasks: how many, their workers, and the seconds and CPU-seconds SLURM allocated
+    them (``sacct`` ElapsedRaw, CPUTimeRAW)."""
 
     outcomes: list[Outcome] = field(default_factory=list)
     restarts: int = 0
+    tasks: int = 0
+    task_workers: int = 0
+    task_s: float = 0.0
+    task_core_s: float = 0.0
+    detached: list[str] = field(default_factory=list)  # arrays submitted and left running
 
     def counts(self) -> Counter:
         out = count(self.outcomes)
@@ -100,10 +117,12 @@ def run_jobs(jobs: Sequence[dict], n_jobs: int = 1, desc: str = "jobs",
     With ``n_jobs > 1`` the jobs run in worker processes; a worker that dies costs the job it
     was running (a ``lost`` outcome), not the sweep (:func:`pool.map_resilient`)."""
     from dptaucc.bench.pool import map_resilient
+    from dptaucc.bench.provenance import WORKERS_ENV
 
     tally = Tally()
     if not jobs:
         return tally
+    os.environ[WORKERS_ENV] = str(min(n_jobs, len(jobs)))  # the workers inherit it
     bar = tqdm(total=len(jobs), desc=desc, unit="job", dynamic_ncols=True, smoothing=0.05)
 
     def restarted(n_suspects: int, n_left: int) -> None:

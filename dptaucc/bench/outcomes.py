@@ -2,8 +2,10 @@
 
 Each job ends as one :class:`Outcome`: ``ran`` (a new record, ok or failed), ``skipped``
 (already done), ``excluded`` (outside its algorithm's protocol range, nothing stored),
-``invalid`` (refused by validation, nothing stored) or ``lost`` (its worker or cluster task
-died before it stored anything). A sweep with failed, invalid or lost jobs ends non-zero
+``invalid`` (refused by validation, nothing stored), ``lost`` (its worker or cluster task
+died before it stored anything) or ``notrun`` (a cluster task returned it unstarted, e.g. at
+its time limit; the driver submits it again, so it ends a sweep only when it was never
+submitted again). A sweep with failed, invalid or lost jobs ends non-zero
 with :func:`failure_summary`: how many, of which kind, and one record holding a traceback.
 """
 
@@ -18,7 +20,7 @@ from pathlib import Path
 
 @dataclass(frozen=True)
 class Outcome:
-    outcome: str  # ran | skipped | excluded | invalid | lost
+    outcome: str  # ran | skipped | excluded | invalid | lost | notrun
     status: str | None = None  # the record's status (ok | error) when there is one
     run_id: str | None = None
     error: str | None = None  # first line of the error message
@@ -30,7 +32,7 @@ class Outcome:
 
     @property
     def failed(self) -> bool:
-        return self.outcome in ("invalid", "lost") or (
+        return self.outcome in ("invalid", "lost", "notrun") or (
             self.outcome in ("ran", "skipped") and self.status not in (None, "ok"))
 
     @property

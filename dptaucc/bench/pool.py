@@ -9,6 +9,7 @@ is identified and reported through ``on_death``, and carries on with the rest.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -25,13 +26,28 @@ def is_pool_death(exc: BaseException) -> bool:
 
 
 def _marked(work: Callable, markers: str, key: str, item: Any) -> tuple[str, Any]:
-    """``work(item)`` with a marker file present while it runs (runs in the worker)."""
+    """``work(item)`` with a marker file present while it runs (runs in the worker); it holds
+    the worker's provenance (host, CPU, workers, BLAS threads), what a record of its death
+    says."""
+    from dptaucc.bench import provenance
+
     mark = Path(markers) / key
-    mark.touch()
+    mark.write_text(json.dumps({**provenance.machine(), **provenance.placement()}),
+                    encoding="utf-8")
     try:
         return key, work(item)
     finally:
         mark.unlink(missing_ok=True)
+
+
+def _read_marker(path: Path) -> dict | None:
+    """The provenance a dead worker wrote into its marker (None when unreadable)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    finally:
+        path.unlink(missing_ok=True)
 
 
 def _parallel(work: Callable, items: Sequence, keys: Sequence[str], n_jobs: int,
@@ -54,7 +70,8 @@ def map_resilient(work: Callable[[Any], Any], items: Sequence, n_jobs: int,
 
     ``key(item)`` names an item (unique). A job whose worker dies while it runs alone yields
     ``on_death(item, exc)`` instead of a result; jobs that were merely running beside it are
-    rerun. ``on_restart(n_suspects, n_left)`` is told about each pool restart."""
+    rerun; the exception it gets carries the dead worker's provenance as ``placement`` (a
+    dict, or None). ``on_restart(n_suspects, n_left)`` is told about each pool restart."""
     names = {str(key(it)): it for it in items}
     if len(names) != len(items):
         raise ValueError("map_resilient: item keys must be unique")
@@ -86,6 +103,7 @@ def map_resilient(work: Callable[[Any], Any], items: Sequence, n_jobs: int,
                     except Exception as solo:
                         if not is_pool_death(solo):
                             raise
+                        solo.placement = _read_marker(Path(markers) / name)
                         yield on_death(item, solo)
     finally:
         shutil.rmtree(markers, ignore_errors=True)

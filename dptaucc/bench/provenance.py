@@ -2,8 +2,11 @@
 
 Everything here is read once per process (cached): the git commit of this project's own
 checkout (with ``-dirty`` when tracked code differs from it), package versions, Python, the
-OS, the CPU model, the BLAS/OpenMP libraries numpy and scipy loaded (threadpoolctl), and GNU
-Octave's version and BLAS for the jobs that run in Octave (DPHD).
+OS, the host name and CPU model, the BLAS/OpenMP libraries numpy and scipy loaded
+(threadpoolctl), and GNU Octave's version and BLAS for the jobs that run in Octave (DPHD).
+:func:`placement` says how the job ran there: the SLURM job and array task, the worker
+processes running jobs side by side (:data:`WORKERS_ENV`, set by whoever starts them) and the
+BLAS threads each had.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import json
 import os
 import platform
 import re
+import socket
 import subprocess
 from functools import lru_cache
 from importlib import metadata
@@ -22,6 +26,8 @@ from pathlib import Path
 PROJECT = "dptaucc-bench"
 _PACKAGES = (PROJECT, "numpy", "scipy", "scikit-learn", "diffprivlib", "hydra-core", "pandas",
              "threadpoolctl")
+#: the environment variable through which a runner tells its workers how many run side by side
+WORKERS_ENV = "DPTAUCC_WORKERS"
 #: paths whose changes do not make the code dirty (outputs, not code)
 _NOT_CODE = (":(exclude)results",)
 
@@ -159,10 +165,32 @@ def uses_octave(target: str) -> bool:
     return target.startswith("dptaucc.baselines.dphd")
 
 
+@lru_cache(maxsize=1)
+def host() -> str:
+    """This machine's host name (on a cluster: the node the job ran on)."""
+    return socket.gethostname()
+
+
 def machine() -> dict:
     """The provenance columns that do not depend on the job."""
     return {"git_sha": git_sha(), "versions": versions(), "python": python_version(),
-            "os": os_name(), "cpu": cpu_model(), "blas": blas()}
+            "os": os_name(), "host": host(), "cpu": cpu_model(), "blas": blas()}
+
+
+def workers() -> int:
+    """Worker processes running jobs side by side in this run (this one included): what the
+    runner put in :data:`WORKERS_ENV`, 1 when it did not (a process running jobs alone)."""
+    try:
+        return max(1, int(os.environ.get(WORKERS_ENV) or 1))
+    except ValueError:
+        return 1
+
+
+def placement() -> dict:
+    """Where and how the job ran: :func:`scheduler`'s SLURM ids, the host, the workers side by
+    side and this process's BLAS threads."""
+    return {**scheduler(), "host": host(), "workers": workers(),
+            "blas_threads": blas_threads()}
 
 
 def scheduler() -> dict:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -85,6 +86,8 @@ def reproduce(scale: str = "paper", n_jobs: int | None = None,
     full_paper = scale == "paper" and not sweep
     if results_dir is None:
         results_dir = str(results_dir_for("paper" if full_paper else "quick"))
+    if executor != "local":  # cluster tasks must not depend on their working directory
+        results_dir = str(Path(results_dir).absolute())
     if not full_paper:
         check_not_paper_dir(results_dir, f"a {scale}-scale run" if not sweep
                             else f"a run with a modified grid ({', '.join(sweep)})")
@@ -105,6 +108,8 @@ def reproduce(scale: str = "paper", n_jobs: int | None = None,
     with StoreLock(runs_dir):
         started, t0 = utc_now(), time.perf_counter()
         summary = _run_plans(plans, scale, results_dir, n_jobs, executor, slurm or {})
+        if summary.get("_detached"):  # nothing finished yet: no tables, log or report
+            return summary
         if outputs:
             summary["_outputs"] = _outputs(results_dir, experiments, full_paper,
                                            summary["_outcomes"], n_jobs, plans)
@@ -143,6 +148,9 @@ def _run_plans(plans: dict[str, list[dict]], scale: str, results_dir: str, n_job
     _log(f"scale={scale} -> {results_dir}: {total} jobs, {sum(map(len, todo.values()))} to run "
          f"({where})")
     t_start = time.perf_counter()
+    if executor == "slurm":
+        _warn_other_arrays(Path(results_dir) / "runs", plans)
+    summary["_detached"] = []
     for exp, jobs in plans.items():
         pend = todo[exp]
         serial = bool(jobs and jobs[0]["bench"].get("serial"))
@@ -164,11 +172,33 @@ def _run_plans(plans: dict[str, list[dict]], scale: str, results_dir: str, n_job
             tally = run_jobs(pend, 1 if serial else n_jobs, desc=exp)
         summary["_outcomes"] += tally.outcomes
         seconds = time.perf_counter() - t0
-        workers = (1 if serial else min(n_jobs, len(pend)) or 1) if executor == "local" else None
-        summary[exp].update(statuses=dict(tally.counts()), seconds=seconds,
-                            core_seconds=cost_summary(tally.outcomes, seconds, workers))
+        summary[exp].update(statuses=dict(tally.counts()), seconds=seconds)
+        if tally.detached:
+            summary[exp]["detached"] = list(tally.detached)
+            summary["_detached"] += tally.detached
+        if executor == "local":
+            workers = 1 if serial else min(n_jobs, len(pend)) or 1
+            summary[exp]["core_seconds"] = cost_summary(tally.outcomes, seconds, workers)
+        else:  # the tasks' workers and the CPU-seconds SLURM allocated them
+            summary[exp]["core_seconds"] = cost_summary(
+                tally.outcomes, seconds, tally.task_workers or None,
+                core_seconds=tally.task_core_s if executor == "slurm" else None,
+                tasks=tally.tasks, task_seconds=tally.task_s if executor == "slurm" else None)
     summary["_seconds"] = time.perf_counter() - t_start
     return summary
+
+
+def _warn_other_arrays(runs_dir: Path, plans: dict[str, list[dict]]) -> None:
+    """Arrays an earlier driver left running on this store for experiments not run now keep
+    writing records (and sharing the cluster): say so."""
+    from dptaucc.bench import slurm_arrays
+
+    for entry in slurm_arrays.live(runs_dir):
+        if entry.experiment not in plans:
+            _log(f"note: array {entry.array_id} of {entry.experiment} (an earlier run) still "
+                 f"runs on this store; its jobs are not part of this run (rerun with "
+                 f"--experiments {entry.experiment} --collect to collect it, or scancel "
+                 f"{entry.array_id})")
 
 
 def _outputs(results_dir: str, experiments: Sequence[str], full_paper: bool,
@@ -221,11 +251,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not sep:
             ap.error(f"--sweep expects KEY=VALUES, got {item!r}")
         sweep[key] = value
+    from dptaucc.bench.slurm import HangUp
+
+    slurm = options_from_args(args)
+    previous = signal.signal(signal.SIGHUP, _hang_up)
     try:
         check_choices([f"experiment={','.join(exps)}", *args.sweep])
         summary = reproduce(args.scale, args.jobs, exps, args.results_dir, not args.no_retry,
                             args.dry_run, not args.no_outputs, sweep or None,
-                            args.executor, options_from_args(args))
+                            args.executor, slurm)
     except (ConfigError, ScaleError, StoreLockedError, UnknownChoiceError, ClusterError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -233,6 +267,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\ninterrupted: finished jobs are stored; run the same command again to resume",
               file=sys.stderr)
         return 130
+    except HangUp:
+        print("\nhang-up: the driver stops; finished jobs are stored and its SLURM job arrays "
+              "keep running. Run the same command again to resume: it adopts the arrays "
+              "(nothing is submitted twice)", file=sys.stderr)
+        return 129
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+    if summary.get("_detached"):
+        print(f"submitted array(s) {', '.join(summary['_detached'])}; they run without this "
+              f"driver. Collect them with the same command and --collect (it waits for them, "
+              f"retries the jobs of dead tasks and writes the outputs)")
+        return 0
 
     for exp in exps:
         print(f"{exp}: {summary[exp]}")
@@ -242,6 +288,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(problem, file=sys.stderr)
         return 1
     return 0
+
+
+def _hang_up(signum, frame) -> None:
+    from dptaucc.bench.slurm import HangUp
+
+    raise HangUp()
 
 
 if __name__ == "__main__":

@@ -44,8 +44,8 @@ COLUMNS = [
     "tau_hat_rc", "tau_hat_cr",
     "k_found", "l_found", "fit_time_s", "eval_time_s", "peak_rss_mb", "status", "error",
     "warnings", "random_state", "git_sha", "versions", "started_at", "blas_threads",
-    "python", "os", "cpu", "blas", "octave", "load_1m", "other_busy_cpus", "slurm_job_id",
-    "slurm_array_task", "ledger",
+    "python", "os", "host", "cpu", "blas", "octave", "load_1m", "other_busy_cpus", "workers",
+    "slurm_job_id", "slurm_array_task", "ledger",
 ]
 
 NAN = float("nan")
@@ -182,8 +182,7 @@ def execute(job: Mapping) -> dict:
         rec["status"] = "error"
         tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
         rec["error"] = (f"{type(exc).__name__}: {exc}\n" + "".join(tb[-3:]))[-4000:]
-    rec.update(provenance.machine(), **provenance.scheduler())
-    rec["blas_threads"] = provenance.blas_threads()
+    rec.update(provenance.machine(), **provenance.placement())
     if provenance.uses_octave(str(job["algorithm"].get("_target_", ""))):
         rec["octave"] = provenance.octave_version()
     return rec

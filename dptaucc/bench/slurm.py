@@ -5,13 +5,18 @@ scheduling and Python start-up. The pending jobs (deduplicated, protocol-filtere
 into contiguous batches (neighbours share a dataset) sized by time (:func:`batches`: about
 ``--task-minutes`` of work each from the store's measured job times, at least as many tasks
 as the partition has CPUs for while each keeps half a minute of work, never more than the
-cluster's ``MaxArraySize``) and submitted as one job array. Each task caps BLAS/OpenMP
-threads at its CPUs, runs its batch, writes records to the shared store and returns what
-happened. The driver follows the array through ``squeue`` and ``sacct``
-(:mod:`slurm_queue`): it shows pending reasons, stops with a one-line error when they can
-never clear, and counts a task that vanished from both as lost. A task that dies costs only
-the job it was running: the rest of its batch is submitted again, the suspect alone.
-Ctrl-C cancels the array (finished records stay); a rerun submits only the jobs not done.
+cluster's ``MaxArraySize``) and submitted as one job array, recorded beside the store's lock
+(:mod:`slurm_arrays`) so that a rerun adopts it rather than submitting its jobs again. Each
+task (:func:`slurm_task.run_batch`) runs its batch on one worker per half minute of work (at
+most one per CPU), writes records to the shared store and returns what happened, the jobs it
+could not start before its time limit as ``notrun``. The driver follows the array through
+``squeue`` and ``sacct`` (:mod:`slurm_queue`): it explains pending reasons, waits out those
+that can clear for a bounded time, stops with a one-line error on those that cannot, and
+counts a task that vanished from both as lost. A task that dies costs only the job it was
+running: the rest of its batch is submitted again in the next round's array, the suspect
+alone and the others in two halves, until every job that kills its task has done so alone.
+Ctrl-C cancels the array (finished records stay); a hang-up leaves it running; a rerun
+submits only the jobs not done and not held by a live array.
 
 ``executor="slurm"`` needs a SLURM cluster with accounting (``sbatch``, ``squeue``,
 ``sacct``); ``executor="submitit-local"`` runs the same tasks as local processes through
@@ -21,13 +26,15 @@ submitit's LocalExecutor.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
-import signal
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from dptaucc.bench.configs import MAX_ARRAY_SIZE, run_id
 from dptaucc.bench.execution import (
@@ -37,97 +44,35 @@ from dptaucc.bench.execution import (
     lost,
     measured_times,
     record_death,
-    run_jobs,
-    work,
 )
 from dptaucc.bench.outcomes import Outcome
+from dptaucc.bench.slurm_queue import MAX_WAIT_H
+from dptaucc.bench.slurm_task import (  # noqa: F401 (run_batch and the constants: public here)
+    SIGNAL_DELAY_S,
+    THREAD_VARS,
+    TIME_MARGIN_S,
+    WARNING_SIGNAL,
+    not_run,
+    run_batch,
+    task_info_path,
+    time_limit_record,
+)
 
 EXECUTORS = ("local", "slurm", "submitit-local")
 #: default work per array task: long enough that start-up (~5-10 s) is noise
 TASK_MINUTES = 5.0
 #: a task gets at least this much work even when more CPUs are free
 MIN_TASK_S = 30.0
+#: a task starts a second (third, ...) worker only for this much work per worker: each worker
+#: is a new Python process that imports the bench and loads its datasets again (a 12-job batch
+#: of 0.1 s jobs ran 15 s in a task of one worker, 58 s with two)
+MIN_WORKER_S = 30.0
 #: assumed cost of a job no stored record has timed yet
 GUESS_JOB_S = 1.0
 #: seconds between two looks at the queue (a dead task is noticed within ~3 polls)
 POLL_S = 5.0
-#: submissions of one experiment's jobs: the array, then retries of dead tasks' leftovers
-MAX_ROUNDS = 4
-#: environment variables that size BLAS/OpenMP thread pools
-THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-               "BLIS_NUM_THREADS", "NUMBA_NUM_THREADS")
-
-
-class TimeLimitReached(BaseException):
-    """submitit's pre-timeout signal inside a task (a BaseException: an estimator's
-    ``except Exception`` must not swallow it)."""
-
-
-# ---------------------------------------------------------------- inside a cluster task
-def cap_threads(n_workers: int) -> int:
-    """Cap BLAS/OpenMP threads at the task's CPUs (``SLURM_CPUS_PER_TASK``) shared by its
-    workers; return the threads each worker gets."""
-    from threadpoolctl import threadpool_limits
-
-    cpus = int(os.environ.get("SLURM_CPUS_PER_TASK") or n_workers or 1)
-    per_worker = max(1, cpus // max(1, n_workers))
-    for var in THREAD_VARS:
-        os.environ[var] = str(per_worker)
-    threadpool_limits(limits=per_worker)
-    return per_worker
-
-
-def _raise_time_limit(signum, frame) -> None:
-    raise TimeLimitReached()
-
-
-def run_batch(jobs: list[dict], n_workers: int = 1, markers: str | None = None
-              ) -> list[Outcome]:
-    """Inside a cluster task: run a batch of validated jobs (skipping those done meanwhile).
-
-    One worker: each job runs in this process with a marker file named by its run id in
-    ``markers`` while it runs, so the driver knows which job a dead task was running, and
-    submitit's pre-timeout signal (USR2) stores the running job as a time-limit failure."""
-    cap_threads(n_workers)
-    if n_workers > 1:
-        return run_jobs(jobs, n_workers, desc="batch", work=work).outcomes
-    signal.signal(signal.SIGUSR2, _raise_time_limit)
-    out: list[Outcome] = []
-    for i, job in enumerate(jobs):
-        mark = Path(markers) / run_id(job) if markers else None
-        if mark is not None:
-            mark.touch()
-        try:
-            out.append(work(job))
-        except TimeLimitReached:
-            out.append(_time_limit_record(job))
-            out += [lost(j, TimeoutError("not started before the task's time limit"))
-                    for j in jobs[i + 1:]]
-            break
-        finally:
-            if mark is not None:
-                mark.unlink(missing_ok=True)
-    return out
-
-
-def _time_limit_record(job: dict) -> Outcome:
-    """Store the job running when the task's time limit came as failed by it, not by the
-    method (a rerun retries it)."""
-    from dptaucc.bench import provenance
-    from dptaucc.bench.outcomes import from_record
-    from dptaucc.bench.run import base_record
-    from dptaucc.bench.store import RunStore
-
-    rec = base_record(job)
-    rec.update(provenance.machine(), **provenance.scheduler(), status="error",
-               started_at=provenance.utc_now(),
-               error="TimeLimit: the cluster task reached its SLURM time limit while this job "
-                     "ran (submitit's pre-timeout signal); the method did not fail. Give tasks "
-                     "more time (--slurm-time) or less work (--task-minutes)")
-    store = RunStore(job["paths"]["runs_dir"], job["bench"]["experiment"])
-    return from_record("ran", rec, store.write(rec))
-
-
+#: the environment variable that sets --slurm-max-wait's default (hours)
+MAX_WAIT_ENV = "DPTAUCC_SLURM_MAX_WAIT_H"
 # ---------------------------------------------------------------- batches
 def batches(jobs: Sequence[dict], array_size: int = MAX_ARRAY_SIZE,
             jobs_per_task: int | None = None, costs: Sequence[float] | None = None,
@@ -190,14 +135,20 @@ def make_executor(kind: str, folder: str | Path, *, name: str = "dptaucc",
               "cpus_per_task": cpus_per_task, "slurm_array_parallelism": array_parallelism}
     if cluster == "slurm":
         params["slurm_setup"] = [f"export {v}={cpus_per_task}" for v in THREAD_VARS]
+        params["slurm_additional_parameters"] = {
+            "signal": f"{WARNING_SIGNAL}@{signal_delay(timeout_min)}", **(additional or {})}
     if partition:
         params["slurm_partition"] = partition
     if account:
         params["slurm_account"] = account
-    if additional:
-        params["slurm_additional_parameters"] = dict(additional)
     ex.update_parameters(**params)
     return ex
+
+
+def signal_delay(timeout_min: float) -> int:
+    """Seconds before a task's time limit at which submitit's warning comes: 90, or a quarter
+    of a short time limit (at least twice :data:`TIME_MARGIN_S`)."""
+    return int(min(SIGNAL_DELAY_S, max(2 * TIME_MARGIN_S, timeout_min * 60 / 4)))
 
 
 def refusal(exc: Exception) -> str:
@@ -208,18 +159,61 @@ def refusal(exc: Exception) -> str:
     return why + (f" ({first})" if first and first not in why else "")
 
 
+@dataclass
+class _Sweep:
+    """What every round of one experiment's submission shares."""
+
+    executor: Any
+    name: str
+    folder: Path
+    serial: bool
+    cpus: int
+    poll_s: float
+    on_cluster: bool
+    patience: Any
+    runs_dir: str
+    results_dir: str
+    signal_delay_s: float = SIGNAL_DELAY_S
+    costs: dict = field(default_factory=dict)  # estimated seconds per run id
+    task_workers: dict = field(default_factory=dict)  # workers of each task id, as submitted
+
+    def workers(self, batch: Sequence[dict]) -> int:
+        """Workers for a task running ``batch``: one per CPU while each keeps
+        :data:`MIN_WORKER_S` of work, else fewer (one: its BLAS uses every CPU); timing
+        experiments (``serial``) always one."""
+        if self.serial:
+            return 1
+        work_s = sum(self.costs.get(run_id(j), GUESS_JOB_S) for j in batch)
+        return max(1, min(self.cpus, int(work_s // MIN_WORKER_S)))
+
+
+class HangUp(BaseException):
+    """The driver's session hung up (SIGHUP): stop following the arrays, leave them running
+    (a rerun adopts them, :mod:`slurm_arrays`)."""
+
+
 def submit_jobs(jobs: Sequence[dict], *, executor: str = "slurm", name: str = "dptaucc",
                 serial: bool = False, array_size: int = MAX_ARRAY_SIZE,
                 jobs_per_task: int | None = None, task_minutes: float = TASK_MINUTES,
-                folder: str | None = None, poll_s: float = POLL_S, **params) -> Tally:
+                folder: str | None = None, poll_s: float = POLL_S,
+                max_wait_h: float | None = None, wait_option: str = "--slurm-max-wait",
+                detach: bool = False, collect_only: bool = False, **params) -> Tally:
     """Submit ``jobs`` as one job array of batches, wait, and return their outcomes.
 
     ``serial`` (timing experiments): each task runs its batch with one worker whatever its
-    CPUs. A task that dies (out of memory, a crash, a node failure, its time limit) costs
-    only the job it was running: its other unfinished jobs are submitted again, the suspect
-    alone, so a job that kills its task a second time is stored as failed with the state SLURM
-    reported. A cancelled task's unfinished jobs are ``lost``; a rerun submits them again.
+    CPUs. On a cluster, arrays of this experiment that an earlier driver left running on the
+    store (:mod:`slurm_arrays`) are adopted first: followed and collected, their jobs not
+    submitted again. ``detach``: submit and return (the arrays keep running; ``collect_only``
+    later adopts them and submits nothing new but the retries of their dead tasks). A task
+    that dies (out of memory, a crash, a node failure, its time limit) costs only the job it
+    was running: its other unfinished jobs are submitted again, the suspect alone and the rest
+    in halves, round after round, until every job that kills its task has done so alone and
+    is stored as failed with the state SLURM reported. A cancelled task's unfinished jobs are
+    ``lost``; a rerun submits them again. Tasks pending for a reason that may clear are waited
+    for at most ``max_wait_h`` hours without progress (:class:`slurm_queue.Patience`).
     Raises :class:`execution.ClusterError` when SLURM refuses the array or can never run it."""
+    from dptaucc.bench import slurm_queue as q
+
     tally = Tally()
     if not jobs:
         return tally
@@ -227,8 +221,6 @@ def submit_jobs(jobs: Sequence[dict], *, executor: str = "slurm", name: str = "d
     cpus = int(params.get("cpus_per_task") or 1)
     on_cluster = executor == "slurm"
     if on_cluster:
-        from dptaucc.bench import slurm_queue as q
-
         array_size = min(array_size, (q.max_array_size() or array_size + 1) - 1)
         slots = (q.cluster_cpus(params.get("partition")) or cpus) // cpus
         if not q.accounting_works():
@@ -237,80 +229,232 @@ def submit_jobs(jobs: Sequence[dict], *, executor: str = "slurm", name: str = "d
                   file=sys.stderr)
     else:
         slots = max(1, (os.cpu_count() or 1) // cpus)
-    work_sets = batches(jobs, array_size, jobs_per_task, job_costs(jobs), task_minutes * 60,
-                        slots)
-    ex = make_executor(executor, folder, name=f"dptaucc-{name}", **params)
-    for round_no in range(1, MAX_ROUNDS + 1):
-        work_sets = _submit_round(ex, work_sets, 1 if serial else cpus, folder, tally, name,
-                                  poll_s, on_cluster, last=round_no == MAX_ROUNDS)
-        if not work_sets:
-            break
-        print(f"[slurm] {name}: retrying {sum(map(len, work_sets))} unfinished job(s) of dead "
-              f"task(s), the job each was running alone", file=sys.stderr, flush=True)
+    patience = q.Patience(
+        max_wait_s=(q.MAX_WAIT_H if max_wait_h is None else float(max_wait_h)) * 3600,
+        partition=params.get("partition"), task_minutes=float(params.get("timeout_min") or 240),
+        option=wait_option)
+    costs = job_costs(jobs)
+    sweep = _Sweep(make_executor(executor, folder, name=f"dptaucc-{name}", **params), name,
+                   folder, serial, cpus, poll_s, on_cluster, patience,
+                   str(jobs[0]["paths"]["runs_dir"]), str(jobs[0]["paths"]["results_dir"]),
+                   signal_delay(float(params.get("timeout_min") or 240)),
+                   {run_id(j): c for j, c in zip(jobs, costs, strict=True)})
+    work_sets, handled = (_adopt(sweep, jobs, tally, detach) if on_cluster else ([], set()))
+    rest = [j for j in jobs if run_id(j) not in handled]
+    if collect_only:
+        tally.outcomes += [not_run(j, "no live array of this sweep holds it; run the same "
+                                      "command without --collect to submit it") for j in rest]
+    elif rest:
+        work_sets += batches(rest, array_size, jobs_per_task,
+                             [sweep.costs[run_id(j)] for j in rest], task_minutes * 60, slots)
+    round_no = 0
+    while work_sets:
+        round_no += 1
+        if round_no > 1:
+            print(f"[slurm] {name}: round {round_no}: {sum(map(len, work_sets))} job(s) in "
+                  f"{len(work_sets)} task(s) of up to {max(map(len, work_sets))}",
+                  file=sys.stderr, flush=True)
+        work_sets = _submit_round(sweep, work_sets, tally, detach)
     return tally
 
 
-def _submit_round(ex, work_sets: list[list[dict]], workers: int, folder: Path, tally: Tally,
-                  name: str, poll_s: float, on_cluster: bool, last: bool
-                  ) -> list[list[dict]]:
-    """Submit one array, wait for it, add its outcomes to ``tally``; return the batches to
-    retry: the unfinished jobs of tasks that died, each job a task was running alone. A task
-    of one job that dies names its culprit: stored as failed with the state SLURM reported."""
+def _adopt(sweep: _Sweep, jobs: Sequence[dict], tally: Tally, detach: bool
+           ) -> tuple[list[list[dict]], set[str]]:
+    """Follow the live arrays an earlier driver submitted for this experiment on this store;
+    return the batches to retry and the run ids they held (not to be submitted again)."""
+    import submitit
+
+    from dptaucc.bench import slurm_arrays
+
+    by_id = {run_id(j): j for j in jobs}
+    retry: list[list[dict]] = []
+    handled: set[str] = set()
+    for entry in slurm_arrays.live(sweep.runs_dir):
+        if entry.experiment != sweep.name:
+            continue
+        held = {r for b in entry.batches for r in b}
+        handled |= held
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(entry.submitted))
+        print(f"[slurm] {sweep.name}: array {entry.array_id} (submitted {when}, "
+              f"{sum(map(len, entry.batches))} jobs in {len(entry.batches)} task(s)) still runs "
+              f"from an earlier driver: adopted, its jobs are not submitted again",
+              file=sys.stderr, flush=True)
+        if detach:
+            tally.detached.append(entry.array_id)
+            continue
+        tasks = [submitit.SlurmJob(folder=entry.folder, job_id=t) for t in entry.task_ids]
+        work_sets = [[by_id[r] for r in b if r in by_id] for b in entry.batches]
+        adopted = replace(sweep, folder=Path(entry.folder), task_workers=dict(zip(
+            entry.task_ids, entry.workers, strict=True)))
+        try:
+            retry += _follow_array(adopted, tasks, work_sets, entry.submitted - 1.0, tally,
+                                   [len(b) for b in entry.batches], set(by_id))
+        except HangUp:
+            raise
+        except BaseException:
+            slurm_arrays.forget(sweep.runs_dir, entry.array_id)
+            raise
+        slurm_arrays.forget(sweep.runs_dir, entry.array_id)
+    return retry, handled
+
+
+def _submit_round(sweep: _Sweep, work_sets: list[list[dict]], tally: Tally,
+                  detach: bool = False) -> list[list[dict]]:
+    """Submit one array (recorded beside the store's lock while it runs), wait for it, add
+    its outcomes to ``tally``; return the batches to submit in the next round."""
     from submitit.core.utils import FailedJobError
+
+    from dptaucc.bench import slurm_arrays
+
+    (sweep.folder / "running").mkdir(parents=True, exist_ok=True)
+    since = time.time() - 1.0  # file systems round modification times
+    n = len(work_sets)
+    workers = [sweep.workers(b) for b in work_sets]
+    try:
+        tasks = sweep.executor.map_array(run_batch, work_sets, workers,
+                                         [str(sweep.folder)] * n, [sweep.signal_delay_s] * n)
+    except FailedJobError as exc:
+        raise ClusterError(f"SLURM refused the array of {sweep.name}: {refusal(exc)}") from None
+    array_id = tasks[0].job_id.split("_")[0]
+    entry = slurm_arrays.LiveArray(
+        array_id, f"dptaucc-{sweep.name}", sweep.name, sweep.results_dir, str(sweep.folder),
+        [t.job_id for t in tasks], [[run_id(j) for j in b] for b in work_sets], workers,
+        sweep.cpus, since)
+    sweep.task_workers.update(zip(entry.task_ids, workers, strict=True))
+    if sweep.on_cluster:
+        slurm_arrays.add(sweep.runs_dir, entry)
+    print(f"[slurm] {sweep.name}: {sum(map(len, work_sets))} jobs in {n} task(s) of up to "
+          f"{max(map(len, work_sets))} jobs (array {array_id}); logs in {sweep.folder}",
+          file=sys.stderr, flush=True)
+    if detach:
+        tally.detached.append(array_id)
+        return []
+    try:
+        retry = _follow_array(sweep, tasks, work_sets, since, tally)
+    except HangUp:
+        raise  # the array runs on; a rerun adopts it
+    except BaseException:
+        if sweep.on_cluster:
+            slurm_arrays.forget(sweep.runs_dir, array_id)
+        raise
+    if sweep.on_cluster:
+        slurm_arrays.forget(sweep.runs_dir, array_id)
+    return retry
+
+
+def _follow_array(sweep: _Sweep, tasks: Sequence, work_sets: list[list[dict]], since: float,
+                  tally: Tally, sizes: Sequence[int] | None = None,
+                  wanted: set[str] | None = None) -> list[list[dict]]:
+    """Wait for one array's tasks; add their outcomes to ``tally``; return the batches to
+    submit again: the jobs a task returned unstarted at its time limit, and the unfinished
+    jobs of tasks that died -- the job each was running alone, the rest in two halves. A task
+    of one job that dies names its culprit: stored as failed with the state SLURM reported.
+
+    An adopted array: ``work_sets`` hold only the jobs still pending when it was adopted,
+    ``sizes`` the batches' sizes as submitted, ``wanted`` the run ids whose outcomes count."""
+    sizes = list(sizes) if sizes is not None else [len(b) for b in work_sets]
+    from tqdm.auto import tqdm
 
     from dptaucc.bench.slurm_queue import cancel, watch
 
-    markers = folder / "running"
-    markers.mkdir(parents=True, exist_ok=True)
-    since = time.time() - 1.0  # file systems round modification times
-    try:
-        tasks = ex.map_array(run_batch, work_sets, [workers] * len(work_sets),
-                             [str(markers)] * len(work_sets))
-    except FailedJobError as exc:
-        raise ClusterError(f"SLURM refused the array of {name}: {refusal(exc)}") from None
+    markers = sweep.folder / "running"
     array_id = tasks[0].job_id.split("_")[0]
-    print(f"[slurm] {name}: {sum(map(len, work_sets))} jobs in {len(tasks)} task(s) of up to "
-          f"{max(map(len, work_sets))} jobs (array {array_id}); logs in {folder}",
-          file=sys.stderr, flush=True)
     retry: list[list[dict]] = []
 
     def ended(i: int, end) -> None:
         bar.update(1)
+        batch, task = work_sets[i], tasks[i].job_id
         if end.state is None:
-            tally.outcomes.extend(end.result)
+            outs = [o for o in end.result if wanted is None or o.run_id in wanted]
+            unstarted = {o.run_id for o in outs if o.outcome == "notrun"}
+            tally.outcomes.extend(o for o in outs if o.outcome != "notrun")
+            rest = [j for j in batch if run_id(j) in unstarted]
+            if sizes[i] == 1 and rest:  # alone, it did not finish in a whole task
+                tally.outcomes.append(time_limit_record(rest[0], where=_task_placement(
+                    sweep, task)))
+                what = "its only job did not finish: stored as failed by the time limit"
+            elif rest:  # cut to what the task managed before its time limit
+                size = max(1, len(batch) - len(rest))
+                retry.extend(rest[k:k + size] for k in range(0, len(rest), size))
+                what = (f"{len(rest)} job(s) not run: submitted again in tasks of up to {size} "
+                        f"(--task-minutes too large for --slurm-time?)")
+            else:
+                return
+            bar.write(f"[slurm] {sweep.name}: task {task} reached its time limit; {what}",
+                      file=sys.stderr)
             return
-        unfinished = _unfinished(work_sets[i], since)
+        unfinished = _unfinished(batch, since)
         suspects = [j for j in unfinished if (markers / run_id(j)).exists()]
         for j in suspects:
             (markers / run_id(j)).unlink(missing_ok=True)
-        died = RuntimeError(f"{end.state}: task {tasks[i].job_id} died ({end.detail})")
-        tally.outcomes += _stored(work_sets[i], unfinished)
-        if len(work_sets[i]) == 1 and unfinished and end.state not in ("CANCELLED", "ABSENT"):
-            tally.outcomes.append(record_death(unfinished[0], died))
-            what = f"its job {run_id(unfinished[0])} killed it: stored as failed"
-        elif end.state in ("CANCELLED", "ABSENT") or last:
+        died = RuntimeError(f"{end.state}: task {task} died ({end.detail})")
+        tally.outcomes += _stored(batch, unfinished)
+        if not unfinished:
+            what = "every job of it had stored its record"
+        elif end.state in ("CANCELLED", "ABSENT"):
             tally.outcomes += [lost(j, died) for j in unfinished]
             what = f"{len(unfinished)} unfinished job(s) lost (a rerun submits them again)"
+        elif sizes[i] == 1:
+            where = _task_placement(sweep, task)
+            tally.outcomes.append(record_death(unfinished[0], died, where))
+            what = f"its job {run_id(unfinished[0])} killed it alone: stored as failed"
         else:
             rest = [j for j in unfinished if j not in suspects]
-            retry.extend([[j] for j in suspects] + ([rest] if rest else []))
+            half = (len(rest) + 1) // 2
+            retry.extend([[j] for j in suspects] + [b for b in (rest[:half], rest[half:]) if b])
             tally.restarts += 1
-            what = (f"{len(unfinished)} unfinished job(s) to retry, {len(suspects)} of them "
-                    f"alone")
-        bar.write(f"[slurm] {name}: task {tasks[i].job_id} ended {end.state} "
-                  f"({end.detail}); {what}", file=sys.stderr)
+            what = (f"{len(unfinished)} unfinished job(s) submitted again: "
+                    + (f"{len(suspects)} it was running alone, " if suspects else "")
+                    + f"{len(rest)} others in {'two halves' if len(rest) > 1 else 'one task'}")
+        bar.write(f"[slurm] {sweep.name}: task {task} ended {end.state} ({end.detail}); {what}",
+                  file=sys.stderr)
 
-    from tqdm.auto import tqdm
-
-    with tqdm(total=len(tasks), desc=f"{name} tasks", unit="task") as bar:
+    with tqdm(total=len(tasks), desc=f"{sweep.name} tasks", unit="task") as bar:
         try:
-            watch(tasks, name, poll_s, ended, on_cluster=on_cluster)
+            watch(tasks, sweep.name, sweep.poll_s, ended, on_cluster=sweep.on_cluster,
+                  patience=sweep.patience)
         except KeyboardInterrupt:
-            _cancel_all(tasks, on_cluster, array_id, cancel)
-            print(f"[slurm] interrupted: cancelled the unfinished tasks of {name}; finished "
-                  f"records are kept, a rerun resumes", file=sys.stderr)
+            _cancel_all(tasks, sweep.on_cluster, array_id, cancel)
+            print(f"[slurm] interrupted: cancelled the unfinished tasks of {sweep.name}; "
+                  f"finished records are kept, a rerun resumes", file=sys.stderr)
             raise
+    _count_tasks(sweep, tasks, tally)
     return retry
+
+
+def _task_placement(sweep: _Sweep, task_id: str) -> dict:
+    """Where a dead task ran: what it wrote when it started, else what the driver knows (its
+    submission, sacct's node list)."""
+    try:
+        return json.loads(task_info_path(sweep.folder, task_id).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        pass
+    workers = sweep.task_workers.get(task_id, 1)
+    where: dict[str, Any] = {"workers": workers, "blas_threads": max(1, sweep.cpus // workers),
+                             "slurm_array_task": task_id, "cpu": None, "blas": None,
+                             "host": None, "slurm_job_id": None}
+    if sweep.on_cluster:
+        from dptaucc.bench.slurm_queue import accounting_rows
+
+        row = (accounting_rows(task_id) or {}).get(task_id, {})
+        where.update(host=row.get("NodeList") or None, slurm_job_id=row.get("JobIDRaw"))
+    return where
+
+
+def _count_tasks(sweep: _Sweep, tasks: Sequence, tally: Tally) -> None:
+    """Add the array's tasks, their workers and (on a cluster) the seconds and CPU-seconds
+    SLURM allocated them to ``tally``."""
+    tally.tasks += len(tasks)
+    tally.task_workers += sum(sweep.task_workers.get(t.job_id, 1) for t in tasks)
+    if not sweep.on_cluster:
+        return
+    from dptaucc.bench.slurm_queue import accounting_rows
+
+    rows = accounting_rows(tasks[0].job_id.split("_")[0]) or {}
+    for task in tasks:
+        row = rows.get(task.job_id, {})
+        tally.task_s += float(row.get("ElapsedRaw") or 0)
+        tally.task_core_s += float(row.get("CPUTimeRAW") or 0)
 
 
 def _cancel_all(tasks, on_cluster: bool, array_id: str, cancel) -> None:
@@ -383,6 +527,18 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     g.add_argument("--submitit-dir", default=None,
                    help="submitit's folder (task pickles and logs); default "
                         "<results folder>/submitit/<start time>/<experiment>")
+    g.add_argument("--slurm-max-wait", type=float, default=None, metavar="HOURS",
+                   help=f"how long tasks may pend, none of the array running, for a reason "
+                        f"that can clear (a maintenance reservation, drained nodes, Priority, "
+                        f"Resources, ...) before the array is cancelled (default "
+                        f"${MAX_WAIT_ENV} or {MAX_WAIT_H:g}); impossible requests stop at once")
+    g.add_argument("--detach", action="store_true",
+                   help="submit the arrays and return; they keep running (collect later "
+                        "with the same command and --collect)")
+    g.add_argument("--collect", action="store_true",
+                   help="follow the arrays a detached or interrupted run left running on this "
+                        "store, retry their dead tasks' jobs, write the outputs; submit "
+                        "nothing else")
 
 
 def resources(executor: str, options: dict, n_workers: int) -> dict:
@@ -390,12 +546,25 @@ def resources(executor: str, options: dict, n_workers: int) -> dict:
     if executor == "local":
         return {"workers": n_workers}
     keys = ("partition", "account", "cpus_per_task", "mem_gb", "timeout_min", "task_minutes",
-            "jobs_per_task", "array_size", "array_parallelism", "additional")
+            "jobs_per_task", "array_size", "array_parallelism", "additional", "max_wait_h")
     return {k: options.get(k) for k in keys if options.get(k) is not None}
 
 
 def options_from_args(args: argparse.Namespace) -> dict:
     """Keyword arguments of :func:`submit_jobs` from the parsed command line."""
+    if (args.detach or args.collect) and args.executor != "slurm":
+        raise SystemExit("--detach and --collect need --executor slurm")
+    if args.detach and args.collect:
+        raise SystemExit("--detach submits and returns, --collect follows: give one of them")
+    max_wait = args.slurm_max_wait
+    if max_wait is None:
+        try:
+            max_wait = float(os.environ.get(MAX_WAIT_ENV) or MAX_WAIT_H)
+        except ValueError:
+            raise SystemExit(f"${MAX_WAIT_ENV} must be a number of hours, got "
+                             f"{os.environ[MAX_WAIT_ENV]!r}") from None
+    if max_wait <= 0:
+        raise SystemExit(f"--slurm-max-wait must be > 0 hours, got {max_wait:g}")
     extra = {}
     for item in args.slurm_option:
         key, sep, value = item.partition("=")
@@ -407,4 +576,5 @@ def options_from_args(args: argparse.Namespace) -> dict:
             "folder": args.submitit_dir, "timeout_min": args.slurm_time,
             "mem_gb": args.slurm_mem_gb, "cpus_per_task": args.slurm_cpus,
             "partition": args.slurm_partition, "account": args.slurm_account,
-            "array_parallelism": args.slurm_parallelism, "additional": extra or None}
+            "array_parallelism": args.slurm_parallelism, "additional": extra or None,
+            "max_wait_h": max_wait, "detach": args.detach, "collect_only": args.collect}

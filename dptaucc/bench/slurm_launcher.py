@@ -1,12 +1,18 @@
-"""``hydra/launcher=slurm``: Hydra's submitit SLURM launcher, resumable and never waiting blind.
+"""``hydra/launcher=slurm``: a Hydra sweep on a SLURM cluster, batched like the reproduce driver.
 
-Differences from the stock launcher: a job already done in the store (or outside its
-algorithm's protocol range) is not submitted again; the array is followed through ``squeue``
-and ``sacct`` (:func:`slurm_queue.watch`: pending reasons shown, hopeless ones stop the sweep
-with a one-line error, tasks gone from both are lost); a task that dies (cancelled, out of
-memory, its time limit) leaves a ``lost`` outcome naming SLURM's state, so the sweep ends with
-its summary rather than a traceback; an sbatch refusal (invalid partition, memory no node
-has) is one ``error:`` line and exit 2. Registered with Hydra like :mod:`cores_launcher`.
+Hydra hands the launcher a batch of jobs (up to 1000, ``hydra.sweeper.max_batch_size``). Jobs
+already done in the store (or outside their algorithm's protocol range) are not submitted; the
+rest, one per distinct run id, go through the driver's own submission
+(:func:`slurm.submit_jobs`): contiguous batches of about ``task_minutes`` of work per array
+task, the array recorded beside the store's lock (a rerun adopts it instead of submitting
+again), pending reasons explained and waited for at most ``max_wait_hours`` (impossible ones
+stop the sweep: one ``error:`` line, exit 2), a task that dies bisected until the job that
+kills it has done so alone, the time limit's warning ending a batch at its deadline. Each
+Hydra job then gets its ``outcome.json``, which the sweep's summary reads.
+
+The tasks run the jobs themselves (no Hydra inside them): a job's Hydra folder holds its
+``outcome.json``; its record in the store holds the rest. Registered with Hydra like
+:mod:`cores_launcher`.
 """
 
 from __future__ import annotations
@@ -17,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from hydra.core.plugins import Plugins
-from hydra.core.singleton import Singleton
-from hydra.core.utils import JobReturn, JobStatus, filter_overrides
-from hydra_plugins.hydra_submitit_launcher.submitit_launcher import SlurmLauncher
-from omegaconf import OmegaConf, open_dict
+from hydra.core.utils import JobReturn, JobStatus
+from hydra.plugins.launcher import Launcher
+from hydra.types import HydraContext, TaskFunction
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from dptaucc.bench.configs import in_protocol, run_id, to_plain
 from dptaucc.bench.execution import ClusterError, lost
@@ -29,8 +35,12 @@ from dptaucc.bench.outcomes import Outcome, from_record
 from dptaucc.bench.store import RunStore
 
 PLUGIN_NAME = "hydra_plugins.dptaucc_bench.ResumableSlurmLauncher"
-#: seconds between two looks at the queue
-POLL_S = 5.0
+#: launcher settings that are not sbatch options
+OWN_KEYS = ("submitit_folder", "jobs_per_task", "task_minutes", "max_wait_hours",
+            "additional_parameters")
+#: launcher settings :func:`slurm.make_executor` takes
+EXECUTOR_KEYS = ("timeout_min", "mem_gb", "cpus_per_task", "partition", "account",
+                 "array_parallelism")
 
 
 def _done(ret_overrides: list[str]) -> JobReturn:
@@ -39,8 +49,24 @@ def _done(ret_overrides: list[str]) -> JobReturn:
     return ret
 
 
-class ResumableSlurmLauncher(SlurmLauncher):
+class ResumableSlurmLauncher(Launcher):
     """See the module docstring."""
+
+    def __init__(self, **params: Any) -> None:
+        self.params = {k: OmegaConf.to_container(v, resolve=True) if OmegaConf.is_config(v)
+                       else v for k, v in params.items()}
+        unknown = set(self.params) - set(OWN_KEYS) - set(EXECUTOR_KEYS) - {"_target_"}
+        if unknown:
+            _fail(f"hydra.launcher (slurm) does not know {', '.join(sorted(unknown))}; other "
+                  f"sbatch options go to hydra.launcher.additional_parameters, e.g. "
+                  f"'+hydra.launcher.additional_parameters.qos=long'", 2)
+        self.config: DictConfig | None = None
+        self.hydra_context: HydraContext | None = None
+
+    def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction,
+              config: DictConfig) -> None:
+        self.config = config
+        self.hydra_context = hydra_context
 
     def _job(self, idx: int, overrides: list[str]) -> tuple[dict, Path]:
         cfg = self.hydra_context.config_loader.load_sweep_config(self.config, overrides)
@@ -51,18 +77,12 @@ class ResumableSlurmLauncher(SlurmLauncher):
 
     def launch(self, job_overrides: Sequence[Sequence[str]],
                initial_job_idx: int) -> Sequence[JobReturn]:
-        import submitit
-        from submitit.core.utils import FailedJobError
-
-        from dptaucc.bench.slurm_queue import cancel, watch
-
         assert self.config is not None and self.hydra_context is not None
         results: dict[int, JobReturn] = {}
-        todo, dirs = [], {}
+        todo: list[tuple[int, list[str], dict, Path]] = []
         for i, ov in enumerate(job_overrides):
             idx = initial_job_idx + i
             job, out_dir = self._job(idx, list(ov))
-            dirs[idx] = (job, out_dir)
             if not in_protocol(job):
                 write_outcome(out_dir, Outcome("excluded"))
                 results[idx] = _done(list(ov))
@@ -73,58 +93,38 @@ class ResumableSlurmLauncher(SlurmLauncher):
                 write_outcome(out_dir, from_record("skipped", store.get(rid), store.path(rid)))
                 results[idx] = _done(list(ov))
                 continue
-            todo.append((idx, list(ov)))
+            todo.append((idx, list(ov), job, out_dir))
         skipped = len(job_overrides) - len(todo)
         if skipped:
             print(f"[slurm] {skipped} job(s) already done or outside the protocol: not "
                   f"submitted", file=sys.stderr, flush=True)
         if todo:
-            executor = submitit.AutoExecutor(cluster="slurm",
-                                             folder=self.params["submitit_folder"])
-            params = {k: v for k, v in self.params.items()
-                      if k not in ("submitit_folder", "max_num_timeout")}
-            base = {"name", "timeout_min", "cpus_per_task", "gpus_per_node", "tasks_per_node",
-                    "mem_gb", "nodes"}
-            executor.update_parameters(**{k if k in base else f"slurm_{k}": v
-                                          for k, v in params.items()})
             Path(str(self.config.hydra.sweep.dir)).mkdir(parents=True, exist_ok=True)
-            state = Singleton.get_state()
-            args = [(ov, "hydra.sweep.dir", idx, f"job_id_for_{idx}", state)
-                    for idx, ov in todo]
-            try:
-                tasks = executor.map_array(self, *zip(*args, strict=True))
-            except FailedJobError as exc:
-                from dptaucc.bench.slurm import refusal
-
-                _fail(f"SLURM refused the sweep's array: {refusal(exc)}", 2)
-            print(f"[slurm] {len(tasks)} task(s) in array {tasks[0].job_id.split('_')[0]}; logs "
-                  f"in {self.params['submitit_folder'].replace('%j', '')}", file=sys.stderr,
-                  flush=True)
-            self._wait(tasks, todo, dirs, results, watch, cancel)
+            outcomes = self._submit(list({run_id(j): j for _, _, j, _ in todo}.values()))
+            for idx, ov, job, out_dir in todo:
+                out = outcomes.get(run_id(job)) or lost(
+                    job, RuntimeError("no cluster task returned it"))
+                write_outcome(out_dir, out)
+                results[idx] = _done(ov)
         return [results[initial_job_idx + i] for i in range(len(job_overrides))]
 
-    def _wait(self, tasks, todo, dirs, results, watch, cancel) -> None:
-        name = str(self.params.get("name", "sweep"))
+    def _submit(self, jobs: list[dict]) -> dict[str, Outcome]:
+        """The driver's submission of ``jobs``; their outcomes by run id."""
+        from dptaucc.bench.slurm import submit_jobs
 
-        def ended(i: int, end: Any) -> None:
-            idx, ov = todo[i]
-            if end.state is None:
-                results[idx] = end.result
-                return
-            job, out_dir = dirs[idx]
-            died = RuntimeError(f"{end.state}: task {tasks[i].job_id} died ({end.detail})")
-            write_outcome(out_dir, lost(job, died))
-            print(f"[slurm] job #{idx} ({' '.join(filter_overrides(ov))}): task "
-                  f"{tasks[i].job_id} ended {end.state} ({end.detail})", file=sys.stderr)
-            results[idx] = _done(ov)
-
+        p = self.params
+        folder = str(p["submitit_folder"]).replace("%j", "").rstrip("/")
+        options = {k: p[k] for k in EXECUTOR_KEYS if p.get(k) is not None}
         try:
-            watch(tasks, name, POLL_S, ended)
+            tally = submit_jobs(
+                jobs, executor="slurm", name=jobs[0]["bench"]["experiment"], folder=folder,
+                jobs_per_task=p.get("jobs_per_task"), task_minutes=float(p["task_minutes"]),
+                max_wait_h=float(p["max_wait_hours"]),
+                wait_option="hydra.launcher.max_wait_hours",
+                additional=dict(p.get("additional_parameters") or {}) or None, **options)
         except ClusterError as exc:
             _fail(str(exc), 2)
-        except KeyboardInterrupt:
-            cancel(tasks[0].job_id.split("_")[0])
-            raise
+        return {o.run_id: o for o in tally.outcomes if o.run_id}
 
 
 def register() -> None:

@@ -4,53 +4,42 @@
 result pickle), dead in a state SLURM reported (FAILED, CANCELLED, OUT_OF_MEMORY, TIMEOUT,
 ...), or lost because neither the queue (``squeue``) nor accounting (``sacct``) has known it
 for a few polls (SLURM keeps no accounting trace of a task cancelled while pending in a partly
-started array). While it waits it prints why tasks are pending when that changes, and it
-stops with :class:`execution.ClusterError` when they wait for a reason that cannot pass
-(PartitionConfig: the request exceeds every node of the partition, ...).
+started array). While tasks pend it says why and what the cluster waits for
+(:mod:`slurm_reasons`): a reason that can never clear (PartitionConfig: the request exceeds
+every node of the partition, ...) stops it with :class:`execution.ClusterError`; one that may
+clear (a maintenance reservation, drained nodes, Priority, Resources, ...) is waited out for
+at most :attr:`Patience.max_wait_s` without progress (no task running or ending), or less when
+a reservation holds the nodes beyond that bound.
 """
 
 from __future__ import annotations
 
-import subprocess
+import datetime as _dt
 import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from dptaucc.bench import slurm_reasons as why
 from dptaucc.bench.execution import ClusterError
+from dptaucc.bench.slurm_reasons import ask as _run
 
 #: states of a task that ended without the result pickle being a success of ours
 DEATHS = ("FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "PREEMPTED",
           "BOOT_FAIL", "DEADLINE", "COMPLETED", "REVOKED", "SPECIAL_EXIT")
-#: pending reasons no wait can clear, with what they mean
-HOPELESS = {
-    "PartitionConfig": "the request (CPUs, memory, time or nodes per task) exceeds what the "
-                       "partition's nodes offer",
-    "PartitionNodeLimit": "more nodes than the partition allows",
-    "PartitionTimeLimit": "a time limit above the partition's maximum",
-    "BadConstraints": "constraints no node satisfies",
-    "ReqNodeNotAvail": "the nodes it needs are down, drained or reserved",
-    "InvalidAccount": "an invalid account",
-    "InvalidQOS": "an invalid QOS",
-}
 #: polls, and seconds, a task may be absent from both squeue and sacct before it counts as
 #: lost (accounting may take a few seconds to record a task slurmctld already forgot)
 ABSENT_POLLS = 3
 ABSENT_S = 15.0
-#: polls a hopeless pending reason must persist before the driver gives up
+#: polls an impossible pending reason must persist before the driver gives up
 HOPELESS_POLLS = 2
+#: default bound, in hours, on waiting for pending tasks while none of the array runs
+MAX_WAIT_H = 48.0
+#: seconds between two explanations of the same pending reasons (reservations, expected start)
+EXPLAIN_S = 60.0
 #: polls a dead task's result pickle is still awaited (file systems lag)
 GRACE_POLLS = 1
-
-
-def _run(cmd: Sequence[str]) -> str | None:
-    """stdout of a SLURM command, or None when it fails or takes over 30 s."""
-    try:
-        out = subprocess.run(list(cmd), capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout if out.returncode == 0 else None
 
 
 def queue_states(array_id: str) -> dict[str, tuple[str, str]]:
@@ -76,6 +65,22 @@ def accounting_states(array_id: str) -> dict[str, str] | None:
         if jid and "[" not in jid:
             states[jid] = state.split()[0] if state else ""
     return states
+
+
+def accounting_rows(job_id: str) -> dict[str, dict[str, str]] | None:
+    """``{"<array>_<task>": {field: value}}`` of a job or array from ``sacct`` (JobIDRaw,
+    NodeList, AllocCPUS, ElapsedRaw, CPUTimeRAW, State); None when accounting does not
+    answer."""
+    fields = ("JobID", "JobIDRaw", "NodeList", "AllocCPUS", "ElapsedRaw", "CPUTimeRAW", "State")
+    out = _run(["sacct", "-n", "-X", "-P", "-j", job_id, "-o", ",".join(fields)])
+    if out is None:
+        return None
+    rows = {}
+    for line in out.splitlines():
+        values = line.strip().split("|")
+        if len(values) == len(fields) and "[" not in values[0]:
+            rows[values[0]] = dict(zip(fields, values, strict=True))
+    return rows
 
 
 def accounting_works() -> bool:
@@ -121,13 +126,97 @@ class TaskEnd:
 
 
 def _log(msg: str) -> None:
-    print(f"[slurm] {msg}", file=sys.stderr, flush=True)
+    from tqdm.auto import tqdm
+
+    tqdm.write(f"[slurm] {msg}", file=sys.stderr)  # above a progress bar, not inside it
+
+
+@dataclass
+class Patience:
+    """How long tasks may pend for reasons that can clear: ``max_wait_s`` without progress
+    (no task of the array running or ending), judged against reservations on ``partition``'s
+    nodes that a task of ``task_minutes`` would run into."""
+
+    max_wait_s: float = MAX_WAIT_H * 3600
+    partition: str | None = None
+    task_minutes: float = 240.0
+    option: str = "--slurm-max-wait"  # how the user sets the bound (for messages)
+
+    def bound(self) -> str:
+        return f"{self.option} {self.max_wait_s / 3600:g} h"
+
+
+def _clock(seconds_from_now: float) -> str:
+    then = _dt.datetime.now() + _dt.timedelta(seconds=seconds_from_now)
+    return f"{then:%Y-%m-%d %H:%M:%S}"
+
+
+class _Waiting:
+    """The pending side of :func:`watch`: impossible reasons, the bounded wait and its
+    messages."""
+
+    def __init__(self, name: str, array_id: str, patience: Patience):
+        self.name, self.array_id, self.patience = name, array_id, patience
+        self.idle_since = time.monotonic()
+        self.hopeless_polls = 0
+        self.last_summary: dict | None = None
+        self.last_text = ""
+        self.explained_at = -EXPLAIN_S
+
+    def progress(self) -> None:
+        self.idle_since = time.monotonic()
+
+    def _stop(self, why_text: str) -> None:
+        cancel(self.array_id)
+        raise ClusterError(f"SLURM cannot run the tasks of {self.name}: {why_text}; array "
+                           f"{self.array_id} cancelled (finished records are kept; a rerun "
+                           f"submits the rest)")
+
+    def check(self, reasons: Counter, n_pending: int, running: bool) -> None:
+        bad = [r for r in reasons if why.impossible(r)]
+        self.hopeless_polls = self.hopeless_polls + 1 if bad else 0
+        if self.hopeless_polls >= HOPELESS_POLLS:
+            code = why.code(bad[0])
+            self._stop(f"they are pending with reason {code} ({why.impossible(bad[0])}). Ask "
+                       f"for less (--slurm-cpus, --slurm-mem-gb, --slurm-time) or another "
+                       f"partition (sinfo lists them)")
+        if running or not n_pending:
+            self.progress()  # not waiting for the cluster: tasks run (or end)
+            self.last_summary = None
+            return
+        waited = time.monotonic() - self.idle_since
+        left = self.patience.max_wait_s - waited
+        summary = dict(sorted(reasons.items()))
+        now = time.monotonic()
+        if summary != self.last_summary or now - self.explained_at >= EXPLAIN_S:
+            self.explained_at = now
+            p = self.patience
+            ex = why.explain(reasons, self.array_id, p.partition, p.task_minutes)
+            if ex.held_until is not None and ex.held_until > (
+                    _dt.datetime.now() + _dt.timedelta(seconds=left)):
+                self._stop(f"{ex.text}; that is after the wait bound ({_clock(left)}, "
+                           f"{p.bound()}). Submit after the reservation ends, or raise "
+                           f"{p.option}")
+            text = (f"{self.name}: {n_pending} task(s) pending ("
+                    + ", ".join(f"{r}: {n}" for r, n in summary.items()) + ")"
+                    + (f"; waiting for {ex.text}" if ex.text else "")
+                    + f"; waiting at most until {_clock(left)} ({p.bound()} without progress)")
+            if summary and (summary != self.last_summary or ex.text != self.last_text):
+                _log(text)
+            self.last_summary, self.last_text = summary, ex.text
+        if left <= 0:
+            codes = "; ".join(sorted(reasons)) or "no reason given"
+            self._stop(f"no task started for {waited / 3600:.2f} h ({self.patience.bound()}); "
+                       f"they are pending with reason {codes}. Rerun when the cluster is "
+                       f"free, or raise {self.patience.option}")
 
 
 def watch(tasks: Sequence, name: str, poll_s: float,
-          on_end: Callable[[int, TaskEnd], None], *, on_cluster: bool = True) -> None:
+          on_end: Callable[[int, TaskEnd], None], *, on_cluster: bool = True,
+          patience: Patience | None = None) -> None:
     """Follow submitit ``tasks`` (one array) until each has ended; call ``on_end(i, end)``.
-    Polls every second at first, every ``poll_s`` seconds after ``4 * poll_s``.
+    Polls every second at first, every ``poll_s`` seconds after ``4 * poll_s``. Tasks pending
+    for a reason that may clear are waited for as ``patience`` allows (:class:`Patience`).
 
     ``on_cluster`` False (submitit's local executor): the tasks' own ``done()`` decides."""
     from submitit.core.utils import pickle_load
@@ -137,13 +226,14 @@ def watch(tasks: Sequence, name: str, poll_s: float,
     absent: Counter = Counter()
     since: dict[int, float] = {}
     dead_polls: Counter = Counter()
-    hopeless_polls = 0
-    last_reasons = None
+    waiting = _Waiting(name, array_id, patience or Patience())
+    seen_running: set[int] = set()
     started = time.monotonic()
     while left:
         queue = queue_states(array_id) if on_cluster else {}
         acct = (accounting_states(array_id) or {}) if on_cluster else {}
         reasons: Counter = Counter()
+        n_pending, running = 0, False
         for i, task in list(left.items()):
             end = None
             if task.paths.result_pickle.exists():
@@ -161,8 +251,15 @@ def watch(tasks: Sequence, name: str, poll_s: float,
                 since.pop(i, None)
                 state, reason = queue.get(task.job_id, (acct.get(task.job_id, ""), ""))
                 state = state.split()[0] if state else ""
-                if state == "PENDING" and reason not in ("None", ""):
-                    reasons[reason] += 1
+                if state == "PENDING":
+                    n_pending += 1
+                    if reason not in ("None", ""):
+                        reasons[reason] += 1
+                elif state not in DEATHS:
+                    running = True
+                    if i not in seen_running:
+                        seen_running.add(i)
+                        waiting.progress()
                 if state in DEATHS:
                     dead_polls[i] += 1
                     if dead_polls[i] > GRACE_POLLS:
@@ -176,21 +273,9 @@ def watch(tasks: Sequence, name: str, poll_s: float,
                         f"pending, or purged)"))
             if end is not None:
                 left.pop(i)
+                waiting.progress()
                 on_end(i, end)
-        bad = [r for r in reasons if r.split(",")[0] in HOPELESS]
-        hopeless_polls = hopeless_polls + 1 if bad else 0
-        if hopeless_polls >= HOPELESS_POLLS:
-            cancel(array_id)
-            reason = bad[0].split(",")[0]
-            raise ClusterError(
-                f"SLURM cannot run the tasks of {name}: they are pending with reason {reason} "
-                f"({HOPELESS[reason]}); array {array_id} cancelled. Ask for less "
-                f"(--slurm-cpus, --slurm-mem-gb, --slurm-time) or another partition "
-                f"(sinfo lists them)")
-        summary = dict(sorted(reasons.items()))
-        if on_cluster and left and summary and summary != last_reasons:
-            _log(f"{name}: {sum(reasons.values())} task(s) pending ("
-                 + ", ".join(f"{r}: {n}" for r, n in summary.items()) + ")")
-        last_reasons = summary
+        if on_cluster and left:
+            waiting.check(reasons, n_pending, running)
         if left:  # look often at first (short arrays), then every poll_s
             time.sleep(min(poll_s, max(1.0, (time.monotonic() - started) / 4)))

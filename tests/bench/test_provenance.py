@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import socket
 import subprocess
 from pathlib import Path
 
@@ -69,13 +70,26 @@ def test_outputs_do_not_make_the_code_dirty(tmp_path):
 
 def test_machine_facts():
     m = provenance.machine()
-    assert set(m) == {"git_sha", "versions", "python", "os", "cpu", "blas"}
+    assert set(m) == {"git_sha", "versions", "python", "os", "host", "cpu", "blas"}
+    assert m["host"] == socket.gethostname()
     assert json.loads(m["versions"])["dptaucc-bench"]
     libs = json.loads(m["blas"])
     assert any(lib.get("user_api") == "blas" for lib in libs)
     assert provenance.blas_threads() >= 1
     assert provenance.uses_octave("dptaucc.baselines.dphd.DPHD")
     assert not provenance.uses_octave("dptaucc.DPTauCC")
+
+
+def test_placement_says_the_workers_the_runner_announced(monkeypatch):
+    monkeypatch.setenv(provenance.WORKERS_ENV, "3")
+    monkeypatch.setenv("SLURM_JOB_ID", "12")
+    monkeypatch.setenv("SLURM_ARRAY_JOB_ID", "10")
+    monkeypatch.setenv("SLURM_ARRAY_TASK_ID", "2")
+    p = provenance.placement()
+    assert (p["workers"], p["slurm_job_id"], p["slurm_array_task"]) == (3, "12", "10_2")
+    assert p["host"] == socket.gethostname() and p["blas_threads"] >= 1
+    monkeypatch.delenv(provenance.WORKERS_ENV)
+    assert provenance.placement()["workers"] == 1  # a process running jobs alone
 
 
 @pytest.mark.octave

@@ -114,7 +114,8 @@ def test_store_write_is_atomic(tmp_path):
 #: record columns that describe the run, not the result (timings, memory, load, provenance)
 _RUN_COLUMNS = {"fit_time_s", "eval_time_s", "peak_rss_mb", "load_1m", "other_busy_cpus",
                 "started_at", "git_sha", "versions", "python", "os", "cpu", "blas",
-                "blas_threads", "octave", "slurm_job_id", "slurm_array_task"}
+                "blas_threads", "octave", "slurm_job_id", "slurm_array_task", "host",
+                "workers"}
 
 
 def _result(rec: dict) -> str:

@@ -70,26 +70,38 @@ def test_submitit_batches_run_deduplicated_jobs_and_resume(results_dir, tmp_path
     assert third["fig2_real"]["pending"] == 1 and third["fig2_real"]["statuses"] == {"ok": 1}
 
 
-def test_the_time_limit_signal_fails_the_running_job_not_the_method(composer, results_dir,
-                                                                    tmp_path):
-    """submitit's pre-timeout signal inside a task: the running job is stored as a time-limit
-    failure (not the estimator's error) and the rest of the batch as not started."""
+def test_the_time_limit_signal_ends_the_batch_at_its_deadline_not_at_the_warning(
+        composer, results_dir, tmp_path):
+    """submitit's warning signal inside a task (``TimeLimitInFit`` sends it to itself, then
+    fits 5 s later): jobs go on starting until the deadline (the warning's delay minus a
+    margin); a job stopped there comes back unstarted (``notrun``, submitted again) unless it
+    was the task's first, which had the whole task: stored as failed by the time limit."""
     from dptaucc.bench.configs import enumerate_jobs
-    from dptaucc.bench.slurm import run_batch
+    from dptaucc.bench.slurm import TIME_MARGIN_S, run_batch
 
     sweep = {"dataset": "cstr", "algorithm.params.h": "0.5", "epsilon": "0.5,1.5",
              "seed": "range(2)", "algorithm._target_": "fake_estimators.TimeLimitInFit"}
     jobs = enumerate_jobs(composer, "supp_h", "quick",
                           [f"paths.results_dir={results_dir}"], sweep)
-    jobs.sort(key=lambda j: j["epsilon"])  # the two ε=0.5 jobs first
-    markers = tmp_path / "running"
-    markers.mkdir()
-    out = run_batch(jobs, 1, str(markers))
-    assert [o.outcome for o in out] == ["ran", "ran", "ran", "lost"]
-    assert [o.status for o in out[:3]] == ["ok", "ok", "error"]
-    assert out[2].error.startswith("TimeLimit: the cluster task reached its SLURM time limit")
-    assert "not started before the task's time limit" in out[3].error
-    assert not list(markers.iterdir())
+    low = [j for j in jobs if j["epsilon"] < 1]
+    high = [j for j in jobs if j["epsilon"] > 1]
+    folder = tmp_path / "task"
+    # a deadline 15 s after the warning: the slow job and every job after it finish
+    out = run_batch([high[0], *low], 1, str(folder), signal_delay_s=TIME_MARGIN_S + 15)
+    assert [(o.outcome, o.status) for o in out] == [("ran", "ok")] * 3
+    store = RunStore(results_dir / "runs", "supp_h")
+    for rec in list(store.records()):  # start again from an empty store
+        store.path(rec["run_id"]).unlink()
+    # a deadline 1 s after the warning: the job running then is stopped
+    out = run_batch([*low, *high], 1, str(folder), signal_delay_s=TIME_MARGIN_S + 1)
+    assert [(o.outcome, o.status) for o in out] == [("ran", "ok"), ("ran", "ok"),
+                                                     ("notrun", None), ("notrun", None)]
+    assert out[2].error.startswith("NotRun: stopped at the task's time limit")
+    assert sorted(r["run_id"] for r in store.records()) == sorted(o.run_id for o in out[:2])
+    alone = run_batch([high[1]], 1, str(folder), signal_delay_s=TIME_MARGIN_S + 1)
+    assert [(o.outcome, o.status) for o in alone] == [("ran", "error")]
+    assert alone[0].error.startswith("TimeLimit: the cluster task reached its SLURM time limit")
+    assert not list((folder / "running").iterdir())
 
 
 class _Task:
@@ -121,3 +133,107 @@ def test_the_queue_watch_never_waits_blind(tmp_path, monkeypatch):
     with pytest.raises(ClusterError, match="pending with reason PartitionConfig"):
         q.watch([_Task("8_0", tmp_path)], "exp", 1.0, lambda i, e: None)
     assert cancelled == ["8"]
+
+
+@pytest.mark.parametrize("reason, impossible", [
+    ("PartitionConfig", True), ("PartitionTimeLimit", True), ("BadConstraints", True),
+    ("InvalidAccount", True), ("QOSNotAllowed", True), ("AccountNotAllowed", True),
+    ("QOSMaxWallDurationPerJobLimit", True), ("AssocMaxCpuPerJobLimit", True),
+    ("QOSMaxMemoryPerNode", True), ("QOSMinCpuNotSatisfied", True),
+    ("DependencyNeverSatisfied", True), ("ReservationDeleted", True),
+    ("Priority", False), ("Resources", False), ("BeginTime", False), ("Dependency", False),
+    ("ReqNodeNotAvail, Reserved for maintenance", False), ("ReqNodeNotAvail, UnavailableNodes:n1",
+                                                         False),
+    ("Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority "
+     "partitions", False), ("PartitionNodeLimit", False), ("PartitionDown", False),
+    ("JobHeldUser", False), ("JobHeldAdmin", False), ("AssocGrpCPUMinutesLimit", False),
+    ("AssocMaxJobsLimit", False), ("QOSMaxJobsPerUserLimit", False),
+    ("QOSMaxCpuPerUserLimit", False), ("MaxJobsPerAccount", False), ("QOSGrpJobsLimit", False),
+    ("JobArrayTaskLimit", False), ("SomethingNew", False),
+])
+def test_pending_reasons_are_impossible_only_when_no_wait_can_clear_them(reason, impossible):
+    from dptaucc.bench import slurm_reasons as why
+
+    assert bool(why.impossible(reason)) is impossible
+    assert why.waits_for(reason)  # every reason says something
+
+
+def _waiting(monkeypatch, max_wait_s, explanation, clock):
+    from dptaucc.bench import slurm_queue as q
+    from dptaucc.bench import slurm_reasons as why
+
+    cancelled = []
+    monkeypatch.setattr(q, "cancel", cancelled.append)
+    monkeypatch.setattr(q.why, "explain", lambda *a, **k: explanation)
+    monkeypatch.setattr(q.time, "monotonic", lambda: clock[0])
+    w = q._Waiting("exp", "9", q.Patience(max_wait_s=max_wait_s, option="--bound"))
+    return w, cancelled, why
+
+
+def test_a_transient_reason_is_waited_out_up_to_the_bound_and_progress_restarts_it(
+        monkeypatch, capsys):
+    from collections import Counter
+
+    from dptaucc.bench.execution import ClusterError
+    from dptaucc.bench.slurm_reasons import Explanation
+
+    clock = [1000.0]
+    w, cancelled, _ = _waiting(monkeypatch, 60.0, Explanation("the nodes are drained", None,
+                                                              None), clock)
+    pending = Counter({"ReqNodeNotAvail, UnavailableNodes:n1": 2})
+    w.check(pending, 2, running=False)
+    assert "waiting for the nodes are drained" in capsys.readouterr().err
+    clock[0] += 50
+    w.check(pending, 2, running=False)  # 50 s of 60: still waiting
+    w.check(Counter(), 1, running=True)  # a task runs: progress
+    clock[0] += 50
+    w.check(pending, 1, running=False)  # 50 s since the progress
+    assert not cancelled
+    clock[0] += 11
+    with pytest.raises(ClusterError, match="no task started for .*--bound.*ReqNodeNotAvail"):
+        w.check(pending, 1, running=False)
+    assert cancelled == ["9"]
+
+
+def test_a_reservation_beyond_the_bound_stops_at_once_and_an_impossible_reason_too(monkeypatch):
+    import datetime as dt
+    from collections import Counter
+
+    from dptaucc.bench.execution import ClusterError
+    from dptaucc.bench.slurm_reasons import Explanation
+
+    later = dt.datetime.now() + dt.timedelta(hours=2)
+    held = Explanation("maintenance reservation m holds the nodes", later, None)
+    w, cancelled, _ = _waiting(monkeypatch, 3600.0, held, [0.0])
+    with pytest.raises(ClusterError, match="reservation m holds the nodes; that is after the "
+                                           "wait bound"):
+        w.check(Counter({"ReqNodeNotAvail, Reserved for maintenance": 1}), 1, running=False)
+    w, cancelled, _ = _waiting(monkeypatch, 3600.0 * 3, held, [0.0])
+    w.check(Counter({"ReqNodeNotAvail, Reserved for maintenance": 1}), 1, running=False)
+    assert not cancelled  # the window ends within the bound: wait
+    w, cancelled, _ = _waiting(monkeypatch, 3600.0, Explanation("", None, None), [0.0])
+    w.check(Counter({"QOSMaxWallDurationPerJobLimit": 1}), 1, running=False)
+    with pytest.raises(ClusterError, match="pending with reason QOSMaxWallDurationPerJobLimit"):
+        w.check(Counter({"QOSMaxWallDurationPerJobLimit": 1}), 1, running=False)
+    assert cancelled == ["9"]
+
+
+def test_live_arrays_are_recorded_beside_the_lock_and_ended_ones_forgotten(tmp_path,
+                                                                          monkeypatch):
+    from dptaucc.bench import slurm_arrays as sa
+
+    def entry(array_id, exp):
+        return sa.LiveArray(array_id, f"dptaucc-{exp}", exp, str(tmp_path), "f",
+                            [f"{array_id}_0", f"{array_id}_1"], [["a", "b"], ["c"]], [1, 1])
+
+    sa.add(tmp_path, entry("5", "fig2"))
+    sa.add(tmp_path, entry("6", "supp_h"))
+    assert [a.array_id for a in sa.read(tmp_path)] == ["5", "6"]
+    queue = {"5": ["5_1"], "6": []}
+    monkeypatch.setattr(sa, "live_tasks", lambda array_id, name: queue[array_id])
+    assert [a.array_id for a in sa.live(tmp_path)] == ["5"]
+    assert [a.array_id for a in sa.read(tmp_path)] == ["5"]  # 6 ended: forgotten
+    monkeypatch.setattr(sa, "live_tasks", lambda array_id, name: None)  # squeue silent
+    assert [a.array_id for a in sa.live(tmp_path)] == ["5"]  # kept: better adopted than rerun
+    sa.forget(tmp_path, "5")
+    assert sa.read(tmp_path) == [] and not (tmp_path / sa.FILENAME).exists()
