@@ -55,7 +55,9 @@ class MethodInfo:
     #: its modes (empty for a non-private method, which takes no ε and no mode)
     modes: tuple[str, ...] = ("corrected", "paper")
     #: ``"paper"``: a private method of the paper's Fig. 2; ``"reference"``: the paper's
-    #: non-private reference (Fast-τCC); ``"extra"``: another method of the benchmark
+    #: non-private reference (Fast-τCC); ``"extra"``: another method of the benchmark;
+    #: ``"variant"``: a variant of one of them under another neighbour relation, drawn only in
+    #: the comparison under that relation (DP-τCC for one row replaced)
     role: str = "extra"
     #: (ε, δ)-DP: the job's δ is passed
     uses_delta: bool = False
@@ -73,6 +75,7 @@ class MethodInfo:
 #: config name -> module that declares the built-in method's ``METHOD``, in display order
 BUILTIN_MODULES = {
     "dp_taucc": "dptaucc.dp_taucc",
+    "dp_taucc_row": "dptaucc.dp_taucc_row",
     "fast_taucc": "dptaucc.fast_taucc",
     "dp_kmeans": "dptaucc.baselines.dp_kmeans",
     "dphd": "dptaucc.baselines.dphd.estimator",

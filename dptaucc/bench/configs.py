@@ -309,12 +309,17 @@ def set_dotted(cfg: dict, key: str, value: Any) -> None:
 
 
 def in_protocol(job: Mapping) -> bool:
-    """Does the experiment protocol run this algorithm at this ε? (DPNMF: ε < 1 only, as the
-    authors' Fig. 2 script runs it)."""
-    cap = job["algorithm"].get("max_epsilon")
-    if cap is None or not job["algorithm"].get("private", True):
+    """Does the experiment protocol run this algorithm at this ε and in this mode? (DPNMF:
+    ε < 1 only, as the authors' Fig. 2 script runs it; an algorithm whose config lists its
+    ``modes``, e.g. DP-τCC's row variant, only in those.)"""
+    alg = job["algorithm"]
+    if not alg.get("private", True):
         return True
-    return float(job["epsilon"]) < float(cap)
+    modes = alg.get("modes")
+    if modes is not None and job.get("mode") not in modes:
+        return False
+    cap = alg.get("max_epsilon")
+    return cap is None or float(job["epsilon"]) < float(cap)
 
 
 def job_identity(job: Mapping) -> dict:
