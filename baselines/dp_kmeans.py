@@ -120,6 +120,7 @@ METHOD = MethodInfo(
     label="DP-KMeans", color="tab:orange", linestyle="-", family="k-means",
     neighbours="one row replaced (covers one cell)",
     role="paper",
+    row_level=True,
 )
 
 DEFAULT_BOUNDS_MAX = 5.0

@@ -68,6 +68,7 @@ METHOD = MethodInfo(
     modes=("corrected",),
     role="variant",
     coclusters=True,
+    row_level=True,
 )
 
 #: Default B. With ``row_scaling="scale"`` every non-empty row has mass B, so B sets only the

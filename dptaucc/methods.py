@@ -65,6 +65,9 @@ class MethodInfo:
     coclusters: bool = False
     #: the experiment protocol runs it only for ε below this (None: every ε)
     max_epsilon: float | None = None
+    #: its corrected-mode ε also holds when one whole row is replaced (directly, or as one
+    #: removal plus one addition by group privacy): drawn in the one-relation comparison
+    row_level: bool = False
 
     @property
     def private(self) -> bool:

@@ -41,16 +41,21 @@ def _rescaled(counts: np.ndarray, row_of: np.ndarray, sums: np.ndarray,
         base = (product // s.astype(object)).astype(np.int64)
         remainder = (product % s.astype(object)).astype(float)  # only ordered within a row
     else:
-        product = counts * bound
-        base, remainder = product // s, product % s
+        base, remainder = np.divmod(counts * bound, s)
     left = bound - np.bincount(row_of, weights=base, minlength=sums.size).astype(np.int64)
-    # rank the entries of each row by remainder (largest first), ties by column index: the
-    # entries come row by row, columns ascending, and both sorts are stable
-    order = np.argsort(-remainder, kind="stable")
-    order = order[np.argsort(row_of[order], kind="stable")]
-    starts = np.searchsorted(row_of, row_of[order], side="left")  # row_of is sorted
+    # rank the entries of each row by remainder (largest first), ties by column index: one
+    # stable sort of (row, largest remainder first) keeps the rows in order and, within a
+    # row, the entries' column order among equal remainders
+    top = float(sums.max()) if sums.size else 0.0
+    if isinstance(remainder, np.ndarray) and remainder.dtype.kind == "i" \
+            and (sums.size + 1) * (top + 1) < 2**62:
+        order = np.argsort(row_of * (int(top) + 1) + (int(top) - remainder), kind="stable")
+    else:
+        order = np.lexsort((-remainder, row_of))  # lexsort is stable: columns keep their order
+    counts_per_row = np.bincount(row_of, minlength=sums.size)
+    starts = np.repeat(np.cumsum(counts_per_row) - counts_per_row, counts_per_row)
     rank = np.empty_like(order)
-    rank[order] = np.arange(order.size) - starts
+    rank[order] = np.arange(order.size) - starts  # sorted position within its row
     return base + (rank < left[row_of])
 
 
@@ -87,8 +92,8 @@ def bound_rows(X: sp.csr_matrix, bound: int, scaling: str = "scale") -> sp.csr_m
     change = sums > 0 if scaling == "scale" else sums > bound
     rows = change[row_of]
     if rows.any():
-        counts[rows] = _rescaled(counts[rows], np.flatnonzero(change).searchsorted(row_of[rows]),
-                                 sums[change], bound)
+        renumbered = (np.cumsum(change) - 1)[row_of[rows]]  # the changed rows as 0, 1, ...
+        counts[rows] = _rescaled(counts[rows], renumbered, sums[change], bound)
     X.data = counts.astype(np.float64)
     X.eliminate_zeros()
     return X

@@ -91,6 +91,7 @@ METHOD = MethodInfo(
     label="Colored noise", color="tab:brown", linestyle="-", family="k-means",
     neighbours="one cell (one row added/removed, group privacy)",
     uses_delta=True,
+    row_level=True,
 )
 
 NOISES = ("white", "diag", "full")

@@ -100,6 +100,7 @@ METHOD = MethodInfo(
     label="DPHD", color="tab:green", linestyle="-", family="k-means",
     neighbours="one row replaced (covers one cell)",
     role="paper",
+    row_level=True,
 )
 
 #: Public cap on one count used by ``mode="corrected"`` when ``max_value`` is None (counts

@@ -82,6 +82,7 @@ METHOD = MethodInfo(
     label="DPM", color="tab:purple", linestyle="-", family="recursive separation",
     neighbours="one cell (one row added/removed, group privacy)",
     uses_delta=True,
+    row_level=True,
 )
 
 MAX_DENSE = 50_000_000

@@ -91,6 +91,7 @@ METHOD = MethodInfo(
     role="paper",
     uses_delta=True,
     max_epsilon=1.0,
+    row_level=True,
 )
 
 ALPHA_W, ALPHA_H = 1e-4, 20.0          # the authors' step sizes (paper mode)

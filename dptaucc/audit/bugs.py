@@ -394,6 +394,10 @@ _BUGS = (
                                  _after_fit(_dphd_centres_from_data)),)),
 )
 
+from .taucc_row import bugs as _row_variant_bugs  # noqa: E402 (its bugs use the builders above)
+
+_BUGS += _row_variant_bugs()
+
 #: every catalogue bug by name
 CATALOGUE: dict[str, Bug] = {bug.name: bug for bug in _BUGS}
 

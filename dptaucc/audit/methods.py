@@ -40,6 +40,9 @@ dpm                ``all_zero_row`` (201 rows), ``new_column_maximum``; call sit
 colored_noise      ``moving_row``; call sites on ``added_row`` (ε = 4, δ = 0.5, one
                    iteration): the added row moves its block by (y, 1), ‖y‖ = 1, exactly the
                    change the covariance is calibrated for.
+dp_taucc_row       (one row replaced) :mod:`dptaucc.audit.taucc_row`: row u, twice the
+                   bound, moves between column halves; call sites under a crafted history
+                   (columns split in halves, diagonal tables): every table moves by 2B.
 dphd               ``new_column_maximum``; call sites on ``disjoint_rows`` (row u at the L1
                    bound on one column in D, on the other in D': the grid counts, cluster
                    sums and sizes move by their full sensitivities), sampled by redraw.
@@ -58,6 +61,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import events as ev
+from . import taucc_row
 from .pairs import (
     NeighbouringPair,
     RowPair,
@@ -354,10 +358,12 @@ CATALOGUE: dict[str, Callable[[], MethodAudit]] = {
     "dpm": _dpm,
     "colored_noise": _colored_noise,
     "fccm": _exact_coclusterer("fccm"),
+    "dp_taucc_row": lambda: taucc_row.scenarios()[0],
 }
 NOT_PRIVATE = ("fast_taucc", "fccm")
 _MORE: dict[str, Callable[[], tuple[MethodAudit, ...]]] = {
-    "dp_taucc": _dp_taucc_more, "dp_kmeans": _dp_kmeans_more}
+    "dp_taucc": _dp_taucc_more, "dp_kmeans": _dp_kmeans_more,
+    "dp_taucc_row": lambda: taucc_row.scenarios()[1:]}
 
 
 def kmeans_boundary_history(n_top: int = 3, n_zero: int = 10) -> Callable[[list[Call]],
@@ -433,6 +439,7 @@ def _call_sites() -> dict[str, Callable[[], tuple[CallSiteSetup, ...]]]:
         "colored_noise": lambda: (CallSiteSetup(added_row(), (("epsilon", 4.0), ("delta", 0.5),
                                                               ("n_iter", 1)), max_calls=1),),
         "dphd": _dphd_call_sites,
+        "dp_taucc_row": taucc_row.call_site_setups,
     }
 
 

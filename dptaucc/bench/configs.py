@@ -20,9 +20,10 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 GROUPS = ("algorithm", "dataset", "paths", "experiment")
-#: the paper's experiments, in the order the reproduce driver runs them (supp_runtime last:
-#: it is serial)
-EXPERIMENTS = ("fig2_real", "fig3_iterations", "supp_h", "supp_synthetic", "supp_runtime")
+#: the experiments the reproduce driver runs, in its order (supp_runtime last: it is serial):
+#: the paper's, and the crossover of every method under one row replaced (row_crossover)
+EXPERIMENTS = ("fig2_real", "fig3_iterations", "supp_h", "supp_synthetic", "row_crossover",
+               "supp_runtime")
 #: sweep keys whose order decides which jobs share a worker's cached dataset
 _ORDER = ("dataset", "dataset.n_cols", "seed", "algorithm", "mode")
 
