@@ -68,7 +68,15 @@ def row_moves_column(n_per_cluster: int = 6, n_cols: int = 8, value: int = 2) ->
 def split_columns_history(n_cols: int = 8, table_value: int = 40) -> callable:
     """A crafted history for :func:`row_moves_column`: every column assignment released as the
     two halves of the columns, every table as ``table_value`` on the diagonal (valid outputs of
-    the mechanisms whatever the data)."""
+    the mechanisms whatever the data).
+
+    >>> import numpy as np
+    >>> recorded = [Call(0, "init/column-assignment", "exponential", 2.0, 0.0, np.zeros(4)),
+    ...             Call(1, "iter1/table-before-rows", "discrete-laplace", 1.0, 0.0,
+    ...                  np.ones((2, 2)))]
+    >>> [c.output.tolist() for c in split_columns_history(4, 9)(recorded)]
+    [[0, 0, 1, 1], [[9, 0], [0, 9]]]
+    """
     halves = np.repeat([0, 1], [n_cols // 2, n_cols - n_cols // 2])
 
     def craft(history: list[Call]) -> list[Call]:
@@ -138,7 +146,13 @@ def _column_cells_at_tails(D, bound: int = ROW_BOUND) -> ev.Event:
 
 
 def scenarios() -> tuple:
-    """The end-to-end scenarios (the first is the main one)."""
+    """The end-to-end scenarios (the first is the main one).
+
+    >>> [s.pair.name for s in scenarios()]
+    ['row_moves_column', 'row_moves_column', 'row_at_bound', 'row_moves_column']
+    >>> [dict(s.params)["h"] for s in scenarios()]
+    [0.1, 0.5, 0.1, 0.02]
+    """
     from .methods import MethodAudit
 
     p = row_moves_column()
@@ -165,7 +179,11 @@ def scenarios() -> tuple:
 
 
 def call_site_setups() -> tuple:
-    """The call-site setup: every call of a two-iteration fit, history crafted."""
+    """The call-site setup: every call of a two-iteration fit, history crafted.
+
+    >>> [(s.pair.name, dict(s.params)["epsilon"], s.max_calls) for s in call_site_setups()]
+    [('row_moves_column', 8.0, 6)]
+    """
     from .methods import CallSiteSetup
 
     return (CallSiteSetup(row_moves_column(), (("epsilon", 8.0), ("n_iterations", 2),
@@ -174,7 +192,11 @@ def call_site_setups() -> tuple:
 
 
 def bugs() -> tuple:
-    """Catalogue bugs of the row variant (planted by :mod:`dptaucc.audit.bugs`)."""
+    """Catalogue bugs of the row variant (planted by :mod:`dptaucc.audit.bugs`).
+
+    >>> [b.name.split(".")[1] for b in bugs()]
+    ['table_sensitivity_B', 'column_sensitivity_B', 'rows_unbounded', 'evaluation_table_released']
+    """
     from .bugs import Bug, _after_fit, _scale_argument
 
     home = "dptaucc.dp_taucc_row"
