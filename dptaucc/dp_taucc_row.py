@@ -56,7 +56,7 @@ from dptaucc.privacy import (
     joint_linear_exponential_mechanism,
 )
 from dptaucc.row_bound import ROW_SCALINGS, bound_rows
-from dptaucc.validation import check_n_clusters
+from dptaucc.validation import check_n_clusters, freeze_count_matrix, matrix_fact
 
 __all__ = ["DPTauCCRow", "DEFAULT_ROW_BOUND"]
 
@@ -203,7 +203,9 @@ class DPTauCCRow(CoClustererMixin, PrivateEstimator):
         L0 = check_n_clusters(self.n_col_clusters, m, "n_col_clusters", "columns")
         bound = int(self.row_bound)
         distance = 2 * bound  # L1 distance of two rows in the ball
-        A = bound_rows(X, bound, self.row_scaling)  # a per-row rule: no privacy cost
+        # a per-row rule (no privacy cost), computed once per frozen matrix of a sweep
+        A = matrix_fact(X, f"bound_rows({bound}, {self.row_scaling})",
+                        lambda: freeze_count_matrix(bound_rows(X, bound, self.row_scaling)))
         sampler = self._sampler()
         rng = sampler.rng  # data-independent draws and post-processing
         ledger = PrivacyLedger(budget_epsilon=epsilon, strict=True)

@@ -91,7 +91,7 @@ def fig2_section(df: pd.DataFrame, metric: str = "nmi_rows") -> list[str]:
 def _ordered_algorithms(df: pd.DataFrame) -> list[str]:
     """The table's algorithms: the paper's first, then the extra ones, then yours by name."""
     known = [*PAPER_METHODS, *EXTRA_METHODS]
-    present = set(df["algorithm"].dropna())
+    present = set(df["algorithm"].dropna()) - set(rr.VARIANTS)  # shown in their own section
     return [a for a in known if a in present] + sorted(present - set(known))
 
 
