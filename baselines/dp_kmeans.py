@@ -121,6 +121,7 @@ METHOD = MethodInfo(
     neighbours="one row replaced (covers one cell)",
     role="paper",
     audit="dptaucc.baselines.dp_kmeans_audit",
+    row_level=True,
 )
 
 DEFAULT_BOUNDS_MAX = 5.0

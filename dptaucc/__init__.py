@@ -20,14 +20,16 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from dptaucc.dp_taucc import DPTauCC
+    from dptaucc.dp_taucc_row import DPTauCCRow
     from dptaucc.fast_taucc import FastTauCC
     from dptaucc.privacy.ledger import LedgerEntry, PrivacyLedger
 
-__all__ = ["DPTauCC", "FastTauCC", "LedgerEntry", "PrivacyLedger"]
+__all__ = ["DPTauCC", "DPTauCCRow", "FastTauCC", "LedgerEntry", "PrivacyLedger"]
 __version__ = "0.1.0"
 
 #: public name -> module that defines it (imported on first use)
-_HOMES = {"DPTauCC": "dptaucc.dp_taucc", "FastTauCC": "dptaucc.fast_taucc",
+_HOMES = {"DPTauCC": "dptaucc.dp_taucc", "DPTauCCRow": "dptaucc.dp_taucc_row",
+          "FastTauCC": "dptaucc.fast_taucc",
           "LedgerEntry": "dptaucc.privacy.ledger", "PrivacyLedger": "dptaucc.privacy.ledger"}
 
 

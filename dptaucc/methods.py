@@ -56,7 +56,9 @@ class MethodInfo:
     #: its modes (empty for a non-private method, which takes no ε and no mode)
     modes: tuple[str, ...] = ("corrected", "paper")
     #: ``"paper"``: a private method of the paper's Fig. 2; ``"reference"``: the paper's
-    #: non-private reference (Fast-τCC); ``"extra"``: another method of the benchmark
+    #: non-private reference (Fast-τCC); ``"extra"``: another method of the benchmark;
+    #: ``"variant"``: a variant of one of them under another neighbour relation, drawn only in
+    #: the comparison under that relation (DP-τCC for one row replaced)
     role: str = "extra"
     #: (ε, δ)-DP: the job's δ is passed
     uses_delta: bool = False
@@ -72,6 +74,9 @@ class MethodInfo:
     #: vector maths, BLAS) so that a last-bit difference can flip a discrete outcome: another
     #: machine may draw other noise for a few seeds (measured: docs/records.md)
     float_path: tuple[str, ...] = ()
+    #: its corrected-mode ε also holds when one whole row is replaced (directly, or as one
+    #: removal plus one addition by group privacy): drawn in the one-relation comparison
+    row_level: bool = False
 
     @property
     def private(self) -> bool:
@@ -82,6 +87,7 @@ class MethodInfo:
 #: config name -> module that declares the built-in method's ``METHOD``, in display order
 BUILTIN_MODULES = {
     "dp_taucc": "dptaucc.dp_taucc",
+    "dp_taucc_row": "dptaucc.dp_taucc_row",
     "fast_taucc": "dptaucc.fast_taucc",
     "dp_kmeans": "dptaucc.baselines.dp_kmeans",
     "dphd": "dptaucc.baselines.dphd.estimator",

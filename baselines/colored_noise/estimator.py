@@ -96,6 +96,7 @@ METHOD = MethodInfo(
     neighbours="one cell (one row added/removed, group privacy)",
     uses_delta=True,
     audit="dptaucc.baselines.colored_noise.audit",
+    row_level=True,
 )
 
 NOISES = ("white", "diag", "full")

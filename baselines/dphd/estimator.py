@@ -101,6 +101,7 @@ METHOD = MethodInfo(
     neighbours="one row replaced (covers one cell)",
     role="paper",
     audit="dptaucc.baselines.dphd.audit",
+    row_level=True,
 )
 
 #: Public cap on one count used by ``mode="corrected"`` when ``max_value`` is None (counts

@@ -87,6 +87,7 @@ METHOD = MethodInfo(
     neighbours="one cell (one row added/removed, group privacy)",
     uses_delta=True,
     audit="dptaucc.baselines.dpm.audit",
+    row_level=True,
 )
 
 MAX_DENSE = 50_000_000

@@ -95,6 +95,7 @@ METHOD = MethodInfo(
     # an exact tie between unit-norm topics in the evaluation assignment is decided by their
     # norms' last bits (BLAS): one committed record differs between machines (docs/records.md)
     float_path=("corrected",),
+    row_level=True,
 )
 
 ALPHA_W, ALPHA_H = 1e-4, 20.0          # the authors' step sizes (paper mode)

@@ -164,11 +164,13 @@ def plan(cfg: dict, methods: list[str] | None = None, secure: bool = False) -> l
         n = int(per_method.get(name, cfg["n_fits"]))
         limit = cfg.get("time_limit")
         if alg.get("private", True):  # call sites first: a 2x error there shows in seconds
+            has = alg.get("modes") or ("paper", "corrected")  # the modes the method has
             if call_site_setup(name):
                 jobs += [AuditJob(name, mode, None, int(cfg["call_site_draws"]), limit,
-                                  "call-site") for mode in cfg.get("call_site_modes", [])]
+                                  "call-site") for mode in cfg.get("call_site_modes", [])
+                         if mode in has]
             jobs += [AuditJob(name, mode, float(eps), n, limit)
-                     for mode in cfg["modes"] for eps in cfg["epsilons"]]
+                     for mode in cfg["modes"] if mode in has for eps in cfg["epsilons"]]
         else:
             jobs.append(AuditJob(name, None, None, n, limit))
     return jobs

@@ -20,9 +20,10 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 GROUPS = ("algorithm", "dataset", "paths", "experiment")
-#: the paper's experiments, in the order the reproduce driver runs them (supp_runtime last:
-#: it is serial)
-EXPERIMENTS = ("fig2_real", "fig3_iterations", "supp_h", "supp_synthetic", "supp_runtime")
+#: the experiments the reproduce driver runs, in its order (supp_runtime last: it is serial):
+#: the paper's, and the crossover of every method under one row replaced (row_crossover)
+EXPERIMENTS = ("fig2_real", "fig3_iterations", "supp_h", "supp_synthetic", "row_crossover",
+               "supp_runtime")
 #: sweep keys whose order decides which jobs share a worker's cached dataset
 _ORDER = ("dataset", "dataset.n_cols", "seed", "algorithm", "mode")
 
@@ -309,12 +310,17 @@ def set_dotted(cfg: dict, key: str, value: Any) -> None:
 
 
 def in_protocol(job: Mapping) -> bool:
-    """Does the experiment protocol run this algorithm at this ε? (DPNMF: ε < 1 only, as the
-    authors' Fig. 2 script runs it)."""
-    cap = job["algorithm"].get("max_epsilon")
-    if cap is None or not job["algorithm"].get("private", True):
+    """Does the experiment protocol run this algorithm at this ε and in this mode? (DPNMF:
+    ε < 1 only, as the authors' Fig. 2 script runs it; an algorithm whose config lists its
+    ``modes``, e.g. DP-τCC's row variant, only in those.)"""
+    alg = job["algorithm"]
+    if not alg.get("private", True):
         return True
-    return float(job["epsilon"]) < float(cap)
+    modes = alg.get("modes")
+    if modes is not None and job.get("mode") not in modes:
+        return False
+    cap = alg.get("max_epsilon")
+    return cap is None or float(job["epsilon"]) < float(cap)
 
 
 def job_identity(job: Mapping) -> dict:

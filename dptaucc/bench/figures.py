@@ -39,6 +39,13 @@ from dptaucc.bench.aggregate import (  # noqa: E402
     pooled,
 )
 from dptaucc.bench.collect import load_table  # noqa: E402
+from dptaucc.bench.row_relation import (  # noqa: E402
+    REFERENCE,
+    RELATION_NOTE,
+    ROW_LEVEL,
+    VARIANTS,
+    crossover,
+)
 from dptaucc.bench.savefig import save_figure as _save  # noqa: E402
 
 DATASET_ORDER = ("classic3", "cstr", "hitech", "k1b", "reviews", "sports", "tr11", "tr41")
@@ -274,6 +281,86 @@ def _legend(fig, axes) -> None:
                    ncol=min(len(labels), 3), frameon=False)
 
 
+#: legend suffix of a score read by the evaluation protocol in the one-relation figures
+PROTOCOL_SHORT = "protocol, not DP"
+
+
+def _score_limits(metric: str) -> tuple[float, float]:
+    """y-axis limits showing a score's whole range (a little margin), so panels compare."""
+    lo, hi = metric_range(metric)
+    return (lo - 0.02, hi + 0.02) if math.isfinite(lo) and math.isfinite(hi) else (None, None)
+
+
+def fig_one_relation(df: pd.DataFrame, metric: str = "nmi_rows", xmax: float | None = 3.0):
+    """Every method under one relation (:mod:`dptaucc.bench.row_relation`): one panel per
+    dataset, mean ± 1 std of ``metric`` vs ε in corrected mode for each method private for one
+    row replaced, every one scored the same way (the evaluation protocol, not DP); Fast-τCC
+    (not DP) as a band."""
+    dsets = _datasets(df)
+    fig, axes = _grid(len(dsets), size=(3.8, 3.4))
+    points: list[int] = []
+    pooled_runs: list[int] = []
+    present = [a for a in ROW_LEVEL if a in set(df["algorithm"])]
+    for ax, ds in zip(axes, dsets, strict=False):
+        d = df[df["dataset"] == ds]
+        _band(ax, d[d["algorithm"] == REFERENCE], metric, REFERENCE, pooled_runs)
+        shown = {a: _curve(ax, d[(d["algorithm"] == a) & (d["mode"] == "corrected")], "epsilon",
+                           metric, a, counts=points, name=f"{label(a)}: {PROTOCOL_SHORT}")
+                 for a in present}
+        titled(ax, ds, coverage_note(shown, "epsilon"))
+        ax.set_xlabel("ε (one row replaced)")
+        ax.set_ylabel(METRIC_NAMES.get(metric, metric))
+        ax.set_ylim(*_score_limits(metric))
+        if xmax is not None:
+            ax.set_xlim(0, xmax)
+        ax.grid(alpha=0.3)
+    _legend(fig, axes)
+    note = RELATION_NOTE.replace("; rows", ";\nrows")
+    fig.suptitle(f"{METRIC_NAMES.get(metric, metric)} vs ε under one row replaced (corrected "
+                 f"mode)\n{note}\n{scale_text(points, pooled_runs)}", fontsize=9)
+    return fig
+
+
+def fig_crossover(df: pd.DataFrame, metric: str = "nmi_rows", fraction: float = 0.5):
+    """Where the crossover is: one panel per size m of the synthetic biclusters, mean ± 1 std
+    of ``metric`` vs ε (log axis) for every method private for one row replaced, Fast-τCC's
+    band and ``fraction`` of its mean (dotted); each method's first ε at or above it is
+    marked (▼ just below that line, staggered so that methods crossing at one ε all show)."""
+    sizes = sorted(int(m) for m in df["n_cols"].dropna().unique())
+    fig, axes = _grid(len(sizes), ncols=3, size=(4.4, 3.3))
+    table = crossover(df, fraction, metric)
+    points: list[int] = []
+    pooled_runs: list[int] = []
+    present = [a for a in ROW_LEVEL if a in set(df["algorithm"])]
+    for ax, m in zip(axes, sizes, strict=False):
+        d = df[df["n_cols"] == m]
+        ref = d[d["algorithm"] == REFERENCE]
+        _band(ax, ref, metric, REFERENCE, pooled_runs)
+        mean, _, n = pooled(ref, metric)
+        if n:
+            ax.axhline(fraction * mean, color="k", lw=0.9, ls=":",
+                       label=f"{fraction:g} × Fast-τCC")
+        shown = {a: _curve(ax, d[(d["algorithm"] == a) & (d["mode"] == "corrected")], "epsilon",
+                           metric, a, counts=points, name=f"{label(a)}: {PROTOCOL_SHORT}")
+                 for a in present}
+        ax.set_ylim(*_score_limits(metric))
+        for k, row in enumerate(table[table["n_cols"] == m].itertuples()):
+            if row.first_eps == row.first_eps:  # reached within the grid
+                ax.plot([row.first_eps], [row.target - 0.04 * (k + 1)], "v",
+                        color=style(row.algorithm)[0], ms=6, mec="k", mew=0.6)
+        ax.set_xscale("log")
+        titled(ax, f"m = {m} (1000 rows)", coverage_note(shown, "epsilon"))
+        ax.set_xlabel("ε (one row replaced, log scale)")
+        ax.set_ylabel(METRIC_NAMES.get(metric, metric))
+        ax.grid(alpha=0.3, which="both")
+    _legend(fig, axes)
+    fig.suptitle(f"Synthetic biclusters: {METRIC_NAMES.get(metric, metric)} vs ε under one row "
+                 f"replaced (corrected mode); ▼ first ε reaching {fraction:g} × Fast-τCC\n"
+                 f"{RELATION_NOTE.replace('; rows', ';' + chr(10) + 'rows')}\n"
+                 f"{scale_text(points, pooled_runs)}", fontsize=9)
+    return fig
+
+
 def fig_heatmap(df: pd.DataFrame, param: str, ylabel: str, title: str,
                 metric: str = "tau_hat_rc"):
     """Mean ``metric`` per (param, ε), one panel per dataset (own colour scale), log ε axis,
@@ -454,6 +541,8 @@ def real_data_plots(real: pd.DataFrame) -> Iterator[tuple[str, Draw]]:
         yield f"fig2_extra_methods_{mode}", partial(
             fig_metric_vs_eps, real, "nmi_rows", mode, extra, ["fast_taucc", "fccm", *mine_bands],
             f"Other privacy-preserving methods vs DP-τCC ({mode} mode)")
+    if set(VARIANTS) & set(real["algorithm"]):  # every method under one row replaced
+        yield "fig2_row_relation_corrected", partial(fig_one_relation, real)
 
 
 def other_experiment_plots(experiment: str, df: pd.DataFrame) -> Iterator[tuple[str, Draw]]:
@@ -485,6 +574,8 @@ def experiment_plots(exp: str, df: pd.DataFrame) -> Iterator[tuple[str, Draw]]:
                            partial(fig_synthetic, df, kind, mode, vs))
     elif exp == "supp_runtime":
         yield "supp_fig6_runtime", partial(fig_runtime, df)
+    elif exp == "row_crossover":
+        yield "row_crossover_nmi_vs_eps", partial(fig_crossover, df)
     else:
         yield from other_experiment_plots(exp, df)
 

@@ -252,8 +252,8 @@ def figure_files(results_dir: str | os.PathLike) -> list[str]:
     rest (your experiments, the audit) by name."""
     present = {p.stem for p in (Path(results_dir) / "figures").glob("*.png")}
     ordered = [s for _, _, stems in PAPER_FIGURES for s in stems if s in present]
-    extra = [s for s in ("fig2_extra_methods_paper", "fig2_extra_methods_corrected")
-             if s in present]
+    extra = [s for s in ("fig2_row_relation_corrected", "fig2_extra_methods_paper",
+                         "fig2_extra_methods_corrected") if s in present]
     ordered = ordered[:2] + extra + ordered[2:]
     return ordered + sorted(present - set(ordered))
 

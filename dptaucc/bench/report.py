@@ -23,6 +23,7 @@ import pandas as pd
 
 from dptaucc.audit.report import audit_section
 from dptaucc.auditscore.report import audit_score_section
+from dptaucc.bench import row_relation as rr
 from dptaucc.bench.aggregate import (
     EXTRA_METHODS,
     LABELS,
@@ -91,7 +92,7 @@ def fig2_section(df: pd.DataFrame, metric: str = "nmi_rows") -> list[str]:
 def _ordered_algorithms(df: pd.DataFrame) -> list[str]:
     """The table's algorithms: the paper's first, then the extra ones, then yours by name."""
     known = [*PAPER_METHODS, *EXTRA_METHODS]
-    present = set(df["algorithm"].dropna())
+    present = set(df["algorithm"].dropna()) - set(rr.VARIANTS)  # shown in their own section
     return [a for a in known if a in present] + sorted(present - set(known))
 
 
@@ -170,15 +171,111 @@ def _seeds_per_cell(n: pd.Series) -> str:
     return f"{hi} seed{'s' if hi > 1 else ''}" if lo == hi else f"{lo}–{hi} seeds"
 
 
+#: experiments with a section of their own (not the generic per-dataset tables)
+OWN_SECTIONS = ("row_crossover",)
+
+
 def other_experiments_section(frames: dict[str, pd.DataFrame]) -> list[str]:
     """Every table that is not one of the paper's experiments (e.g. your own): row NMI per ε."""
     lines: list[str] = []
     for exp, df in frames.items():
-        if exp in PAPER_EXPERIMENTS:
+        if exp in PAPER_EXPERIMENTS or exp in OWN_SECTIONS:
             continue
         lines += [f"## {exp}: row NMI (mean ± std over seeds; corrected mode: what each "
                   "method releases)", ""]
         lines += comparison_tables(df, "nmi_rows")
+    return lines
+
+
+#: the ε of the one-relation table (the paper's grid goes on between them)
+ROW_RELATION_EPSILONS = (0.5, 0.99999, 2.0, 3.0)
+
+
+def row_relation_section(frames: dict[str, pd.DataFrame]) -> list[str]:
+    """Under one row replaced: every method private for a whole row, scored the same way
+    (:mod:`dptaucc.bench.row_relation`), from fig2_real's corrected runs."""
+    real = frames.get("fig2_real")
+    if real is None or not set(rr.VARIANTS) & set(real["algorithm"]):
+        return []
+    summary = rr.one_relation(real)
+    algs = [a for a in rr.ROW_LEVEL if a in set(summary["algorithm"])]
+    lines = ["## Under one row replaced: every method, one relation (row NMI, mean ± std)", "",
+             f"fig2_real, corrected mode: {rr.RELATION_NOTE}. Figure: "
+             "`figures/fig2_row_relation_corrected.png`, beside `fig2_nmi_corrected` (each "
+             "method under its own relation). DPNMF runs for ε < 1 only (the paper's protocol).",
+             "", f"**What it shows.** {rr.one_relation_verdict(summary)}", ""]
+    ref = summary[summary["algorithm"] == rr.REFERENCE].set_index("dataset")
+    cell = mean_std(real[(real["algorithm"] == "dp_taucc") & (real["mode"] == "corrected")],
+                    ["dataset", "epsilon"], "nmi_rows").assign(algorithm="dp_taucc")
+    summary = pd.concat([summary, cell], ignore_index=True)
+    shown = [*algs, "dp_taucc"] if not cell.empty else algs
+    rows = []
+    for eps in ROW_RELATION_EPSILONS:
+        at = summary[(summary["epsilon"] - eps).abs() < 1e-9]
+        if at[at["algorithm"].isin(algs)].empty:
+            continue
+        for ds in [*_datasets(real), "mean over datasets"]:
+            d = at if ds == "mean over datasets" else at[at["dataset"] == ds]
+            row = [f"{eps:g}", ds]
+            for a in shown:
+                v = d[d["algorithm"] == a]
+                if ds == "mean over datasets":
+                    ok_ = len(v) == len(_datasets(real))
+                    row.append(f"{v['mean'].mean():.3f}" if ok_ and len(v) else "–")
+                else:
+                    row.append("–" if v.empty else _fmt(v["mean"].iloc[0], v["std"].iloc[0],
+                                                        int(v["n"].iloc[0])))
+            fast = ref["mean"] if ds == "mean over datasets" else ref["mean"].get(ds)
+            row.append("–" if fast is None else f"{float(pd.Series(fast).mean()):.2f}")
+            rows.append(row)
+    names = [label(a) for a in algs] + (["DP-τCC (one cell +1, for reference)"]
+                                        if "dp_taucc" in shown else [])
+    lines += _table(["ε", "dataset", *names, "Fast-τCC (not DP)"], rows)
+    counts = summary[summary["algorithm"] != rr.REFERENCE]["n"]
+    lines += ["", f"({_seeds_per_cell(counts)} per cell; the mean over datasets only where "
+              "every dataset has points. The last private column is DP-τCC under its own, "
+              "weaker relation — one cell changed by one — scored by the same protocol: the "
+              "gap between it and DP-τCC (row) is what the privacy unit costs.)", ""]
+    return lines
+
+
+def crossover_section(frames: dict[str, pd.DataFrame]) -> list[str]:
+    """Where the crossover is (row_crossover): per size m, the first ε of the grid at which
+    each method under one row replaced reaches half of Fast-τCC's row NMI."""
+    df = frames.get("row_crossover")
+    if df is None:
+        return []
+    table = rr.crossover(df)
+    lines = ["## Where the crossover is: half of Fast-τCC under one row replaced (synthetic)",
+             "", "The supplement's synthetic biclusters (1000 rows × m columns, one matrix per "
+             f"m), corrected mode: {rr.RELATION_NOTE}. A cell is the first ε of the grid at "
+             "which the method's mean row NMI reaches half of Fast-τCC's (in brackets: the ε "
+             "from which it stays there, when later); – never within the grid. The ε grid is "
+             "the paper's 14 values extended upwards (4.5 … 10, then 15 … 1000) for this "
+             "experiment only; DPM and colored noise cap their add/remove ε' at 200 (above "
+             "ε = 400 they spend 400). Figure: `figures/row_crossover_nmi_vs_eps.png`.", "",
+             f"**What it shows.** {rr.crossover_verdict(table)}", ""]
+    if table.empty:
+        return lines + ["(no Fast-τCC runs to compare with)", ""]
+    sizes = sorted(table["n_cols"].unique())
+    ref = table.groupby("n_cols")["reference"].first()
+    rows = [["Fast-τCC (not DP): mean NMI", *[f"{ref[m]:.2f}" for m in sizes]],
+            ["half of it (the target)", *[f"{ref[m] / 2:.2f}" for m in sizes]]]
+    for alg in [a for a in rr.ROW_LEVEL if a in set(table["algorithm"])]:
+        row = [label(alg)]
+        for m in sizes:
+            r = table[(table["algorithm"] == alg) & (table["n_cols"] == m)]
+            if r.empty:
+                row.append("not run")
+                continue
+            first, stays = r["first_eps"].iloc[0], r["stays_from"].iloc[0]
+            cell = "–" if first != first else f"{first:g}"
+            if first == first and stays != first:
+                cell += " (stays from " + ("–" if stays != stays else f"{stays:g}") + ")"
+            row.append(cell + f"; best {r['best_mean'].iloc[0]:.2f} at {r['best_eps'].iloc[0]:g}")
+        rows.append(row)
+    lines += _table(["method", *[f"m = {int(m)}" for m in sizes]], rows)
+    lines += ["", f"({_seeds_per_cell(table['seeds'])} per point)", ""]
     return lines
 
 
@@ -491,7 +588,8 @@ def _synthetic(frames: dict[str, pd.DataFrame]) -> list[str]:
 Section = Callable[[dict[str, pd.DataFrame]], list[str]]
 #: the report's sections, in order; each maps the tables ({experiment: DataFrame}) to Markdown
 #: lines (an empty list leaves the section out)
-SECTIONS: list[Section] = [_real_data, other_experiments_section, privacy_section,
+SECTIONS: list[Section] = [_real_data, row_relation_section, crossover_section,
+                           other_experiments_section, privacy_section,
                            runtime_section, heatmap_section, _synthetic, status_section,
                            provenance_section]
 

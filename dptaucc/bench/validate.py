@@ -300,7 +300,13 @@ def validate_job(job: Mapping, *, protocol: bool = True) -> None:
     if not isinstance(experiment, str) or not experiment or "/" in experiment \
             or experiment.startswith("."):
         raise ConfigError(f"bench.experiment must be a plain name, got {experiment!r}")
-    if protocol and not in_protocol(job):
+    if not in_protocol(job):
+        if not protocol:
+            return  # a sweep skips the job: nothing of it runs (its estimator may refuse it)
+        modes = alg.get("modes")
+        if modes is not None and job.get("mode") not in modes:
+            raise ConfigError(f"{name} runs only in mode {', '.join(modes)} (algorithm.modes), "
+                              f"got mode={job.get('mode')}")
         raise ConfigError(f"{name} runs only for epsilon < {alg.get('max_epsilon')} in the "
                           f"experiment protocol (algorithm.max_epsilon), got epsilon={eps:g}")
     shape = dataset_shape(job.get("dataset") or {})

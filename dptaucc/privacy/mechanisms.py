@@ -29,6 +29,7 @@ __all__ = [
     "as_sampler",
     "exponential_mechanism",
     "linear_exponential_mechanism",
+    "joint_linear_exponential_mechanism",
     "linear_range_sensitivity",
     "discrete_laplace_mechanism",
     "float_laplace_mechanism",
@@ -89,6 +90,7 @@ def exponential_mechanism(
     ledger: PrivacyLedger,
     step: str,
     note: str = "",
+    composition: str = "parallel",
 ) -> np.ndarray:
     """One choice per row of ``utilities`` with P(k) ∝ exp(ε·u_k/Δ).
 
@@ -96,6 +98,9 @@ def exponential_mechanism(
     neighbours, max_k Δu_k − min_k Δu_k; Dong, Durfee & Rogers 2020, paper eq. 4.10), each
     row's choice is ε-DP without the factor ½ of the textbook mechanism. Rows are disjoint
     objects, so the call costs ε once (parallel composition). ε = ∞ gives the argmax.
+    ``composition="sequential"``: the caller's Δ bounds the *sum* over rows of their range
+    changes (a neighbour may move every row's utilities), so the rows' choices together are
+    ε-DP (:func:`joint_linear_exponential_mechanism`); recorded as one release.
 
     >>> import numpy as np
     >>> from dptaucc.privacy import PrivacyLedger
@@ -113,7 +118,7 @@ def exponential_mechanism(
     if utilities.size and not _all_finite(utilities):
         raise ValueError("utilities must be finite")
     seen = watch(ledger)
-    scale = _charge_scaled(ledger, step, "exponential", epsilon, sensitivity, "parallel", note)
+    scale = _charge_scaled(ledger, step, "exponential", epsilon, sensitivity, composition, note)
     sampler = as_sampler(sampler)
 
     def draw(n=None):  # n: a batch of n outputs (audit redraws), one call when it can
@@ -208,6 +213,64 @@ def linear_exponential_mechanism(
     return exponential_mechanism(np.zeros_like(utilities), epsilon=epsilon, sensitivity=1.0,
                                  sampler=sampler, ledger=ledger, step=step,
                                  note=note)
+
+
+def joint_linear_exponential_mechanism(
+    profiles: np.ndarray | sp.spmatrix,
+    *,
+    weights: np.ndarray,
+    epsilon: float,
+    profile_l1: float,
+    sampler: Sampler | np.random.Generator,
+    ledger: PrivacyLedger,
+    step: str,
+    sensitivity_floor: float = 0.0,
+    note: str = "",
+) -> np.ndarray:
+    """Choose for every object i (row of ``profiles``, N×D) one of the C rows of ``weights``
+    with the linear utility u_ic = Σ_d P_id W_cd (paper eq. 4.9), when one neighbour may change
+    the profiles of *many* objects: all the choices together are one ε-DP release.
+
+    Privacy map: if two neighbours' profiles differ by δP with Σ_{i,d} |δP_id| <= ``profile_l1``
+    (= m), object i's utilities move by c_i = δP_i Wᵀ, whose range is at most
+    Σ_d |δP_id|·(max_c W_cd − min_c W_cd) <= Σ_d |δP_id|·Δ(W), Δ(W) =
+    :func:`linear_range_sensitivity`. Summed over the objects: Σ_i range(c_i) <= m·Δ(W). Each
+    object's choice is drawn independently with Gumbel scale β = m·Δ(W)/ε, so the probability
+    of any joint outcome changes by at most Π_i exp(range(c_i)/β) <= e^ε (the bound of
+    :func:`exponential_mechanism` per object, multiplied). Charged once, ``sequential``. With
+    m = 1 and the change confined to one object it is :func:`linear_exponential_mechanism`'s
+    map; DP-τCC's row variant uses m = 2B (one row of L1 mass <= B replaced by another).
+    Δ(W) is computed here from W (raised to ``sensitivity_floor``), never passed in.
+
+    >>> import numpy as np
+    >>> from dptaucc.privacy import PrivacyLedger
+    >>> ledger = PrivacyLedger()
+    >>> profiles, weights = np.array([[500, 0], [0, 500]]), np.array([[1.0, 0.0], [0.0, 1.0]])
+    >>> joint_linear_exponential_mechanism(profiles, weights=weights, epsilon=1.0,
+    ...                                    profile_l1=20, sampler=np.random.default_rng(0),
+    ...                                    ledger=ledger, step="columns")
+    array([0, 1])
+    >>> entry = ledger.entries[0]
+    >>> entry.sensitivity, entry.composition, entry.noise_scale  # m·Δ(W), one release, β
+    (20.0, 'sequential', 20.0)
+    """
+    profile_l1 = float(profile_l1)
+    if not (math.isfinite(profile_l1) and profile_l1 > 0):
+        raise ValueError(f"profile_l1 must be finite and > 0, got {profile_l1}")
+    weights = np.asarray(weights, dtype=float)
+    utilities = _utilities(profiles, weights, None)
+    delta = linear_range_sensitivity(weights)
+    if math.isnan(delta):
+        raise ValueError("weights contain NaN")
+    if delta > 0:
+        return exponential_mechanism(utilities, epsilon=epsilon,
+                                     sensitivity=profile_l1 * max(delta, float(sensitivity_floor)),
+                                     sampler=sampler, ledger=ledger, step=step, note=note,
+                                     composition="sequential")
+    note = (note + "; " if note else "") + "Δ = 0: utilities equal across choices, uniform choice"
+    return exponential_mechanism(np.zeros_like(utilities), epsilon=epsilon, sensitivity=1.0,
+                                 sampler=sampler, ledger=ledger, step=step, note=note,
+                                 composition="sequential")
 
 
 def _integer_values(values) -> np.ndarray:

@@ -18,11 +18,11 @@ from dptaucc.audit import events as ev
 from dptaucc.audit.events import released_cell
 from dptaucc.audit.experiment import AuditJob, algorithm_config, load_config, plan
 from dptaucc.audit.methods import builtin_methods, call_site_setup, method_audit, method_audits
-from dptaucc.audit.pairs import all_zero_row
+from dptaucc.audit.pairs import RowPair, all_zero_row
 from dptaucc.privacy.checks import ScaledSampler
 
 ALGORITHMS = ("dp_taucc", "fast_taucc", "dp_kmeans", "dphd", "dpnmf", "dpm", "colored_noise",
-              "fccm")
+              "fccm", "dp_taucc_row")
 HAVE_OCTAVE = shutil.which("octave-cli") is not None
 
 
@@ -46,7 +46,9 @@ def test_scenarios_cover_every_algorithm_config():
 def _jobs():
     out = []
     for name in ALGORITHMS:
-        modes = ("paper", "corrected") if algorithm_config(name).get("private", True) else (None,)
+        config = algorithm_config(name)
+        modes = (tuple(config.get("modes", ("paper", "corrected")))
+                 if config.get("private", True) else (None,))
         for mode in modes:
             marks = [pytest.mark.octave, pytest.mark.skipif(not HAVE_OCTAVE, reason="no Octave")] \
                 if name == "dphd" else []
@@ -60,7 +62,8 @@ def test_events_run_without_errors_on_the_suite(name, mode):
     spec = method_audit(name)
     events = ev.applicable(spec.events, job.factory()(0))
     res = audit(job.factory(), spec.pair.D, spec.pair.D_prime, events, n_fits=3,
-                progress=False)  # an event that raised would have stopped the audit
+                progress=False,  # an event that raised would have stopped the audit
+                require_cell_neighbours=not isinstance(spec.pair, RowPair))
     assert res.n_fits == 3
 
 
@@ -93,13 +96,15 @@ def test_dpm_tree_replay_matches_noiseless_leaf_counts():
 def test_plan_and_budget_of_both_sizes():
     full, quick = load_config("full"), load_config("quick")
     jobs = plan(full)
-    # six private methods x modes x ε end to end, plus their call sites; non-private once
-    assert len(jobs) == 6 * 2 + 6 + 2
+    # six private methods x two modes and DP-τCC's row variant (corrected only) end to end,
+    # plus the seven's call sites; non-private once
+    assert len(jobs) == 6 * 2 + 1 + 7 + 2
     assert {j.method for j in jobs} == set(ALGORITHMS)
     assert all(j.mode is None and j.epsilon is None for j in jobs
                if j.method in ("fast_taucc", "fccm"))
+    assert {j.mode for j in jobs if j.method == "dp_taucc_row"} == {"corrected"}
     q = plan(quick)
-    assert len(q) == 6 + 6 + 2 and {j.mode for j in q} == {"corrected", None}
+    assert len(q) == 7 + 7 + 2 and {j.mode for j in q} == {"corrected", None}
     full_fits = {(j.method, j.scope): j.n_fits for j in jobs}
     assert all(j.n_fits < full_fits[j.method, j.scope] for j in q)
     assert quick["output"] != full["output"]

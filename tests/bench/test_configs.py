@@ -27,7 +27,8 @@ def test_groups_present():
     assert set(list_group("dataset")) == {"classic3", "cstr", "tr11", "tr41", "hitech", "k1b",
                                           "reviews", "sports", "biclusters", "matrix", "callable"}
     assert set(list_experiments()) == {"fig2_real", "fig3_iterations", "supp_h",
-                                       "supp_synthetic", "supp_runtime", "quick"}
+                                       "supp_synthetic", "supp_runtime", "quick",
+                                       "row_crossover"}
 
 
 @pytest.mark.parametrize("group", ["algorithm", "dataset", "paths"])

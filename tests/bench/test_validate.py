@@ -93,6 +93,16 @@ def test_protocol_range_is_refused_for_a_single_job_but_excluded_in_a_sweep(comp
     assert not list(results_dir.rglob("*.json"))
 
 
+def test_modes_an_algorithm_lacks_are_refused_for_a_single_job_but_excluded_in_a_sweep(
+        composer, results_dir):
+    job = _job(composer, results_dir, "algorithm=dp_taucc_row", "mode=paper")
+    with pytest.raises(ConfigError, match=r"dp_taucc_row runs only in mode corrected"):
+        validate_job(job)
+    assert run(job) is None  # a sweep skips it: no record
+    assert not list(results_dir.rglob("*.json"))
+    validate_job(_job(composer, results_dir, "algorithm=dp_taucc_row", "mode=corrected"))
+
+
 def test_class_sentinels_come_from_the_registry(composer, results_dir):
     shape = dataset_shape({"loader": "cluto", "name": "tr11"})
     assert (shape.n_rows, shape.n_cols, shape.n_classes) == (414, 6429, 9)

@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 from dptaucc.baselines.fccm import CollaborativeFCCM
 
-from dptaucc import DPTauCC, FastTauCC
+from dptaucc import DPTauCC, DPTauCCRow, FastTauCC
 
 
 def _by_definition(T: np.ndarray) -> dict[str, float]:
@@ -33,9 +33,10 @@ def _counts() -> sp.csr_matrix:
 @pytest.mark.parametrize("make", [
     lambda: DPTauCC(3, 3, epsilon=50.0, random_state=0),
     lambda: DPTauCC(3, 3, epsilon=50.0, mode="paper", random_state=0),
+    lambda: DPTauCCRow(3, 3, epsilon=500.0, random_state=0),
     lambda: FastTauCC(3, 3, random_state=0),
     lambda: CollaborativeFCCM(3, random_state=0),
-], ids=["dp_taucc", "dp_taucc_paper", "fast_taucc", "fccm"])
+], ids=["dp_taucc", "dp_taucc_paper", "dp_taucc_row", "fast_taucc", "fccm"])
 def test_tau_names_mean_one_quantity(make):
     model = make().fit(_counts())
     expected = _by_definition(model.contingency_)

@@ -5,17 +5,18 @@ sklearn's checks feed fractional floats. So DPTauCC is checked twice: as is (the
 data checks are expected failures), and through ``_RoundedDPTauCC``, a test-only adapter that
 rounds the entries to whole numbers before calling ``DPTauCC.fit`` unchanged, so that the API
 checks (params, cloning, pickling, idempotence, sparse input, n_features_in_ ...) really run.
+DPTauCCRow (whole rows of whole counts) is checked the same two ways.
 """
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from dptaucc import DPTauCC, FastTauCC
+from dptaucc import DPTauCC, DPTauCCRow, FastTauCC
 
 
-class _RoundedDPTauCC(DPTauCC):
-    """Test-only adapter: X rounded to whole numbers, then the real DPTauCC.fit."""
+class _Rounded:
+    """Test-only adapter: X rounded to whole numbers, then the real estimator's fit."""
 
     def fit(self, X, y=None):
         if sp.issparse(X):
@@ -29,13 +30,22 @@ class _RoundedDPTauCC(DPTauCC):
         return super().fit(X, y)
 
 
+class _RoundedDPTauCC(_Rounded, DPTauCC):
+    """DPTauCC behind the rounding adapter."""
+
+
+class _RoundedDPTauCCRow(_Rounded, DPTauCCRow):
+    """DPTauCCRow (the same whole-count contract) behind the rounding adapter."""
+
+
 ROUNDED_OBJECT = ("the adapter rounds float arrays only; this check's object array of "
-                  "fractional floats reaches DPTauCC.fit unrounded and raises "
+                  "fractional floats reaches the estimator's fit unrounded and raises "
                   "'X contains fractional entries'")
 
-FRACTIONAL = ("DPTauCC takes whole counts only (DP neighbouring relation: one cell + 1); "
-              "this check fits fractional floats, which raise 'X contains fractional entries'. "
-              "The same check runs and passes on _RoundedDPTauCC.")
+FRACTIONAL = ("DPTauCC and DPTauCCRow take whole counts only (their sensitivities are those of "
+              "counts: one cell + 1, one row of whole counts replaced); this check fits "
+              "fractional floats, which raise 'X contains fractional entries'. The same check "
+              "runs and passes on the rounding adapter (_RoundedDPTauCC, _RoundedDPTauCCRow).")
 
 FRACTIONAL_CHECKS = [
     "check_dict_unchanged", "check_dont_overwrite_parameters", "check_estimator_sparse_array",
@@ -51,9 +61,9 @@ FRACTIONAL_CHECKS = [
 
 def _expected_failures(estimator):
     failures = {}
-    if type(estimator) is _RoundedDPTauCC:
+    if type(estimator) in (_RoundedDPTauCC, _RoundedDPTauCCRow):
         failures["check_dtype_object"] = ROUNDED_OBJECT
-    if type(estimator) is DPTauCC:
+    if type(estimator) in (DPTauCC, DPTauCCRow):
         failures.update(dict.fromkeys(FRACTIONAL_CHECKS, FRACTIONAL))
         failures["check_fit2d_1sample"] = FRACTIONAL
         failures["check_fit2d_1feature"] = FRACTIONAL
@@ -68,6 +78,8 @@ def _expected_failures(estimator):
         DPTauCC(mode="paper", random_state=0),
         _RoundedDPTauCC(random_state=0),
         _RoundedDPTauCC(mode="paper", random_state=0),
+        DPTauCCRow(random_state=0),
+        _RoundedDPTauCCRow(random_state=0),
     ],
     expected_failed_checks=_expected_failures,
 )

@@ -18,7 +18,7 @@ from dptaucc.baselines.dp_kmeans import DPKMeans
 from dptaucc.baselines.dpm import DPM
 from dptaucc.baselines.nmf_dp import DPNMF
 
-from dptaucc import DPTauCC
+from dptaucc import DPTauCC, DPTauCCRow
 from dptaucc.privacy import PrivacyLedger
 from dptaucc.privacy.checks import RecordingSampler
 
@@ -43,6 +43,22 @@ def test_dptaucc_tables_noise_every_cell_of_the_all_zero_matrix():
         np.testing.assert_array_equal(model.contingency_, np.maximum(draws[-1].output, 0))
         positive += int((model.contingency_ > 0).sum())
     assert positive > 10  # about half of the 54 released cells
+
+
+def test_dptaucc_row_tables_noise_every_cell_of_the_all_zero_matrix():
+    """K0 = 4 row clusters kept whatever the data: every cell of every table gets noise."""
+    positive = 0
+    for seed in range(6):
+        rec = RecordingSampler(seed)
+        model = DPTauCCRow(n_row_clusters=4, n_col_clusters=3, epsilon=1.0,
+                           random_state=rec).fit(np.zeros((30, 20)))
+        draws = rec.of_kind("discrete_laplace")
+        assert len(draws) == 8 and all(d.output.shape == model.contingency_.shape
+                                       for d in draws[-1:])
+        assert all(d.output.shape[0] == 4 for d in draws)
+        np.testing.assert_array_equal(model.contingency_, np.maximum(draws[-1].output, 0))
+        positive += int((model.contingency_ > 0).sum())
+    assert positive > 10
 
 
 def test_dp_kmeans_counts_and_every_sum_are_noised_zero_columns_included(zero_columns):

@@ -18,7 +18,7 @@ from dptaucc.baselines.fccm import FCCM, CollaborativeFCCM
 from dptaucc.baselines.nmf_dp import DPNMF
 from sklearn.metrics import normalized_mutual_info_score as nmi
 
-from dptaucc import DPTauCC, FastTauCC
+from dptaucc import DPTauCC, DPTauCCRow, FastTauCC
 from dptaucc.objective import contingency_table, relabel
 from dptaucc.privacy import NON_PRIVATE, attributes_of_kind, undeclared_attributes
 
@@ -35,6 +35,8 @@ def _counts(seed=11):
 CASES = [
     ("DPTauCC", lambda mode: DPTauCC(3, 3, epsilon=1.0, mode=mode, random_state=0),
      ("corrected", "paper"), True),
+    ("DPTauCCRow", lambda mode: DPTauCCRow(3, 3, epsilon=1.0, mode=mode, random_state=0),
+     ("corrected",), True),
     ("FastTauCC", lambda mode: FastTauCC(3, 3, random_state=0), (None,), False),
     ("DPKMeans", lambda mode: DPKMeans(3, epsilon=1.0, mode=mode, random_state=0),
      ("corrected", "paper"), True),
