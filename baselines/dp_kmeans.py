@@ -94,7 +94,7 @@ from sklearn.utils._param_validation import Interval
 
 from dptaucc.base import EPSILON, MODE, RANDOM_STATE, SECURE, PrivateEstimator
 from dptaucc.kernels import sum_by_row_label
-from dptaucc.methods import MethodInfo
+from dptaucc.methods import NON_NEGATIVE_REALS, MethodInfo
 from dptaucc.privacy import (
     DP,
     LEDGER_ATTRIBUTES,
@@ -119,6 +119,8 @@ METHOD = MethodInfo(
     name="dp_kmeans", estimator="dptaucc.baselines.dp_kmeans.DPKMeans",
     label="DP-KMeans", color="tab:orange", linestyle="-", family="k-means",
     neighbours="one row replaced (covers one cell)",
+    # any row in [0, bounds_max]^d may replace another; cells are floored to a public grid
+    domain=NON_NEGATIVE_REALS,
     role="paper",
 )
 
@@ -472,6 +474,7 @@ class DPKMeans(ClusterMixin, PrivateEstimator):
         "random_state": RANDOM_STATE,
         "secure": SECURE,
     }
+    _domain = METHOD.domain
     _all_zero_outcome = "centres from noise alone (every release is still charged)"
 
 
@@ -523,6 +526,7 @@ class DPKMeans(ClusterMixin, PrivateEstimator):
         self.n_features_in_ = d
         self.row_labels_private_ = False
         self._set_ledger(ledger)
+        self._warn_if_fewer_clusters()
         return self
 
     def _fit_corrected(self, X, k, iters, eps_count, eps_coord, bmax, grid, sampler,

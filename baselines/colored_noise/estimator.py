@@ -64,7 +64,7 @@ from sklearn.cluster import KMeans
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from dptaucc.base import EPSILON, MODE, RANDOM_STATE, SECURE, PrivateEstimator
-from dptaucc.methods import MethodInfo
+from dptaucc.methods import NON_NEGATIVE_REALS, MethodInfo
 from dptaucc.privacy import (
     DP,
     LEDGER_ATTRIBUTES,
@@ -90,6 +90,7 @@ METHOD = MethodInfo(
     name="colored_noise", estimator="dptaucc.baselines.colored_noise.ColoredNoiseKMeans",
     label="Colored noise", color="tab:brown", linestyle="-", family="k-means",
     neighbours="one cell (one row added/removed, group privacy)",
+    domain=NON_NEGATIVE_REALS,  # rows are mapped to the unit ball, whatever their values
     uses_delta=True,
 )
 
@@ -225,6 +226,7 @@ class ColoredNoiseKMeans(ClusterMixin, PrivateEstimator):
         "random_state": RANDOM_STATE,
         "secure": SECURE,
     }
+    _domain = METHOD.domain
     _all_zero_outcome = "centres from noise alone (every release is still charged)"
 
     _release_kinds = {

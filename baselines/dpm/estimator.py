@@ -60,7 +60,7 @@ from sklearn.base import ClusterMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from dptaucc.base import EPSILON, MODE, RANDOM_STATE, SECURE, PrivateEstimator
-from dptaucc.methods import MethodInfo
+from dptaucc.methods import NON_NEGATIVE_REALS, MethodInfo
 from dptaucc.privacy import (
     DP,
     LEDGER_ATTRIBUTES,
@@ -81,6 +81,7 @@ METHOD = MethodInfo(
     name="dpm", estimator="dptaucc.baselines.dpm.DPM",
     label="DPM", color="tab:purple", linestyle="-", family="recursive separation",
     neighbours="one cell (one row added/removed, group privacy)",
+    domain=NON_NEGATIVE_REALS,  # rows are mapped to the unit ball, whatever their values
     uses_delta=True,
 )
 
@@ -155,6 +156,7 @@ class DPM(ClusterMixin, PrivateEstimator):
         "random_state": RANDOM_STATE,
         "secure": SECURE,
     }
+    _domain = METHOD.domain
     _all_zero_outcome = "a tree and centres from noise alone (every release is still charged)"
 
     _release_kinds = {

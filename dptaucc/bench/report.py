@@ -276,6 +276,42 @@ def status_section(frames: dict[str, pd.DataFrame]) -> list[str]:
                           rows) + [""]
 
 
+def _asked_clusters(df: pd.DataFrame) -> pd.Series:
+    """The row-cluster count each run asked for (``p_n_row_clusters`` or ``p_n_clusters``)."""
+    asked = pd.Series(float("nan"), index=df.index)
+    for col in ("p_n_row_clusters", "p_n_clusters"):
+        if col in df:
+            asked = asked.fillna(pd.to_numeric(df[col], errors="coerce"))
+    return asked
+
+
+def clusters_section(frames: dict[str, pd.DataFrame]) -> list[str]:
+    """Runs of a non-private method (the reference lines of the figures) that found fewer row
+    clusters than asked (``k_found`` below the asked count; each such fit also warned)."""
+    rows = []
+    for exp, df in frames.items():
+        d = ok(df[~df["private"].fillna(True).astype(bool)])
+        if d.empty or "k_found" not in d:
+            continue
+        asked = _asked_clusters(d)
+        fewer = d[pd.to_numeric(d["k_found"], errors="coerce") < asked]
+        for (alg, ds), f in fewer.groupby(["algorithm", "dataset"]):
+            n = int(((d["algorithm"] == alg) & (d["dataset"] == ds)).sum())
+            found = sorted(set(f["k_found"].astype(int)))
+            rows.append([exp, label(alg), str(ds), f"{len(f)} of {n}",
+                         "/".join(f"{k:g}" for k in sorted(set(asked[f.index]))),
+                         ", ".join(map(str, found))])
+    if not rows:
+        return []
+    return (["## Fewer clusters than asked (non-private references)", "",
+             "Runs of a non-private method whose fit removed clusters that emptied, so it found "
+             "fewer row clusters than asked: its reference line in the figures pools these "
+             "runs. (Every fit warns when this happens; `k_found` and `warnings` of the records "
+             "hold it for every method.)", ""]
+            + _table(["experiment", "method", "dataset", "runs", "K asked", "K found"], rows)
+            + [""])
+
+
 def heatmap_section(frames: dict[str, pd.DataFrame]) -> list[str]:
     lines = []
     for exp, param, name in (("fig3_iterations", "p_n_iterations", "I"), ("supp_h", "p_h", "h")):
@@ -484,8 +520,8 @@ Section = Callable[[dict[str, pd.DataFrame]], list[str]]
 #: the report's sections, in order; each maps the tables ({experiment: DataFrame}) to Markdown
 #: lines (an empty list leaves the section out)
 SECTIONS: list[Section] = [_real_data, other_experiments_section, privacy_section,
-                           runtime_section, heatmap_section, _synthetic, status_section,
-                           provenance_section]
+                           runtime_section, heatmap_section, _synthetic, clusters_section,
+                           status_section, provenance_section]
 
 
 def write_report(results_dir: str | os.PathLike = "results") -> Path:
