@@ -20,6 +20,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from dptaucc._cli import plain
 from dptaucc.bench.aggregate import COLORS, label  # noqa: E402
 from dptaucc.bench.savefig import save_figure  # noqa: E402
 
@@ -317,7 +318,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     >>> code, (results / "figures" / "audit_epsilon_lower.png").exists()
     (0, True)
     """
-    ap = argparse.ArgumentParser(prog="python -m dptaucc.audit.report", description=__doc__)
+    ap = argparse.ArgumentParser(prog="python -m dptaucc.audit.report", description=plain(__doc__))
     ap.add_argument("--results-dir", default=os.environ.get("DPTAUCC_RESULTS_DIR", "results"))
     args = ap.parse_args(argv)
     root = Path(args.results_dir)

@@ -27,6 +27,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import NullFormatter, NullLocator  # noqa: E402
 
+from dptaucc._cli import plain  # noqa: E402
 from dptaucc.bench.aggregate import (  # noqa: E402
     COLORS,
     EXTRA_METHODS,
@@ -553,7 +554,7 @@ def _table(results_dir: str, exp: str, mtime_ns: int) -> pd.DataFrame:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m dptaucc.bench.figures", description=__doc__)
+    ap = argparse.ArgumentParser(prog="python -m dptaucc.bench.figures", description=plain(__doc__))
     ap.add_argument("--results-dir", default=os.environ.get("DPTAUCC_RESULTS_DIR", "results"))
     args = ap.parse_args(argv)
     files = make_figures(args.results_dir)

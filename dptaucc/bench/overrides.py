@@ -30,7 +30,11 @@ _INFO_FLAGS = ("-h", "--help", "--hydra-help", "-c", "--cfg", "-i", "--info", "-
 
 
 class UnknownKeyError(ValueError):
-    """A command-line override names a key that the composed config does not have."""
+    """A command-line override names a key that the composed config does not have.
+
+    >>> issubclass(UnknownKeyError, ValueError)  # a bad value: exit 2, like a bad choice
+    True
+    """
 
 
 def _user_dirs(argv: Sequence[str]) -> list[str]:

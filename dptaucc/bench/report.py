@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from dptaucc._cli import plain
 from dptaucc.audit.report import audit_section
 from dptaucc.bench.aggregate import (
     EXTRA_METHODS,
@@ -546,7 +547,7 @@ def write_report(results_dir: str | os.PathLike = "results") -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m dptaucc.bench.report", description=__doc__)
+    ap = argparse.ArgumentParser(prog="python -m dptaucc.bench.report", description=plain(__doc__))
     ap.add_argument("--results-dir", default=os.environ.get("DPTAUCC_RESULTS_DIR", "results"))
     args = ap.parse_args(argv)
     print(write_report(args.results_dir))
