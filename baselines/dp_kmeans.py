@@ -117,7 +117,7 @@ __all__ = ["DPKMeans", "DEFAULT_BOUNDS_MAX", "SUM_GRID_BITS", "calc_iters", "su_
 #: this method's facts for the benchmark, figures and report (:mod:`dptaucc.methods`)
 METHOD = MethodInfo(
     name="dp_kmeans", estimator="dptaucc.baselines.dp_kmeans.DPKMeans",
-    label="DP-KMeans", color="tab:orange", linestyle="-", family="k-means",
+    label="DP-KMeans", color="tab:orange", linestyle="-", marker="s", family="k-means",
     neighbours="one row replaced (covers one cell)",
     # any row in [0, bounds_max]^d may replace another; cells are floored to a public grid
     domain=NON_NEGATIVE_REALS,

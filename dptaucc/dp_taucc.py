@@ -79,7 +79,7 @@ __all__ = ["DPTauCC"]
 #: this method's facts for the benchmark, figures and report (:mod:`dptaucc.methods`)
 METHOD = MethodInfo(
     name="dp_taucc", estimator="dptaucc.DPTauCC",
-    label="DP-τCC", color="tab:blue", linestyle="-", family="co-clustering",
+    label="DP-τCC", color="tab:blue", linestyle="-", marker="o", family="co-clustering",
     neighbours="one cell +1",
     # its tables are integer counts of X plus integer noise: a fractional count would be
     # released with its fractional part exact, so X must hold whole counts

@@ -36,7 +36,7 @@ __all__ = ["FastTauCC"]
 #: this method's facts for the benchmark, figures and report (:mod:`dptaucc.methods`)
 METHOD = MethodInfo(
     name="fast_taucc", estimator="dptaucc.FastTauCC",
-    label="Fast-τCC", color="black", linestyle="--", family="co-clustering",
+    label="Fast-τCC", color="black", linestyle="--", marker="o", family="co-clustering",
     neighbours="none (not private)",
     domain=NON_NEGATIVE_REALS,  # τ is defined on any non-negative table (P = A / ΣA)
     modes=(),

@@ -71,6 +71,8 @@ class MethodInfo:
     coclusters: bool = False
     #: the experiment protocol runs it only for ε below this (None: every ε)
     max_epsilon: float | None = None
+    #: matplotlib marker of its points in the figures (with ``color``, distinct per method)
+    marker: str = "o"
     #: the values of X it accepts (:data:`DOMAINS`), decided by its privacy calibration: a
     #: method whose guarantee covers any change of one row takes :data:`NON_NEGATIVE_REALS`;
     #: one that releases integer counts of X with integer noise takes :data:`COUNTS` (a

@@ -88,7 +88,7 @@ __all__ = ["ColoredNoiseKMeans", "NOISES", "VARIANTS", "public_domain_variances"
 #: this method's facts for the benchmark, figures and report (:mod:`dptaucc.methods`)
 METHOD = MethodInfo(
     name="colored_noise", estimator="dptaucc.baselines.colored_noise.ColoredNoiseKMeans",
-    label="Colored noise", color="tab:brown", linestyle="-", family="k-means",
+    label="Colored noise", color="tab:brown", linestyle="-", marker="P", family="k-means",
     neighbours="one cell (one row added/removed, group privacy)",
     domain=NON_NEGATIVE_REALS,  # rows are mapped to the unit ball, whatever their values
     uses_delta=True,

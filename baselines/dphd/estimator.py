@@ -97,7 +97,7 @@ __all__ = ["DPHD", "DEFAULT_MAX_VALUE", "DENSE_MIN_DENSITY"]
 #: this method's facts for the benchmark, figures and report (:mod:`dptaucc.methods`)
 METHOD = MethodInfo(
     name="dphd", estimator="dptaucc.baselines.dphd.DPHD",
-    label="DPHD", color="tab:green", linestyle="-", family="k-means",
+    label="DPHD", color="tab:green", linestyle="-", marker="^", family="k-means",
     neighbours="one row replaced (covers one cell)",
     # any row within the public bounds may replace another; sums are floored to a public grid
     domain=NON_NEGATIVE_REALS,

@@ -79,7 +79,7 @@ __all__ = ["DPM", "nearest_centre"]
 #: this method's facts for the benchmark, figures and report (:mod:`dptaucc.methods`)
 METHOD = MethodInfo(
     name="dpm", estimator="dptaucc.baselines.dpm.DPM",
-    label="DPM", color="tab:purple", linestyle="-", family="recursive separation",
+    label="DPM", color="tab:purple", linestyle="-", marker="D", family="recursive separation",
     neighbours="one cell (one row added/removed, group privacy)",
     domain=NON_NEGATIVE_REALS,  # rows are mapped to the unit ball, whatever their values
     uses_delta=True,

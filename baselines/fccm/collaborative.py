@@ -50,7 +50,8 @@ __all__ = ["CollaborativeFCCM", "SMC_NOTE", "ANALYST"]
 #: this method's facts for the benchmark, figures and report (:mod:`dptaucc.methods`)
 METHOD = MethodInfo(
     name="fccm", estimator="dptaucc.baselines.fccm.CollaborativeFCCM",
-    label="Collab. FCCM", color="tab:gray", linestyle="--", family="fuzzy co-clustering",
+    label="Collab. FCCM", color="tab:olive", linestyle="-.", marker="X",
+    family="fuzzy co-clustering",
     neighbours="none (secure computation, not DP)",
     domain=NON_NEGATIVE_REALS,  # fixed-point secure sums of any non-negative values
     modes=(),

@@ -86,7 +86,7 @@ __all__ = ["DPNMF", "LOCAL_H_STEPS", "TRANSFORM_STEPS", "topic_scores"]
 #: this method's facts for the benchmark, figures and report (:mod:`dptaucc.methods`)
 METHOD = MethodInfo(
     name="dpnmf", estimator="dptaucc.baselines.nmf_dp.DPNMF",
-    label="DPNMF", color="tab:red", linestyle="-", family="NMF",
+    label="DPNMF", color="tab:red", linestyle="-", marker="v", family="NMF",
     neighbours="one row (document) replaced (covers one cell)",
     domain=NON_NEGATIVE_REALS,  # documents are scaled to unit L2 norm, whatever their values
     role="paper",

@@ -40,6 +40,7 @@ from dptaucc.bench.figures import (
     PAPER_EXPERIMENTS,
     PAPER_PROTOCOL,
     _datasets,
+    asked_clusters,
     discovered,
     experiment_tables,
     row_series,
@@ -277,15 +278,6 @@ def status_section(frames: dict[str, pd.DataFrame]) -> list[str]:
                           rows) + [""]
 
 
-def _asked_clusters(df: pd.DataFrame) -> pd.Series:
-    """The row-cluster count each run asked for (``p_n_row_clusters`` or ``p_n_clusters``)."""
-    asked = pd.Series(float("nan"), index=df.index)
-    for col in ("p_n_row_clusters", "p_n_clusters"):
-        if col in df:
-            asked = asked.fillna(pd.to_numeric(df[col], errors="coerce"))
-    return asked
-
-
 def clusters_section(frames: dict[str, pd.DataFrame]) -> list[str]:
     """Runs of a non-private method (the reference lines of the figures) that found fewer row
     clusters than asked (``k_found`` below the asked count; each such fit also warned)."""
@@ -294,7 +286,7 @@ def clusters_section(frames: dict[str, pd.DataFrame]) -> list[str]:
         d = ok(df[~df["private"].fillna(True).astype(bool)])
         if d.empty or "k_found" not in d:
             continue
-        asked = _asked_clusters(d)
+        asked = asked_clusters(d)
         fewer = d[pd.to_numeric(d["k_found"], errors="coerce") < asked]
         for (alg, ds), f in fewer.groupby(["algorithm", "dataset"]):
             n = int(((d["algorithm"] == alg) & (d["dataset"] == ds)).sum())

@@ -67,7 +67,7 @@ def test_the_corrected_line_is_the_dp_output_and_the_paper_protocol_is_named(rea
     legend = {t.get_text() for t in fig.legends[0].get_texts()}
     assert all("DP" in text for text in legend)  # every entry says whether it is DP
     # the caption gives each method's neighbour relation
-    title = fig._suptitle.get_text()
+    title = " ".join(fig._suptitle.get_text().split())  # wrapped to the figure's width
     for alg in ("dp_taucc", "dp_kmeans", "dpnmf"):
         assert NEIGHBOURS[alg] in title and label(alg) in title
     plt.close(fig)
@@ -97,10 +97,20 @@ def test_bands_stay_within_the_metric_range(real):
 
 
 def test_a_panel_says_where_a_method_has_no_points(real):
+    """A note every panel shares is said once, in the figure's title; a note of some panels
+    stays in theirs."""
+    note = "DPNMF: no points above ε = 0.99999 (runs for ε < 1 only)"
     fig = figures.fig_metric_vs_eps(real, "nmi_rows", "corrected",
                                     ["dp_taucc", "dp_kmeans", "dpnmf"], [], "t")
-    title = fig.axes[0].get_title()
-    assert "DPNMF: no points above ε = 0.99999 (runs for ε < 1 only)" in title
+    assert note in " ".join(fig._suptitle.get_text().split())
+    assert note not in fig.axes[0].get_title()
+    plt.close(fig)
+    other = real[real["algorithm"] != "dpnmf"].assign(dataset="tr11")
+    fig = figures.fig_metric_vs_eps(pd.concat([real, other]), "nmi_rows", "corrected",
+                                    ["dp_taucc", "dp_kmeans", "dpnmf"], [], "t")
+    titles = {ax.get_title().split("\n")[0]: ax.get_title() for ax in fig.axes}
+    assert note in titles["cstr"] and "DPNMF: no points" in titles["tr11"]
+    assert "DPNMF: no points" not in " ".join(fig._suptitle.get_text().split())
     plt.close(fig)
     assert figures.coverage_note({"dpnmf": pd.DataFrame({"epsilon": []})}, "n_cols",
                                  eps=3.0) == "DPNMF: no points (runs for ε < 1 only)"
@@ -113,10 +123,28 @@ def test_heatmap_ticks_are_the_grids_own_values():
                         "seed": 0, "tau_hat_rc": 0.1 * i + e / 100} for e in eps for i in iters])
     fig = figures.fig_heatmap(df, "p_n_iterations", "iterations I", "t")
     ax = fig.axes[0]
-    np.testing.assert_allclose(ax.get_xticks(), eps)
+    # one equal cell per grid value: the uneven ε grid is not drawn to scale
+    mesh = ax.collections[0].get_coordinates()
+    np.testing.assert_allclose(np.diff(mesh[0, :, 0]), 1.0)
+    np.testing.assert_allclose(np.diff(mesh[:, 0, 1]), 1.0)
+    np.testing.assert_allclose(ax.get_xticks(), range(len(eps)))
     assert [t.get_text() for t in ax.get_xticklabels()] == ["0.1", "0.3", "0.99999", "4.5", "10"]
-    np.testing.assert_allclose(ax.get_yticks(), iters)
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["2", "3", "5"]
     plt.close(fig)
+
+
+def test_the_two_heatmaps_say_what_they_vary():
+    titles = {}
+    for exp, param in (("fig3_iterations", "p_n_iterations"), ("supp_h", "p_h")):
+        df = pd.DataFrame([{"dataset": "cstr", "status": "ok", "epsilon": e, param: v,
+                            "seed": 0, "mode": "paper", "tau_hat_rc": 0.1}
+                           for e in (0.5, 1.5) for v in (2, 3)])
+        for name, draw in figures.experiment_plots(exp, df):
+            fig = draw()
+            titles[name] = " ".join(fig._suptitle.get_text().split())
+            plt.close(fig)
+    assert "vs ε and iterations I (paper mode)" in titles["fig3_supp_fig2_iterations_tau_paper"]
+    assert "vs ε and h (paper mode)" in titles["supp_fig3_h_tau_paper"]
 
 
 def test_runtime_bars_stay_positive_on_the_log_axis():
@@ -131,7 +159,10 @@ def test_runtime_bars_stay_positive_on_the_log_axis():
     lows = [seg[:, 1].min() for c in bars for seg in c.get_segments()]
     assert lows and min(lows) > 0
     assert "percentile" in ax.get_ylabel()
+    assert "(serial, BLAS threads: 1)" in ax.get_title()  # not a Python list
     plt.close(fig)
+    assert figures.threads_text([2, 2.0, np.nan]) == "BLAS threads: 2"
+    assert figures.threads_text([1, 2]) == "BLAS threads: 1–2"
 
 
 def _write(results_dir, frames: dict[str, pd.DataFrame]) -> None:

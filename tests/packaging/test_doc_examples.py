@@ -2,8 +2,8 @@
 
 Blocks run in a fresh interpreter from an empty temporary directory (a user's examples must
 not depend on where they run: the committed ``results/`` tables are found through
-``dptaucc.bench.collect.read_table``), with the data mirror or cache the rest of the suite uses. A block that defines functions is
-then called by the check registered for it below.
+``dptaucc.bench.collect.read_table``), with the data mirror or cache the rest of the suite
+uses. A block that defines functions is then called by the check registered for it below.
 """
 
 from __future__ import annotations
