@@ -230,3 +230,20 @@ def test_distances_follow_the_rule():
     assert dist.loc["fast_taucc", "mad"] == pytest.approx(0.02) and dist.loc["fast_taucc", "ok"]
     tight = df.assign(nmi_rows=np.where(df["algorithm"] == "dp_taucc", 0.5, 0.52))
     assert not bool(headline.distances(tight, cal).set_index("algorithm").loc["dp_taucc", "ok"])
+
+
+def test_the_report_lists_references_that_found_fewer_clusters(real):
+    """A non-private reference whose fit removed emptied clusters is named with how often; a
+    private method's merges are left to the records (k_found, warnings)."""
+    df = real.assign(p_n_row_clusters=3, k_found=3)
+    fast = df["algorithm"] == "fast_taucc"
+    df.loc[fast & (df["seed"] < 2), "k_found"] = 2
+    df.loc[df["algorithm"] == "dp_taucc", "k_found"] = 1
+    lines = report.clusters_section({"fig2_real": df})
+    assert lines[0] == "## Fewer clusters than asked (non-private references)"
+    assert "| fig2_real | Fast-τCC | cstr | 2 of 3 | 3 | 2 |" in lines
+    assert not any("DP-τCC" in line for line in lines)
+    assert report.clusters_section({"fig2_real": real.assign(p_n_row_clusters=3,
+                                                             k_found=3)}) == []
+    note = figures.fewer_clusters_note(df, ["fast_taucc"])
+    assert note.startswith("Fast-τCC found fewer row clusters than asked in 2 of 3 runs")
