@@ -286,7 +286,7 @@ def title_panels(panels: Sequence[tuple]) -> list[str]:
 def caption(title: str, algs: Sequence[str], scale: str, notes: Sequence[str] = ()) -> str:
     """A figure's title: what it shows, the neighbour relation of each DP method's ε (the
     relation ε refers to in corrected mode), the scale and the notes every panel shares."""
-    return "\n".join([title, neighbours_text(algs), "; ".join([scale, *notes])])
+    return "\n".join([title, neighbours_text(algs), scale, *notes])
 
 
 def asked_clusters(df: pd.DataFrame) -> pd.Series:

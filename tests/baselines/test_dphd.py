@@ -11,7 +11,14 @@ from dptaucc.baselines.dphd import DPHD, OctaveNotFoundError, octave
 from dptaucc.baselines.dphd.testing import have_octave
 from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
 
-octave_test = pytest.mark.skipif(not have_octave(), reason="GNU Octave (octave-cli) not installed")
+_skip_without_octave = pytest.mark.skipif(not have_octave(),
+                                          reason="GNU Octave (octave-cli) not installed")
+
+
+def octave_test(test):
+    """A test that runs DPHD in GNU Octave: marked ``octave`` (not in ``make test-fast``) and
+    skipped where Octave is not installed."""
+    return pytest.mark.octave(_skip_without_octave(test))
 
 
 def blocks(n_per=40, k=3, d=30, hi=5.0, lo=0.3, seed=0):

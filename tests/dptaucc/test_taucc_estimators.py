@@ -155,6 +155,7 @@ def test_nan_sensitivity_gives_uniform_assignment():
     assert ledger.epsilon_spent == 1.0 and "Q4" in ledger.entries[0].note
 
 
+@pytest.mark.slow
 def test_huge_epsilon_close_to_fast_taucc(planted):
     """With ε very large DP-τCC behaves like Fast-τCC started from the same K0 = L0 = 3.
 
