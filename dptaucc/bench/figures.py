@@ -43,6 +43,7 @@ from dptaucc.bench.aggregate import (  # noqa: E402
 )
 from dptaucc.bench.collect import load_table  # noqa: E402
 from dptaucc.bench.savefig import save_figure as _save  # noqa: E402
+from dptaucc.bench.study import PAPER_EXPERIMENTS, study  # noqa: E402
 
 DATASET_ORDER = ("classic3", "cstr", "hitech", "k1b", "reviews", "sports", "tr11", "tr41")
 METRIC_NAMES = {"nmi_rows": "NMI (rows)", "ari_rows": "ARI (rows)", "nmi_cols": "NMI (columns)",
@@ -54,8 +55,6 @@ METRIC_RANGE = {"nmi": (0.0, 1.0), "ari": (-0.5, 1.0), "tau": (0.0, 1.0)}
 #: the legend's name of the paper's evaluation protocol (rows assigned to the released
 #: prototypes by reading the data), never a DP output
 PAPER_PROTOCOL = "paper protocol: reads the data, not DP"
-#: the paper's experiments (drawn by dedicated functions); any other table gets a generic figure
-PAPER_EXPERIMENTS = ("fig2_real", "fig3_iterations", "supp_h", "supp_synthetic", "supp_runtime")
 #: styles of algorithms without a fixed colour (a user's own), handed out in name order
 _SPARE_COLORS = ("tab:pink", "tab:cyan", "#1b9e77", "#d95f02", "#7570b3", "#e7298a",
                  "#66a61e", "#e6ab02", "#a6761d", "#b2df8a")
@@ -216,14 +215,20 @@ def row_series(d: pd.DataFrame, alg: str, mode: str, metric: str) -> list[tuple[
     (``<metric>_private``, solid) when it releases some; the paper's protocol (rows assigned to
     the released prototypes by reading the data) follows as its own dotted series, named as
     not DP. In paper mode the line is the paper's protocol, as the paper plots it. A method of
-    your own is named "not declared DP" unless it releases DP row labels."""
+    your own is named "not declared DP" unless it releases DP row labels; one without an
+    evaluation protocol of its own (its protocol score is that of the DP labels it releases)
+    has the one series."""
     private = f"{metric}_private"
     # a method of your own may have no evaluation protocol: its score is then that of the row
     # labels it exposes, which it has not declared DP
     scored = (f"{label(alg)}: {PAPER_PROTOCOL}" if alg in LABELS
               else f"{label(alg)} (not declared DP)")
-    if mode == "corrected" and private in d and ok(d)[private].notna().any():
-        return [(private, "-", f"{label(alg)}: its DP row labels (DP)"), (metric, ":", scored)]
+    done = ok(d)
+    if mode == "corrected" and private in d and done[private].notna().any():
+        dp = [(private, "-", f"{label(alg)}: its DP row labels (DP)")]
+        same = np.isclose(done[private].astype(float), done[metric].astype(float),
+                          rtol=0, atol=1e-12, equal_nan=True).all()
+        return dp if same else dp + [(metric, ":", scored)]
     return [(metric, ":" if mode == "corrected" else "-", scored)]
 
 
@@ -404,8 +409,8 @@ def fig_metric_vs_eps(df: pd.DataFrame, metric: str, mode: str, methods: Sequenc
     return fig
 
 
-#: the legend entry of the paper's own values, read by eye off its figure
-PAPER_MARKS = "paper's Fig. 2 (by eye)"
+#: the legend entry of the paper's own values, digitised from its figure (:mod:`published`)
+PAPER_MARKS = "paper's Fig. 2 (digitised)"
 
 
 def _legend(fig, axes, title: str = "") -> None:
@@ -642,19 +647,23 @@ def real_data_plots(real: pd.DataFrame) -> Iterator[tuple[str, Draw]]:
     """Fig. 2 / supp. Fig. 1 (both modes) and the extra-methods comparison, your methods added."""
     from dptaucc.bench.calibration import calibration as _calibration
 
-    cal = _calibration()
+    # your study (your methods or data): your modes only, no paper marks, ε axis from the data
+    paper = study({"fig2_real": real}).is_paper
+    cal = _calibration() if paper else None
+    xmax = 3.0 if paper else None
     mine, mine_bands = discovered(real)
-    for mode in ("paper", "corrected"):
+    present = set(real["mode"].dropna())
+    for mode in [m for m in ("paper", "corrected") if paper or m in present]:
         for metric, name in (("nmi_rows", "fig2_nmi"), ("ari_rows", "supp_fig1_ari")):
             yield f"{name}_{mode}", partial(
                 fig_metric_vs_eps, real, metric, mode, [*PAPER_METHODS, *mine],
                 ["fast_taucc", *mine_bands],
-                f"{METRIC_NAMES[metric]} vs ε, real data ({mode} mode)",
+                f"{METRIC_NAMES[metric]} vs ε, real data ({mode} mode)", xmax=xmax,
                 calibration=cal if (mode, metric) == ("paper", "nmi_rows") else None)
         extra = ["dp_taucc", *(a for a in EXTRA_METHODS if a != "fccm"), *mine]
         yield f"fig2_extra_methods_{mode}", partial(
             fig_metric_vs_eps, real, "nmi_rows", mode, extra, ["fast_taucc", "fccm", *mine_bands],
-            f"Other privacy-preserving methods vs DP-τCC ({mode} mode)")
+            f"Other privacy-preserving methods vs DP-τCC ({mode} mode)", xmax=xmax)
 
 
 def other_experiment_plots(experiment: str, df: pd.DataFrame) -> Iterator[tuple[str, Draw]]:

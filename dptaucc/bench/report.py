@@ -3,7 +3,7 @@
 It opens with a headline (:mod:`headline`: does each paper figure reproduce, what corrected
 mode changes, the audit's verdict, the run) and the figures as images; then, per dataset and
 ε, mean ± std of every method in both modes (corrected mode: what each method releases) next to
-the paper's values read off its Fig. 2 (the packaged ``calibration/fig2_paper_values.tsv``);
+the paper's Fig. 2 values (digitised from the paper, :mod:`published`);
 ε claimed vs ε spent per method (from the ledgers); runtime; failed jobs. Algorithms and
 experiments are discovered from the tables, so your own method or experiment gets its rows and
 tables too. The tables are a list of sections (:data:`SECTIONS`), each a function of the
@@ -84,8 +84,9 @@ def fig2_section(df: pd.DataFrame, metric: str = "nmi_rows") -> list[str]:
              "prototypes, not row labels, so their only row score is the paper's protocol, "
              "named as such.", "", _neighbours_line(df), ""]
     if name == "NMI":
-        lines += ["Paper values in brackets are read by eye off the paper's Fig. 2 (±0.02), "
-                  "paper mode; DPNMF runs for ε < 1 only; DPHD is 0 in the paper.", ""]
+        lines += ["Paper values in brackets are the paper's Fig. 2, digitised from its figure "
+                  "(each point's reading error is in `calibration/published_values.tsv`), paper "
+                  "mode; DPNMF runs for ε < 1 only.", ""]
     return lines + comparison_tables(df, metric, calibrated=metric == "nmi_rows")
 
 
@@ -521,11 +522,12 @@ def write_report(results_dir: str | os.PathLike = "results") -> Path:
     """REPORT.md: the headline (:mod:`headline`), the figures as images, then the tables
     (:data:`SECTIONS`) and the privacy audit."""
     from dptaucc.bench.headline import figures_section, headline_section
+    from dptaucc.bench.published import published_values
 
     results_dir = Path(results_dir)
     frames = experiment_tables(results_dir)
     lines = title_lines(results_dir)
-    lines += headline_section(frames, results_dir, calibration())
+    lines += headline_section(frames, results_dir, published_values())
     lines += figures_section(results_dir)
     lines += header_lines(frames, results_dir)
     if frames:
