@@ -69,7 +69,13 @@ def reproduction_table(frames: dict[str, pd.DataFrame],
                        pub: pd.DataFrame) -> tuple[list[str], list[str]]:
     """One row per paper figure (our runs, how many published points it is judged on, the
     rule's two measures and the verdict, :mod:`published`), and the lines saying where paper
-    mode does not match."""
+    mode does not match.
+
+    >>> from dptaucc.bench.published import published_values
+    >>> table, where = reproduction_table({}, published_values())  # nothing run yet
+    >>> len(table), table[2], where
+    (9, '| Fig. 2: row NMI vs ε, real data | not run | – | – | – | – | not run |', [])
+    """
     rows, where_lines = [], []
     for title, exp, _, key in PAPER_FIGURES:
         df = frames.get(exp)

@@ -50,7 +50,11 @@ RULE = (f"a figure reproduces when at most {SHARE_LIMIT:.0%} of its points lie o
 
 @dataclass(frozen=True)
 class Judged:
-    """How one published figure maps onto our tables."""
+    """How one published figure maps onto our tables.
+
+    >>> FIGURES["fig3"]
+    Judged(experiment='fig3_iterations', metric='tau_hat_rc', param='p_n_iterations')
+    """
 
     experiment: str
     metric: str
@@ -158,7 +162,12 @@ def compare(ours: pd.DataFrame, pub: pd.DataFrame, figure: str) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class Verdict:
-    """The rule applied to a figure's points (see the module docstring)."""
+    """The rule applied to a figure's points (see the module docstring).
+
+    >>> v = Verdict(points=20, mad=0.01, mad_limit=0.05, outside=3, bias=0.002)
+    >>> v.share, v.reproduces  # 15 % of the points outside: more than a match allows
+    (0.15, False)
+    """
 
     points: int
     mad: float
@@ -209,7 +218,20 @@ def mismatches(points: pd.DataFrame, limit: int = 8) -> list[str]:
     """Where paper mode does not match: one line per dataset and method with more than
     :data:`SHARE_LIMIT` of its points outside their combined error (how many, the mean
     difference of those, the largest and where; at most ``limit`` lines, the largest share
-    first), then one line for the pairs whose few points outside a match allows."""
+    first), then one line for the pairs whose few points outside a match allows.
+
+    >>> nan = float("nan")
+    >>> pts = pd.DataFrame({"dataset": ["cstr"] * 3, "algorithm": ["dp_taucc"] * 3,
+    ...     "epsilon": [0.5, 1.0, 2.0], "param": [""] * 3, "param_value": [nan] * 3,
+    ...     "ours": [0.40, 0.31, 0.36], "theirs": [0.16, 0.30, 0.36],
+    ...     "diff": [0.24, 0.01, 0.0], "outside": [True, False, False]})
+    >>> line, = mismatches(pts)  # one of three points: over the 10 % a match allows
+    >>> how_many, largest = line.split("; ")
+    >>> how_many
+    'cstr, DP-τCC: 1 of 3 points outside, ours − theirs +0.240 on average there'
+    >>> largest
+    'largest +0.240 at ε = 0.5 (0.400 vs 0.160)'
+    """
     out = points[points["outside"]]
     if out.empty:
         return []

@@ -21,7 +21,11 @@ PAPER_EXPERIMENTS = ("fig2_real", "fig3_iterations", "supp_h", "supp_synthetic",
 
 @dataclass(frozen=True)
 class Study:
-    """The parts of a sweep that are not the paper's (each sorted by name)."""
+    """The parts of a sweep that are not the paper's (each sorted by name).
+
+    >>> Study().is_paper, Study(experiments=("my_experiment",)).is_paper
+    (True, False)
+    """
 
     methods: tuple[str, ...] = ()
     datasets: tuple[str, ...] = ()
