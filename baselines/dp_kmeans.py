@@ -94,7 +94,7 @@ from sklearn.utils._param_validation import Interval
 
 from dptaucc.base import EPSILON, MODE, RANDOM_STATE, SECURE, PrivateEstimator
 from dptaucc.kernels import sum_by_row_label
-from dptaucc.methods import MethodInfo
+from dptaucc.methods import NON_NEGATIVE_REALS, MethodInfo
 from dptaucc.privacy import (
     DP,
     LEDGER_ATTRIBUTES,
@@ -117,8 +117,10 @@ __all__ = ["DPKMeans", "DEFAULT_BOUNDS_MAX", "SUM_GRID_BITS", "calc_iters", "su_
 #: this method's facts for the benchmark, figures and report (:mod:`dptaucc.methods`)
 METHOD = MethodInfo(
     name="dp_kmeans", estimator="dptaucc.baselines.dp_kmeans.DPKMeans",
-    label="DP-KMeans", color="tab:orange", linestyle="-", family="k-means",
+    label="DP-KMeans", color="tab:orange", linestyle="-", marker="s", family="k-means",
     neighbours="one row replaced (covers one cell)",
+    # any row in [0, bounds_max]^d may replace another; cells are floored to a public grid
+    domain=NON_NEGATIVE_REALS,
     role="paper",
     audit="dptaucc.baselines.dp_kmeans_audit",
     row_level=True,
@@ -474,6 +476,7 @@ class DPKMeans(ClusterMixin, PrivateEstimator):
         "random_state": RANDOM_STATE,
         "secure": SECURE,
     }
+    _domain = METHOD.domain
     _all_zero_outcome = "centres from noise alone (every release is still charged)"
 
 
@@ -537,6 +540,7 @@ class DPKMeans(ClusterMixin, PrivateEstimator):
         self.n_features_in_ = d
         self.row_labels_private_ = False
         self._set_ledger(ledger)
+        self._warn_if_fewer_clusters()
         return self
 
     def _fit_corrected(self, X, k, iters, eps_count, eps_coord, bmax, grid, sampler,

@@ -7,6 +7,8 @@ import argparse
 import sys
 import time
 
+from dptaucc._cli import plain
+
 from .download import DatasetError, cache_dir
 from .loader import load
 from .registry import KNOWN_DATASETS, get_entry
@@ -14,7 +16,7 @@ from .user import MATRIX_FORMATS, load_matrix
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m dptaucc.datasets", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m dptaucc.datasets", description=plain(__doc__))
     parser.add_argument("--cache-dir", default=None,
                         help="data cache (default: $DPTAUCC_DATA_DIR, else the user cache)")
     parser.add_argument("--mirror", default=None,

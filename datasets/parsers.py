@@ -46,12 +46,34 @@ def _triplet_columns(path: Path, header: list[str]) -> list[int]:
 _MAX_EXACT = 2**53
 
 
+def _file_line(path: Path, row: int) -> int:
+    """The line number in the file (the header is line 1) of data row ``row`` (0-based) of
+    ``numpy.loadtxt``, which skips blank and comment-only lines."""
+    seen = -1
+    with open(path, encoding="utf-8") as fh:
+        for number, line in enumerate(fh, start=1):
+            if number > 1 and line.split("#", 1)[0].strip():
+                seen += 1
+                if seen == row:
+                    return number
+    return number
+
+
+def _offender(path: Path, values: np.ndarray, bad: np.ndarray) -> str:
+    """"<value> on line <n>" of the first entry of a column where ``bad`` holds."""
+    k = int(np.argmax(bad))
+    value = float(values[k])
+    text = f"{value:g}" if value == int(value) and abs(value) < 1e15 else repr(value)
+    return f"{text} on line {_file_line(path, k)}"
+
+
 def _whole_column(path: Path, values: np.ndarray, what: str) -> np.ndarray:
     """A column of the triplet table as int64: whole numbers only (``8`` or ``8.0``)."""
     bad = ~np.isfinite(values) | (values != np.floor(values)) | (np.abs(values) > _MAX_EXACT)
     if bad.any():
+        k = int(np.argmax(bad))
         raise ValueError(f"{path.name}: {what} must be whole numbers, found "
-                         f"{float(values[bad][0])!r} on data line {int(np.argmax(bad)) + 1}")
+                         f"{float(values[k])!r} on line {_file_line(path, k)}")
     return values.astype(np.int64)
 
 
@@ -106,17 +128,24 @@ def parse_triplets(path: str | os.PathLike, *, shape: tuple[int, int] | None = N
     doc = _whole_column(path, table[:, 0], "row ids") - index_base
     word = _whole_column(path, table[:, 1], "column ids") - index_base
     count = _whole_column(path, table[:, 2], "counts")
-    if doc.min() < 0 or word.min() < 0:
-        raise ValueError(f"{path.name}: negative doc or word id (ids start at {index_base}"
-                         + ("; pass index_base=0 if yours start at 0)" if index_base else ")"))
+    for ids, what in ((doc, "row"), (word, "column")):
+        if ids.min() < 0:
+            raise ValueError(
+                f"{path.name}: {what} id {_offender(path, ids + index_base, ids < 0)} is below "
+                f"{index_base} (ids start at {index_base}"
+                + ("; pass index_base=0 if yours start at 0)" if index_base else ")"))
     if count.min() < 0:
-        raise ValueError(f"{path.name}: negative count {count.min()}")
+        raise ValueError(f"{path.name}: negative count {_offender(path, count, count < 0)}")
     if shape is not None:
         n_rows, n_cols = shape
-        if doc.max() >= n_rows or word.max() >= n_cols:
-            raise ValueError(f"{path.name}: a cell lies outside shape={shape}: largest row id "
-                             f"{doc.max() + index_base}, largest column id "
-                             f"{word.max() + index_base} (ids start at {index_base})")
+        outside = (doc >= n_rows) | (word >= n_cols)
+        if outside.any():
+            k = int(np.argmax(outside))
+            raise ValueError(f"{path.name}: a cell lies outside shape={shape}: row id "
+                             f"{doc[k] + index_base}, column id {word[k] + index_base} on line "
+                             f"{_file_line(path, k)}; largest row id {doc.max() + index_base}, "
+                             f"largest column id {word.max() + index_base} (ids start at "
+                             f"{index_base})")
     else:
         n_rows, n_cols = _n_distinct(doc), _n_distinct(word)
         if doc.max() >= n_rows or word.max() >= n_cols:
@@ -129,8 +158,23 @@ def parse_triplets(path: str | os.PathLike, *, shape: tuple[int, int] | None = N
             )
     X = sp.coo_matrix((count, (doc, word)), shape=(n_rows, n_cols), dtype=np.int64).tocsr()
     if X.nnz != count.size:  # tocsr summed some (doc, word) pairs
-        raise ValueError(f"{path.name}: duplicate (doc, word) pairs")
+        raise ValueError(f"{path.name}: duplicate (doc, word) pairs: "
+                         f"{_duplicate(path, doc, word, index_base)}")
     return _canonical(X)
+
+
+def _duplicate(path: Path, doc: np.ndarray, word: np.ndarray, index_base: int) -> str:
+    """"(row, column) on lines a and b" of the first pair that occurs twice (in file order of
+    its second occurrence)."""
+    key = doc.astype(np.int64) * (int(word.max()) + 1) + word
+    order = np.argsort(key, kind="stable")
+    same = np.flatnonzero(key[order][1:] == key[order][:-1])
+    second = order[same + 1]
+    k = int(same[np.argmin(second)])
+    first, again = int(order[k]), int(order[k + 1])
+    return (f"({doc[first] + index_base}, {word[first] + index_base}) on lines "
+            f"{_file_line(path, first)} and "
+            f"{_file_line(path, again)}")
 
 
 def _n_distinct(ids: np.ndarray) -> int:

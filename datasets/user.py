@@ -94,9 +94,9 @@ def read_matrix(path: str | os.PathLike, format: str | None = None, *,
     """Read a count matrix (``npz``, ``mtx`` or ``triplets``; by default from the file name).
 
     Triplet files: ``shape=(n_rows, n_cols)`` keeps rows and columns without any cell (without
-    it the matrix is #distinct row ids × #distinct column ids, with a warning: trailing empty
-    rows or columns cannot be seen); ids start at ``index_base`` (0 or 1). For the other
-    formats, a given ``shape`` must be the file's.
+    it the matrix is #distinct row ids × #distinct column ids, with a warning once the file
+    has been read: trailing empty rows or columns cannot be seen); ids start at
+    ``index_base`` (0 or 1). For the other formats, a given ``shape`` must be the file's.
 
     Examples
     --------
@@ -108,13 +108,51 @@ def read_matrix(path: str | os.PathLike, format: str | None = None, *,
     (3, 4)
     """
     p = _existing_file(path, "matrix file")
-    fmt = _format_of(p, format)
+    X = _read_matrix(p, _format_of(p, format), shape, index_base)
+    if _format_of(p, format) == "triplets" and shape is None:
+        _warn_no_shape(p, X.shape, "rows or columns", stacklevel=3)
+    return X
+
+
+def _warn_no_shape(p: Path, shape: tuple[int, int], what: str, stacklevel: int) -> None:
+    """The warning of a triplet file read without ``shape=`` whose ``what`` no labels file
+    confirms."""
+    warnings.warn(f"{p}: no shape= given, so the matrix is #distinct row ids x #distinct column "
+                  f"ids = {shape}; {what} without any cell after the last id are not seen: "
+                  "pass shape=(n_rows, n_cols) to keep them", UserWarning, stacklevel=stacklevel)
+
+
+def _confirm_shape(p: Path, shape: tuple[int, int], labels: dict[int, Path]) -> None:
+    """A triplet file read without ``shape=``: a labels file with more lines than the file has
+    rows (columns) means rows (columns) without any cell after the last id, which the file
+    cannot show: refused, naming the matrix file and the ``shape=`` that keeps them (a labels
+    file with fewer lines is that file's error, :func:`read_labels`)."""
+    for axis, path in labels.items():
+        n = _count_labels(path)
+        if n > shape[axis]:
+            side, other = ("rows", "row") if axis == 0 else ("columns", "column")
+            want = (n, shape[1]) if axis == 0 else (shape[0], n)
+            raise ValueError(
+                f"{p}: its {other} ids give {shape[axis]} {side}, but {path.name} has {n} "
+                f"labels: {side} after the last {other} id that holds a cell cannot be seen in "
+                f"a triplet file; pass shape={want} (dataset.params.shape=[{want[0]}, "
+                f"{want[1]}]) to keep them, or fix {path.name}")
+
+
+def _count_labels(path: Path) -> int:
+    """Lines of a labels file up to its last non-blank one (what :func:`read_labels` counts)."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError:
+        return 0  # read_labels names the problem
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return len(lines)
+
+
+def _read_matrix(p: Path, fmt: str, shape: tuple[int, int] | None,
+                 index_base: int) -> sp.csr_matrix:
     if fmt == "triplets":
-        if shape is None:
-            warnings.warn(f"{p}: no shape= given, so the matrix is #distinct row ids x #distinct "
-                          "column ids; rows or columns without any cell after the last id are "
-                          "not seen: pass shape=(n_rows, n_cols) to keep them", UserWarning,
-                          stacklevel=2)
         return counts_matrix(parse_triplets(p, shape=shape, index_base=index_base), str(p))
     if index_base != 0:
         raise ValueError(f"{p}: index_base is for triplet files; {fmt} files index from 0")
@@ -158,8 +196,10 @@ def read_labels(path: str | os.PathLike, n_rows: int, what: str = "labels") -> n
     blank = [i + 1 for i, t in enumerate(tokens) if not t]
     if blank:
         raise ValueError(f"{p}: line {blank[0]} is empty (one class per line expected)")
-    if any(len(t.split()) > 1 for t in tokens):
-        raise ValueError(f"{p}: expected one class per line, found several values on a line")
+    several = [i + 1 for i, t in enumerate(tokens) if len(t.split()) > 1]
+    if several:
+        raise ValueError(f"{p}: line {several[0]} holds several values ({tokens[several[0] - 1]!r}"
+                         "); one class per line expected")
     if len(tokens) != n_rows:
         raise ValueError(f"{p}: {len(tokens)} {what} for a matrix with {n_rows} "
                          f"{'rows' if what == 'labels' else 'columns'}")
@@ -201,17 +241,24 @@ def load_matrix(path: str | os.PathLike, labels: str | os.PathLike | None = None
         seed = _check_seed(seed)
     p = _existing_file(path, "matrix file")
     sources = {p.name: _check_sha256(p, sha256)}
-    X = read_matrix(p, format, shape=shape, index_base=index_base)
+    fmt = _format_of(p, format)
+    lp = None if labels is None else _existing_file(labels, "labels file")
+    cp = None if col_labels is None else _existing_file(col_labels, "column labels file")
+    for f, digest in ((lp, labels_sha256), (cp, col_labels_sha256)):
+        if f is not None:
+            sources[f.name] = _check_sha256(f, digest)
+    X = _read_matrix(p, fmt, shape, index_base)
+    if fmt == "triplets" and shape is None:
+        _confirm_shape(p, X.shape, {a: f for a, f in ((0, lp), (1, cp)) if f is not None})
+        if lp is None:  # nothing confirms the rows: the user may lose some without knowing
+            _warn_no_shape(p, X.shape, "rows (and columns)" if cp is None else "rows",
+                           stacklevel=3)
     row = col = None
-    if labels is not None:
-        lp = _existing_file(labels, "labels file")
-        sources[lp.name] = _check_sha256(lp, labels_sha256)
+    if lp is not None:
         row = read_labels(lp, X.shape[0])
-    if col_labels is not None:
-        cp = _existing_file(col_labels, "column labels file")
-        sources[cp.name] = _check_sha256(cp, col_labels_sha256)
+    if cp is not None:
         col = read_labels(cp, X.shape[1], "column labels")
-    meta = {"format": _format_of(p, format), "path": str(p),
+    meta = {"format": fmt, "path": str(p),
             "sources": {k: v for k, v in sources.items() if v is not None}}
     return _finish(X, row, col, name or p.name.split(".")[0], seed, meta)
 

@@ -40,6 +40,7 @@ from sklearn.base import BaseEstimator, BiclusterMixin
 from sklearn.utils._param_validation import Interval, StrOptions, validate_parameter_constraints
 from sklearn.utils.validation import check_is_fitted
 
+from dptaucc.methods import COUNTS, DOMAINS, NON_NEGATIVE_REALS
 from dptaucc.privacy.ledger import PrivacyLedger
 from dptaucc.privacy.releases import ReleaseKindsMixin
 from dptaucc.privacy.samplers import Sampler, make_sampler
@@ -47,8 +48,8 @@ from dptaucc.validation import check_count_matrix
 
 __all__ = [
     "MODES", "MODE", "EPSILON", "SEED", "RANDOM_STATE", "SECURE", "AllZeroCountsWarning",
-    "SuiteEstimator", "PrivateEstimator", "CoClustererMixin", "check_fit_input",
-    "check_privacy_parameters",
+    "FewerClustersWarning", "SuiteEstimator", "PrivateEstimator", "CoClustererMixin",
+    "check_fit_input", "check_privacy_parameters",
 ]
 
 #: ``"corrected"``: ε-DP end to end; ``"paper"``: the authors' code where it changes results
@@ -57,9 +58,18 @@ MODES = ("corrected", "paper")
 
 #: scikit-learn parameter constraints shared by the estimators
 MODE = [StrOptions(set(MODES))]
+
+
+class _EpsilonInterval(Interval):
+    """ε's interval (0, inf], its message saying what each mode accepts."""
+
+    def __str__(self) -> str:
+        return "a float > 0 (finite in corrected mode; inf only with mode='paper')"
+
+
 #: ε > 0; ``inf`` passes the constraint and is refused in corrected mode
-#: (:func:`check_privacy_parameters`)
-EPSILON = [Interval(Real, 0, math.inf, closed="right")]
+#: (:func:`check_privacy_parameters`), both as the message says
+EPSILON = [_EpsilonInterval(Real, 0, math.inf, closed="right")]
 #: None, a seed, a legacy ``RandomState``, a numpy Generator or SeedSequence
 SEED = ["random_state", Interval(Integral, 0, None, closed="left"), np.random.Generator,
         np.random.SeedSequence]
@@ -87,6 +97,27 @@ class AllZeroCountsWarning(UserWarning):
     ...
     >>> caught[0].category is AllZeroCountsWarning
     True
+    """
+
+
+class FewerClustersWarning(UserWarning):
+    """A fit found fewer clusters than asked: clusters that emptied were removed, and the
+    fitted ``n_row_clusters_`` (``n_col_clusters_``) says how many remain. The experiment
+    engine keeps the warning in the record's ``warnings`` and the count in ``k_found``
+    (``l_found``).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> from dptaucc import FastTauCC
+    >>> X = np.kron(np.eye(2, dtype=int), np.full((5, 4), 6))  # two blocks
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     _ = FastTauCC(3, 3, random_state=0).fit(X)
+    >>> print(caught[0].message)  # doctest: +NORMALIZE_WHITESPACE
+    FastTauCC found 2 row clusters, fewer than the 3 asked: clusters that emptied were
+    removed (n_row_clusters_ = 2)
     """
 
 
@@ -166,8 +197,10 @@ class SuiteEstimator(ReleaseKindsMixin, BaseEstimator):
     """Base of every estimator of the suite (private methods and non-private references).
 
     Subclasses declare ``_parameter_constraints`` (scikit-learn's), ``_release_kinds``,
-    whether X must hold whole counts (``_whole_counts``) and what a fit gives for an all-zero
-    matrix (``_all_zero_outcome``), and start ``fit`` with ``X = self._check_fit(X)``.
+    the values X may hold (``_domain``, one of :data:`dptaucc.methods.DOMAINS`: a built-in
+    estimator takes its method's ``METHOD.domain``; :data:`~dptaucc.methods.COUNTS` refuses
+    fractional entries) and what a fit gives for an all-zero matrix (``_all_zero_outcome``),
+    and start ``fit`` with ``X = self._check_fit(X)``.
 
     Examples
     --------
@@ -178,7 +211,7 @@ class SuiteEstimator(ReleaseKindsMixin, BaseEstimator):
     """
 
     _parameter_constraints: ClassVar[dict] = {}
-    _whole_counts: ClassVar[bool] = False
+    _domain: ClassVar[str] = NON_NEGATIVE_REALS
     _all_zero_outcome: ClassVar[str] = "a result that does not depend on the data"
 
     def _check_fit(self, X) -> sp.csr_matrix:
@@ -186,7 +219,10 @@ class SuiteEstimator(ReleaseKindsMixin, BaseEstimator):
         self._validate_params()
         self._refuse_booleans()
         self._check_parameters()
-        return check_fit_input(X, whole_counts=self._whole_counts,
+        if self._domain not in DOMAINS:
+            raise TypeError(f"{type(self).__name__}._domain must be one of {DOMAINS}, "
+                            f"got {self._domain!r}")
+        return check_fit_input(X, whole_counts=self._domain == COUNTS,
                                outcome=self._all_zero_outcome)
 
     def _validate_params(self) -> None:
@@ -212,6 +248,21 @@ class SuiteEstimator(ReleaseKindsMixin, BaseEstimator):
             if isinstance(value, (bool, np.bool_)) and "boolean" not in allowed:
                 raise TypeError(f"The {name!r} parameter of {type(self).__name__} must be a "
                                 f"number, not a bool. Got {value!r} instead.")
+
+    def _warn_if_fewer_clusters(self) -> None:
+        """A :class:`FewerClustersWarning` for each of ``n_row_clusters_``/``n_col_clusters_``
+        below the count asked (``n_row_clusters`` or ``n_clusters``; ``n_col_clusters``, or
+        the row count when it is None). Called at the end of a fit that sets them."""
+        params = self.get_params(deep=False)
+        rows = params.get("n_row_clusters", params.get("n_clusters"))
+        cols = params.get("n_col_clusters") or rows
+        for attr, asked, side in (("n_row_clusters_", rows, "row"),
+                                  ("n_col_clusters_", cols, "column")):
+            found = getattr(self, attr, None)
+            if isinstance(asked, Integral) and found is not None and found < asked:
+                warnings.warn(f"{type(self).__name__} found {found} {side} clusters, fewer than "
+                              f"the {asked} asked: clusters that emptied were removed ({attr} "
+                              f"= {found})", FewerClustersWarning, stacklevel=3)
 
     def _check_fitted_input(self, X, attribute: str) -> sp.csr_matrix:
         """X for a method of a fitted model: counts with the fitted number of features."""

@@ -48,7 +48,7 @@ from sklearn.utils._param_validation import Interval
 from dptaucc._common import force_diversity, indicator_rows
 from dptaucc.base import EPSILON, MODE, RANDOM_STATE, SECURE, CoClustererMixin, PrivateEstimator
 from dptaucc.init import blind_block_init
-from dptaucc.methods import MethodInfo
+from dptaucc.methods import COUNTS, MethodInfo
 from dptaucc.objective import (
     aggregate_columns,
     aggregate_columns_and_table,
@@ -79,8 +79,11 @@ __all__ = ["DPTauCC"]
 #: this method's facts for the benchmark, figures and report (:mod:`dptaucc.methods`)
 METHOD = MethodInfo(
     name="dp_taucc", estimator="dptaucc.DPTauCC",
-    label="DP-τCC", color="tab:blue", linestyle="-", family="co-clustering",
+    label="DP-τCC", color="tab:blue", linestyle="-", marker="o", family="co-clustering",
     neighbours="one cell +1",
+    # its tables are integer counts of X plus integer noise: a fractional count would be
+    # released with its fractional part exact, so X must hold whole counts
+    domain=COUNTS,
     role="paper",
     coclusters=True,
     audit="dptaucc.dp_taucc_audit",
@@ -242,7 +245,7 @@ class DPTauCC(CoClustererMixin, PrivateEstimator):
         "random_state": RANDOM_STATE,
         "secure": SECURE,
     }
-    _whole_counts = True
+    _domain = METHOD.domain
 
     _release_kinds = {
         "row_labels_": DP, "dp_row_labels_": DP, "column_labels_": DP, "contingency_": DP,
@@ -368,6 +371,7 @@ class DPTauCC(CoClustererMixin, PrivateEstimator):
         self.n_row_clusters_ = int(self.row_labels_.max()) + 1
         self.rows_ = indicator_rows(self.row_labels_, self.n_row_clusters_)
         self.columns_ = indicator_rows(c, L)
+        self._warn_if_fewer_clusters()
         return self
 
     # ------------------------------------------------------- evaluation only

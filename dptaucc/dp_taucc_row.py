@@ -37,7 +37,7 @@ from dptaucc._common import force_diversity, indicator_rows
 from dptaucc.base import EPSILON, RANDOM_STATE, SECURE, CoClustererMixin, PrivateEstimator
 from dptaucc.dp_taucc import SENSITIVITY_FLOOR, prototype_row_labels
 from dptaucc.init import blind_block_init
-from dptaucc.methods import MethodInfo
+from dptaucc.methods import COUNTS, MethodInfo
 from dptaucc.objective import (
     aggregate_columns_and_table,
     aggregate_rows,
@@ -63,13 +63,14 @@ __all__ = ["DPTauCCRow", "DEFAULT_ROW_BOUND"]
 #: this method's facts for the benchmark, figures and report (:mod:`dptaucc.methods`)
 METHOD = MethodInfo(
     name="dp_taucc_row", estimator="dptaucc.DPTauCCRow",
-    label="DP-τCC (row)", color="tab:cyan", linestyle="-", family="co-clustering",
+    label="DP-τCC (row)", color="tab:cyan", linestyle="-", marker="*", family="co-clustering",
     neighbours="one row replaced (covers one cell)",
     modes=("corrected",),
     role="variant",
     coclusters=True,
     row_level=True,
     audit="dptaucc.dp_taucc_row_audit",
+    domain=COUNTS,  # as DP-τCC: whole counts, bounded per row to whole counts
 )
 
 #: Default B. With ``row_scaling="scale"`` every non-empty row has mass B, so B sets only the
@@ -171,6 +172,8 @@ class DPTauCCRow(CoClustererMixin, PrivateEstimator):
         "secure": SECURE,
     }
     _whole_counts = True
+
+    _domain = METHOD.domain
 
     _release_kinds = {
         "column_labels_": DP, "contingency_": DP,

@@ -18,7 +18,7 @@ from sklearn.utils._param_validation import Interval
 
 from dptaucc._common import indicator_rows
 from dptaucc.base import SEED, CoClustererMixin, SuiteEstimator
-from dptaucc.methods import MethodInfo
+from dptaucc.methods import NON_NEGATIVE_REALS, MethodInfo
 from dptaucc.objective import (
     aggregate_columns,
     aggregate_rows,
@@ -36,8 +36,9 @@ __all__ = ["FastTauCC"]
 #: this method's facts for the benchmark, figures and report (:mod:`dptaucc.methods`)
 METHOD = MethodInfo(
     name="fast_taucc", estimator="dptaucc.FastTauCC",
-    label="Fast-τCC", color="black", linestyle="--", family="co-clustering",
+    label="Fast-τCC", color="black", linestyle="--", marker="o", family="co-clustering",
     neighbours="none (not private)",
+    domain=NON_NEGATIVE_REALS,  # τ is defined on any non-negative table (P = A / ΣA)
     modes=(),
     role="reference",
     coclusters=True,
@@ -116,7 +117,9 @@ class FastTauCC(CoClustererMixin, SuiteEstimator):
         "max_iter_per_mode": [Interval(Integral, 1, None, closed="left")],
         "random_state": SEED,
     }
-    _all_zero_outcome = "its random initial partitions and an all-zero table"
+    _domain = METHOD.domain
+    # every score is 0: every row and column goes to cluster 0
+    _all_zero_outcome = "one row cluster, one column cluster and an all-zero table"
 
     # non-private: everything it learns is read from the data
     _release_kinds = {
@@ -174,6 +177,7 @@ class FastTauCC(CoClustererMixin, SuiteEstimator):
         self.n_outer_iter_ = outer
         self.converged_ = converged
         self.n_features_in_ = m
+        self._warn_if_fewer_clusters()
         return self
 
     def evaluation_row_labels(self, X) -> np.ndarray:

@@ -1,7 +1,8 @@
 """One place per method: the facts of each built-in method, declared beside its estimator.
 
 Every built-in estimator module declares ``METHOD = MethodInfo(...)``: its config name, display
-label, colour and line style, family, neighbouring relation, modes and protocol facts. This
+label, colour and line style, family, neighbouring relation, the input it accepts (its
+``domain``), modes and protocol facts. This
 module collects them lazily (importing an estimator module only when its facts are asked for);
 the benchmark's configs, figures, report and validation read them from here.
 
@@ -13,8 +14,8 @@ Examples
 --------
 >>> from dptaucc.methods import method
 >>> info = method("dp_taucc")
->>> info.label, info.neighbours, info.modes
-('DP-τCC', 'one cell +1', ('corrected', 'paper'))
+>>> info.label, info.neighbours, info.domain, info.modes
+('DP-τCC', 'one cell +1', 'counts', ('corrected', 'paper'))
 >>> method("fccm").private
 False
 """
@@ -25,7 +26,14 @@ import importlib
 from dataclasses import dataclass
 from functools import cache
 
-__all__ = ["MethodInfo", "BUILTIN_MODULES", "method", "methods"]
+__all__ = ["MethodInfo", "BUILTIN_MODULES", "COUNTS", "NON_NEGATIVE_REALS", "DOMAINS", "method",
+           "methods"]
+
+#: a method's input domain: whole non-negative counts (fractional values refused before any
+#: work), or any non-negative reals
+COUNTS = "counts"
+NON_NEGATIVE_REALS = "non-negative reals"
+DOMAINS = (COUNTS, NON_NEGATIVE_REALS)
 
 
 @dataclass(frozen=True)
@@ -77,6 +85,19 @@ class MethodInfo:
     #: its corrected-mode ε also holds when one whole row is replaced (directly, or as one
     #: removal plus one addition by group privacy): drawn in the one-relation comparison
     row_level: bool = False
+    #: matplotlib marker of its points in the figures (with ``color``, distinct per method)
+    marker: str = "o"
+    #: the values of X it accepts (:data:`DOMAINS`), decided by its privacy calibration: a
+    #: method whose guarantee covers any change of one row takes :data:`NON_NEGATIVE_REALS`;
+    #: one that releases integer counts of X with integer noise takes :data:`COUNTS` (a
+    #: fractional count would come out with its fractional part exact). The estimator reads
+    #: it (``_domain``), the input contract test checks both agree.
+    domain: str = NON_NEGATIVE_REALS
+
+    def __post_init__(self) -> None:
+        if self.domain not in DOMAINS:
+            raise ValueError(f"MethodInfo {self.name!r}: domain must be one of "
+                             f"{', '.join(map(repr, DOMAINS))}, got {self.domain!r}")
 
     @property
     def private(self) -> bool:

@@ -65,7 +65,11 @@ def check_count_matrix(X, *, integer: bool = True, name: str = "X") -> sp.csr_ma
     >>> check_count_matrix([[1, -1]])
     Traceback (most recent call last):
     ...
-    ValueError: Negative values in data passed to X: counts must be >= 0
+    ValueError: Negative values in data passed to X: X[0, 1] = -1; counts must be >= 0
+    >>> check_count_matrix([[1, 0], [0, 2.5]])
+    Traceback (most recent call last):
+    ...
+    ValueError: X contains fractional entries: X[1, 1] = 2.5; counts must be whole numbers
 
     Examples
     --------
@@ -80,7 +84,7 @@ def check_count_matrix(X, *, integer: bool = True, name: str = "X") -> sp.csr_ma
     whole_frozen = _frozen_whole(X)
     if whole_frozen is not None:  # checked when frozen, and unchangeable since
         if integer and not whole_frozen:
-            raise ValueError(f"{name} contains fractional entries; counts must be whole numbers")
+            raise ValueError(_fractional_message(X, name))
         return X
     summary = None
     if isinstance(X, np.matrix):  # check_array refuses np.matrix; its data is a plain 2-D array
@@ -111,13 +115,35 @@ def check_count_matrix(X, *, integer: bool = True, name: str = "X") -> sp.csr_ma
             "dtype('float64')"
         raise ValueError(f"Input {name} contains {what}.")
     if lowest < 0:
-        raise ValueError(f"Negative values in data passed to {name}: counts must be >= 0")
+        i, j, v = _first_entry(X, X.data < 0)
+        raise ValueError(f"Negative values in data passed to {name}: {name}[{i}, {j}] = "
+                         f"{_number(v)}; counts must be >= 0")
     if integer and not whole:
-        raise ValueError(f"{name} contains fractional entries; counts must be whole numbers")
+        raise ValueError(_fractional_message(X, name))
     if zeros:
         X = X.copy()
         X.eliminate_zeros()
     return X
+
+
+def _number(value: float) -> str:
+    """A value as written, shortest round-trip form (``-3``, ``0.5``, ``2.0000001``)."""
+    text = repr(float(value))
+    return text[:-2] if text.endswith(".0") else text
+
+
+def _first_entry(X: sp.csr_matrix, bad: np.ndarray) -> tuple[int, int, float]:
+    """(row, column, value) of the first stored entry of CSR ``X`` where ``bad`` holds (in
+    row-major order): the offender an error message names."""
+    k = int(np.argmax(bad))
+    row = int(np.searchsorted(X.indptr, k, side="right")) - 1
+    return row, int(X.indices[k]), float(X.data[k])
+
+
+def _fractional_message(X: sp.csr_matrix, name: str) -> str:
+    i, j, v = _first_entry(X, X.data != np.floor(X.data))
+    return (f"{name} contains fractional entries: {name}[{i}, {j}] = {_number(v)}; counts must "
+            "be whole numbers")
 
 
 class _Frozen(NamedTuple):
@@ -158,7 +184,7 @@ def freeze_count_matrix(X) -> sp.csr_matrix:
     >>> check_count_matrix(freeze_count_matrix([[0.5, 1.0]]))
     Traceback (most recent call last):
     ...
-    ValueError: X contains fractional entries; counts must be whole numbers
+    ValueError: X contains fractional entries: X[0, 0] = 0.5; counts must be whole numbers
     """
     X = check_count_matrix(X, integer=False)
     whole = value_summary(X.data)[1]

@@ -64,7 +64,7 @@ from sklearn.cluster import KMeans
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from dptaucc.base import EPSILON, MODE, RANDOM_STATE, SECURE, PrivateEstimator
-from dptaucc.methods import MethodInfo
+from dptaucc.methods import NON_NEGATIVE_REALS, MethodInfo
 from dptaucc.privacy import (
     DP,
     LEDGER_ATTRIBUTES,
@@ -92,8 +92,9 @@ __all__ = ["ColoredNoiseKMeans", "NOISES", "VARIANTS", "public_domain_variances"
 #: this method's facts for the benchmark, figures and report (:mod:`dptaucc.methods`)
 METHOD = MethodInfo(
     name="colored_noise", estimator="dptaucc.baselines.colored_noise.ColoredNoiseKMeans",
-    label="Colored noise", color="tab:brown", linestyle="-", family="k-means",
+    label="Colored noise", color="tab:brown", linestyle="-", marker="P", family="k-means",
     neighbours="one cell (one row added/removed, group privacy)",
+    domain=NON_NEGATIVE_REALS,  # rows are mapped to the unit ball, whatever their values
     uses_delta=True,
     audit="dptaucc.baselines.colored_noise.audit",
     row_level=True,
@@ -232,6 +233,7 @@ class ColoredNoiseKMeans(ClusterMixin, PrivateEstimator):
         "random_state": RANDOM_STATE,
         "secure": SECURE,
     }
+    _domain = METHOD.domain
     _all_zero_outcome = "centres from noise alone (every release is still charged)"
 
     _release_kinds = {

@@ -75,7 +75,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
 from dptaucc.base import EPSILON, MODE, RANDOM_STATE, SECURE, PrivateEstimator
-from dptaucc.methods import MethodInfo
+from dptaucc.methods import NON_NEGATIVE_REALS, MethodInfo
 from dptaucc.privacy import (
     DP,
     LEDGER_ATTRIBUTES,
@@ -86,7 +86,7 @@ from dptaucc.privacy import (
     Sampler,
 )
 from dptaucc.privacy.hook import watch
-from dptaucc.validation import check_count_matrix, check_n_clusters, dense_counts
+from dptaucc.validation import check_n_clusters, dense_counts
 
 from . import octave
 from .matrix_keys import MatrixFacts
@@ -97,8 +97,10 @@ __all__ = ["DPHD", "DEFAULT_MAX_VALUE", "DENSE_MIN_DENSITY"]
 #: this method's facts for the benchmark, figures and report (:mod:`dptaucc.methods`)
 METHOD = MethodInfo(
     name="dphd", estimator="dptaucc.baselines.dphd.DPHD",
-    label="DPHD", color="tab:green", linestyle="-", family="k-means",
+    label="DPHD", color="tab:green", linestyle="-", marker="^", family="k-means",
     neighbours="one row replaced (covers one cell)",
+    # any row within the public bounds may replace another; sums are floored to a public grid
+    domain=NON_NEGATIVE_REALS,
     role="paper",
     audit="dptaucc.baselines.dphd.audit",
     row_level=True,
@@ -269,7 +271,7 @@ class DPHD(ClusterMixin, PrivateEstimator):
         self.timeout = timeout
 
     # -- validation -------------------------------------------------------------------------
-    _whole_counts = True
+    _domain = METHOD.domain
     _all_zero_outcome = "centres from noise alone (every release is still charged)"
 
     def _check_parameters(self) -> None:
@@ -329,6 +331,7 @@ class DPHD(ClusterMixin, PrivateEstimator):
         self.row_l1_bound_ = row_l1_bound
         self.n_features_in_ = d
         self._set_ledger(ledger)
+        self._warn_if_fewer_clusters()
         return self
 
     def _run(self, key, build, params, sampler: Sampler) -> tuple[dict, PrivacyLedger]:
@@ -385,10 +388,7 @@ class DPHD(ClusterMixin, PrivateEstimator):
 
     # -- labels of rows you hold (read those rows: not private) ---------------------------------
     def _rows(self, X) -> sp.csr_matrix | np.ndarray:
-        X = check_count_matrix(X)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
-                             f"expecting {self.n_features_in_} features as input")
+        X = self._check_fitted_input(X, "cluster_centers_")
         rows = _rows_of(X)
         if self.mode != "paper":
             rows = _public_preprocess(rows, self.max_value_, self.row_l1_bound_)

@@ -60,7 +60,7 @@ from sklearn.base import ClusterMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from dptaucc.base import EPSILON, MODE, RANDOM_STATE, SECURE, PrivateEstimator
-from dptaucc.methods import MethodInfo
+from dptaucc.methods import NON_NEGATIVE_REALS, MethodInfo
 from dptaucc.privacy import (
     DP,
     LEDGER_ATTRIBUTES,
@@ -83,8 +83,9 @@ __all__ = ["DPM", "nearest_centre"]
 #: this method's facts for the benchmark, figures and report (:mod:`dptaucc.methods`)
 METHOD = MethodInfo(
     name="dpm", estimator="dptaucc.baselines.dpm.DPM",
-    label="DPM", color="tab:purple", linestyle="-", family="recursive separation",
+    label="DPM", color="tab:purple", linestyle="-", marker="D", family="recursive separation",
     neighbours="one cell (one row added/removed, group privacy)",
+    domain=NON_NEGATIVE_REALS,  # rows are mapped to the unit ball, whatever their values
     uses_delta=True,
     audit="dptaucc.baselines.dpm.audit",
     row_level=True,
@@ -161,6 +162,7 @@ class DPM(ClusterMixin, PrivateEstimator):
         "random_state": RANDOM_STATE,
         "secure": SECURE,
     }
+    _domain = METHOD.domain
     _all_zero_outcome = "a tree and centres from noise alone (every release is still charged)"
 
     _release_kinds = {

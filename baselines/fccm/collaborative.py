@@ -27,7 +27,7 @@ from scipy.special import xlogy
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from dptaucc.base import SuiteEstimator
-from dptaucc.methods import MethodInfo
+from dptaucc.methods import NON_NEGATIVE_REALS, MethodInfo
 from dptaucc.privacy import PrivacyLedger
 from dptaucc.validation import make_generator
 
@@ -50,8 +50,10 @@ __all__ = ["CollaborativeFCCM", "SMC_NOTE", "ANALYST"]
 #: this method's facts for the benchmark, figures and report (:mod:`dptaucc.methods`)
 METHOD = MethodInfo(
     name="fccm", estimator="dptaucc.baselines.fccm.CollaborativeFCCM",
-    label="Collab. FCCM", color="tab:gray", linestyle="--", family="fuzzy co-clustering",
+    label="Collab. FCCM", color="tab:olive", linestyle="-.", marker="X",
+    family="fuzzy co-clustering",
     neighbours="none (secure computation, not DP)",
+    domain=NON_NEGATIVE_REALS,  # fixed-point secure sums of any non-negative values
     modes=(),
     coclusters=True,
 )
@@ -95,6 +97,7 @@ class CollaborativeFCCM(FCCMFittedMixin, SuiteEstimator):
     ((10, 2), inf)
     """
 
+    _domain = METHOD.domain
     _parameter_constraints = {
         **FCCM_PARAMETER_CONSTRAINTS,
         "n_sites": [Interval(numbers.Integral, 3, None, closed="left")],
@@ -195,6 +198,7 @@ class CollaborativeFCCM(FCCMFittedMixin, SuiteEstimator):
         self.message_log_ = log
         self._set_fitted(X, U, W, FCCMResult(U, W, best_J, best.n_iter, best.converged),
                          ledger, contingency=table)
+        self._warn_if_fewer_clusters()
         return self
 
     def evaluation_row_labels(self, X) -> np.ndarray:

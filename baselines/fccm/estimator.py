@@ -17,6 +17,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from dptaucc.base import SEED, CoClustererMixin, SuiteEstimator
+from dptaucc.methods import NON_NEGATIVE_REALS
 from dptaucc.objective import contingency_table
 from dptaucc.privacy import (
     LEDGER_ATTRIBUTES,
@@ -76,7 +77,10 @@ class FCCMFittedMixin(CoClustererMixin):
     (True, True)
     """
 
-    _all_zero_outcome = "its random initial memberships and an all-zero table"
+    _domain = NON_NEGATIVE_REALS
+    # every distance is 0: uniform memberships, whose argmax puts every object in cluster 0
+    _all_zero_outcome = ("uniform memberships (one row cluster, one column cluster) and an "
+                         "all-zero table")
 
     _release_kinds = {
         **dict.fromkeys(
@@ -208,4 +212,5 @@ class FCCM(FCCMFittedMixin, SuiteEstimator):
                 best = res
         self.lambda_u_, self.lambda_w_ = lambda_u, lambda_w
         self._set_fitted(X, best.memberships, best.typicalities, best, ledger)
+        self._warn_if_fewer_clusters()
         return self

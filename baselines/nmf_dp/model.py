@@ -50,7 +50,7 @@ from sklearn.preprocessing import normalize
 from sklearn.utils._param_validation import Interval
 
 from dptaucc.base import EPSILON, MODE, RANDOM_STATE, SECURE, PrivateEstimator
-from dptaucc.methods import MethodInfo
+from dptaucc.methods import NON_NEGATIVE_REALS, MethodInfo
 from dptaucc.privacy import (
     LEDGER_ATTRIBUTES,
     NON_PRIVATE,
@@ -86,8 +86,9 @@ __all__ = ["DPNMF", "LOCAL_H_STEPS", "TRANSFORM_STEPS", "topic_scores"]
 #: this method's facts for the benchmark, figures and report (:mod:`dptaucc.methods`)
 METHOD = MethodInfo(
     name="dpnmf", estimator="dptaucc.baselines.nmf_dp.DPNMF",
-    label="DPNMF", color="tab:red", linestyle="-", family="NMF",
+    label="DPNMF", color="tab:red", linestyle="-", marker="v", family="NMF",
     neighbours="one row (document) replaced (covers one cell)",
+    domain=NON_NEGATIVE_REALS,  # documents are scaled to unit L2 norm, whatever their values
     role="paper",
     uses_delta=True,
     max_epsilon=1.0,
@@ -172,6 +173,7 @@ class DPNMF(ClusterMixin, TransformerMixin, PrivateEstimator):
         "random_state": RANDOM_STATE,
         "secure": SECURE,
     }
+    _domain = METHOD.domain
     _all_zero_outcome = "topics from noise alone (every release is still charged)"
 
 
@@ -221,6 +223,7 @@ class DPNMF(ClusterMixin, TransformerMixin, PrivateEstimator):
         else:
             self._fit_corrected(V, Vt, k, sampler)
         self.n_features_in_ = m
+        self._warn_if_fewer_clusters()
         return self
 
     def _fit_corrected(self, V, Vt, k: int, sampler: Sampler) -> None:

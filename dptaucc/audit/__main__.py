@@ -33,6 +33,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from dptaucc._cli import plain
+
 from .events import AuditEventError
 from .experiment import default_output, estimate, load_config, plan, run_all, violations
 
@@ -56,7 +58,7 @@ def _print_violations(found: list[dict]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m dptaucc.audit", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m dptaucc.audit", description=plain(__doc__),
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", choices=("full", "quick"), default="full")
     ap.add_argument("--methods", help="comma-separated algorithm names (default: the config's)")

@@ -17,8 +17,8 @@ from pathlib import Path
 from .bugs import bugs_of
 from .experiment import plan, run_all, violations
 
-__all__ = ["measure_power", "power_output", "power_section", "draw_power_figure",
-           "POWER_COLUMNS"]
+__all__ = ["measure_power", "power_output", "power_section", "power_figure",
+           "draw_power_figure", "POWER_COLUMNS"]
 
 POWER_COLUMNS = ["bug", "method", "kind", "detected", "ratio", "epsilon_lower",
                  "epsilon_claimed", "scope", "where", "wall_s", "n_records"]
@@ -132,11 +132,83 @@ def power_section(table: str | Path) -> list[str]:
 
 
 AXIS_CAP = 4.0  # ratios above are cut at the axis and labelled
+#: bar colours: the correct code, a detected bug, a missed one
+POWER_COLOURS = {"correct": "tab:green", "detected": "tab:red", "missed": "tab:grey"}
+
+
+def power_figure(df):
+    """The figure of :func:`draw_power_figure`: one panel per private method of the suite
+    (display names; a method without catalogue bugs says so), a legend for the colours.
+
+    >>> import pandas as pd
+    >>> fig = power_figure(pd.DataFrame([
+    ...     {"bug": "(correct code)", "method": "dp_taucc", "detected": False, "ratio": 0.7},
+    ...     {"bug": "dp_taucc.table_sensitivity_halved", "method": "dp_taucc", "detected": True,
+    ...      "ratio": 1.9}]))
+    >>> [ax.get_title() for ax in fig.axes][:2], fig.legends[0].get_texts()[1].get_text()
+    (['DP-τCC', 'DP-KMeans'], 'planted bug, detected (ε_lower > ε)')
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    from dptaucc.bench.aggregate import label
+    from dptaucc.methods import methods as all_methods
+
+    private = [m.name for m in all_methods() if m.private]
+    shown = private + [m for m in dict.fromkeys(df["method"]) if m not in private]
+    ncols = min(3, len(shown))
+    nrows = math.ceil(len(shown) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.6 * ncols, 2.9 * nrows + 1.3),
+                             squeeze=False, layout="constrained")
+    for ax in axes.flat[len(shown):]:
+        ax.set_visible(False)
+    names = {"correct": "correct code (must stay ≤ 1)",
+             "detected": "planted bug, detected (ε_lower > ε)",
+             "missed": "planted bug, missed (no evidence of it)"}
+    present: set[str] = set()
+    for ax, method in zip(axes.flat, shown, strict=False):
+        sub = df[df["method"] == method]
+        ax.set_title(label(method), fontsize=10)
+        if sub.empty:
+            ax.text(0.5, 0.5, "no planted bug in the catalogue yet:\npower not measured",
+                    ha="center", va="center", transform=ax.transAxes, fontsize=9)
+            ax.set_xticks([])
+            ax.set_yticks([])
+            continue
+        bars = [b.split(".", 1)[-1].replace("_", " ") for b in sub["bug"]]
+        values = [0.0 if math.isnan(v) else float(v) for v in sub["ratio"]]
+        kinds = ["correct" if b == "(correct code)" else ("detected" if d else "missed")
+                 for b, d in zip(sub["bug"], sub["detected"], strict=True)]
+        present.update(kinds)
+        right = max(2.0, 1.1 * min(max(values, default=0.0), AXIS_CAP))
+        drawn = ax.barh(range(len(values)), [min(v, right) for v in values],
+                        color=[POWER_COLOURS[k] for k in kinds])
+        for bar, kind in zip(drawn, kinds, strict=True):
+            bar.set_gid(f"legend:{names[kind]}")
+        for i, v in enumerate(values):  # a bar past the axis keeps its value as a label
+            if v > right:
+                ax.text(right, i, f"{v:.0f} →", ha="right", va="center", fontsize=7,
+                        color="white")
+        ax.axvline(1.0, color="black", lw=1).set_gid("legend:ε_lower = ε (the claim)")
+        ax.set_xlim(0.0, right)
+        ax.set_yticks(range(len(values)), bars, fontsize=7)
+        ax.set_xlabel("ε_lower / ε")
+    handles = [Patch(color=POWER_COLOURS[k], label=names[k]) for k in names if k in present]
+    handles.append(Line2D([], [], color="black", lw=1, label="ε_lower = ε (the claim)"))
+    fig.legend(handles=handles, loc="outside lower center", ncol=2, frameon=False, fontsize=9)
+    fig.suptitle("Audit power: the quick audit of the correct code and of each planted bug "
+                 "(ε_lower / ε of the deciding record;\nright of the line = a violation, which "
+                 "a planted bug should show and the correct code must not)", fontsize=10)
+    return fig
 
 
 def draw_power_figure(table: str | Path, out_dir: str | Path) -> list[Path]:
     """Per method, ε_lower/ε of the correct code and of each bug (a line at 1; no evidence
-    drawn as 0).
+    drawn as 0), with a panel for every private method (:func:`power_figure`).
 
     >>> import tempfile
     >>> import pandas as pd
@@ -152,38 +224,9 @@ def draw_power_figure(table: str | Path, out_dir: str | Path) -> list[Path]:
     >>> [p.name for p in draw_power_figure(table, table.parent / "figures")]
     ['audit_power.png', 'audit_power.pdf']
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import pandas as pd
 
-    df = pd.read_parquet(table)
-    methods = list(dict.fromkeys(df["method"]))
-    fig, axes = plt.subplots(1, len(methods), figsize=(3.2 * len(methods), 3.6), squeeze=False)
-    for ax, method in zip(axes[0], methods, strict=True):
-        sub = df[df["method"] == method]
-        labels = [b.split(".", 1)[-1] for b in sub["bug"]]
-        values = [0.0 if math.isnan(v) else float(v) for v in sub["ratio"]]
-        colours = ["tab:green" if b == "(correct code)" else
-                   ("tab:red" if d else "tab:grey") for b, d in zip(sub["bug"], sub["detected"],
-                                                                    strict=True)]
-        right = max(2.0, 1.1 * min(max(values, default=0.0), AXIS_CAP))
-        ax.barh(range(len(values)), [min(v, right) for v in values], color=colours)
-        for i, v in enumerate(values):  # a bar past the axis keeps its value as a label
-            if v > right:
-                ax.text(right, i, f"{v:.0f} →", ha="right", va="center", fontsize=7,
-                        color="white")
-        ax.axvline(1.0, color="black", lw=1)
-        ax.set_xlim(0.0, right)
-        ax.set_yticks(range(len(values)), labels, fontsize=7)
-        ax.set_title(method, fontsize=9)
-        ax.set_xlabel("ε_lower / ε")
-    fig.tight_layout()
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = [out_dir / f"audit_power.{ext}" for ext in ("png", "pdf")]
-    for p in paths:
-        fig.savefig(p, dpi=150)
-    plt.close(fig)
-    return paths
+    from dptaucc.bench.savefig import save_figure
+
+    fig = power_figure(pd.read_parquet(table))
+    return save_figure(fig, Path(out_dir), "audit_power", ("png", "pdf"))

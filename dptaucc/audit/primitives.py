@@ -55,6 +55,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from dptaucc._cli import plain
 from dptaucc.audit.ledger_check import RTOL, mapped, observing
 from dptaucc.audit.stats import cp_lower, cp_upper
 from dptaucc.baselines.nmf_dp.gaussian import analytic_gaussian_sigma
@@ -348,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
     (0, 'primitive')
     """
     parser = argparse.ArgumentParser(prog="python -m dptaucc.audit.primitives",
-                                     description=__doc__.split("\n\n")[0])
+                                     description=plain(__doc__.split("\n\n")[0]))
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("-n", type=int, default=400_000, help="outputs per side")
     parser.add_argument("--secure", action="store_true", help="audit the secure samplers")

@@ -3,7 +3,7 @@
 :func:`audit_section` returns the markdown lines (a table per method and mode: ε claimed, ε
 spent by the ledger, ε_lower with the event that gave it) with a plain statement of what was
 expected and what was found; :func:`draw_figure` draws ``figures/audit_epsilon_lower.{png,pdf}``
-(ε_lower against ε claimed, with the diagonal). ``python -m dptaucc.audit.report`` does both.
+(ε_lower of each method and mode against its claim). ``python -m dptaucc.audit.report`` does both.
 """
 
 from __future__ import annotations
@@ -21,11 +21,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from dptaucc.bench.aggregate import COLORS, label  # noqa: E402
+from dptaucc._cli import plain
+from dptaucc.bench.aggregate import COLORS, MARKERS, label  # noqa: E402
 from dptaucc.bench.savefig import save_figure  # noqa: E402
 from dptaucc.methods import BUILTIN_MODULES  # noqa: E402
 
-__all__ = ["audit_section", "draw_figure", "verdicts", "expected_above", "main"]
+__all__ = ["audit_section", "audit_figure", "draw_figure", "verdicts", "expected_above", "main"]
 
 FIGURE = "audit_epsilon_lower"
 #: the built-in methods in display order (a user's own method comes after them)
@@ -325,10 +326,83 @@ def primitives_section(table: str | os.PathLike) -> list[str]:
     return [*lines, ""]
 
 
+def audit_figure(df: pd.DataFrame):
+    """The figure of :func:`draw_figure` for an audit table (None when it has no end-to-end
+    record of a private method).
+
+    >>> table = pd.DataFrame({
+    ...     "method": ["dp_taucc", "dp_taucc", "dpm"], "mode": ["paper", "corrected", "corrected"],
+    ...     "epsilon": [1.0] * 3, "epsilon_claimed": [1.0] * 3, "epsilon_lower": [3.6, 0.4, 0.2],
+    ...     "scope": ["end-to-end"] * 3, "n_fits": [800] * 3})
+    >>> fig = audit_figure(table)
+    >>> [t.get_text() for t in fig.axes[0].get_xticklabels()], fig.axes[0].get_ylabel()
+    (['DP-τCC', 'DPM'], 'ε_lower (95 %, simultaneous)')
+    >>> plt.close(fig)
+    """
+    d = best_rows(df[df["scope"] == "end-to-end"])
+    d = d[d["epsilon"].notna()]
+    if d.empty:
+        return None
+    claims = sorted(set(d["epsilon_claimed"].dropna()))
+    one_claim = len(claims) == 1
+    methods = [a for a in ORDER if a in set(d["method"])] + sorted(set(d["method"]) - set(ORDER))
+    fig, ax = plt.subplots(figsize=(max(6.4, 1.1 * len(methods) + 2.0), 4.6),
+                           layout="constrained")
+    ratio = d["epsilon_lower"] / d["epsilon_claimed"].where(d["epsilon_claimed"] > 0)
+    d = d.assign(y=d["epsilon_lower"] if one_claim else ratio)
+    mode_names = {"paper": "paper mode (hollow)", "corrected": "corrected mode (filled)"}
+    no_evidence = "no evidence (drawn at 0)"
+    for i, alg in enumerate(methods):
+        for j, (mode, hollow) in enumerate((("paper", True), ("corrected", False))):
+            s = d[(d["method"] == alg) & (d["mode"] == mode)].sort_values("epsilon")
+            if s.empty:
+                continue
+            c = COLORS.get(alg, "black")
+            x = i + (j - 0.5) * 0.36 + 0.08 * (np.arange(len(s)) - (len(s) - 1) / 2)
+            y = s["y"].to_numpy(float)
+            # no event told D from D' (verdict "no evidence"): not a bound of 0, no evidence
+            seen = ~np.array([_no_evidence(lo, v) for lo, v in
+                              zip(y, s.get("verdict", pd.Series([""] * len(s))), strict=True)],
+                             dtype=bool)
+            points, = ax.plot(x[seen], y[seen], ls="none", color=c,
+                              marker=MARKERS.get(alg) or _marker(alg), ms=8,
+                              mfc="white" if hollow else c, mew=1.5)
+            points.set_gid(f"legend:{mode_names[mode]}")
+            if (~seen).any():
+                blank, = ax.plot(x[~seen], np.zeros((~seen).sum()), ls="none", color=c,
+                                 marker="x", ms=7, mew=1.5)
+                blank.set_gid(f"legend:{no_evidence}")
+    for mode, name in mode_names.items():
+        if (d["mode"] == mode).any():
+            ax.plot([], [], ls="none", marker="o", color="0.35", ms=8,
+                    mfc="white" if mode == "paper" else "0.35", mew=1.5, label=name)
+    if d["y"].isna().any() or (d.get("verdict", pd.Series(dtype=str)) == "no evidence").any():
+        ax.plot([], [], ls="none", marker="x", color="0.35", ms=7, mew=1.5, label=no_evidence)
+    level = claims[0] if one_claim else 1.0
+    ax.axhline(level, color="black", lw=1, ls="--",
+               label=f"claimed ε = {level:g}" if one_claim else "ε_lower = ε claimed")
+    ax.set_xticks(range(len(methods)), [label(a) for a in methods])
+    ax.set_xlim(-0.6, len(methods) - 0.4)
+    ax.set_ylim(bottom=-0.25)  # markers at 0 stay whole
+    ax.set_ylabel("ε_lower (95 %, simultaneous)" if one_claim
+                  else "ε_lower / ε claimed (95 %, simultaneous)")
+    ax.grid(axis="y", alpha=0.3)
+    fits = int(d["n_fits"].max()) if "n_fits" in d else 0
+    claim = (f"every fit claims ε = {level:g}" if one_claim
+             else "each point against its own claimed ε")
+    ax.set_title("Empirical privacy audit, end to end: the largest lower bound ε_lower per "
+                 f"method and mode\n({claim}; up to {fits} fits per side; above the dashed "
+                 "line = leaks more than claimed)", fontsize=9)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    return fig
+
+
 def draw_figure(table: str | os.PathLike, out_dir: str | os.PathLike,
                 formats: Sequence[str] = ("png", "pdf")) -> list[Path]:
-    """ε_lower against ε claimed, one marker per method and mode (hollow: paper mode), with the
-    diagonal ε_lower = ε claimed; non-private methods (no claim) are left out.
+    """ε_lower of each method and mode (hollow markers: paper mode) against the claim: one
+    slot per method, a dashed line at the claimed ε when every fit claims the same ε (the
+    ratio ε_lower / ε claimed and a line at 1 otherwise); non-private methods (no claim) are
+    left out.
 
     >>> import tempfile
     >>> inf = float("inf")
@@ -346,44 +420,9 @@ def draw_figure(table: str | os.PathLike, out_dir: str | os.PathLike,
     []
     """
     df = load_audit(table)
-    if df is None:
+    fig = None if df is None else audit_figure(df)
+    if fig is None:
         return []
-    d = best_rows(df[df["scope"] == "end-to-end"])
-    d = d[d["epsilon"].notna()]
-    fig, ax = plt.subplots(figsize=(7.6, 4.4), layout="constrained")
-    eps = sorted(d["epsilon"].unique())
-    present = set(d["method"])
-    methods = [a for a in ORDER if a in present] + sorted(present - set(ORDER))
-    step = 0.02 * (max(eps) - min(eps) if len(eps) > 1 else 1.0)
-    for i, alg in enumerate(methods):
-        for j, (mode, hollow) in enumerate((("paper", True), ("corrected", False))):
-            s = d[(d["method"] == alg) & (d["mode"] == mode)].sort_values("epsilon")
-            if s.empty:
-                continue
-            shift = step * (2 * i + j - len(methods) + 0.5)  # keep markers apart
-            c = COLORS.get(alg, "black")
-            none = np.array([_no_evidence(lo, v) for lo, v in
-                             zip(s["epsilon_lower"], s.get("verdict", [""] * len(s)),
-                                 strict=True)], dtype=bool)
-            if (~none).any():
-                ax.plot(s["epsilon"][~none] + shift, s["epsilon_lower"][~none],
-                        ls=":" if hollow else "-", lw=0.8, color=c, marker=_marker(alg), ms=6,
-                        mfc="white" if hollow else c, label=f"{label(alg)} ({mode})")
-            if none.any():  # no event told D from D': not a bound of 0, no evidence at all
-                ax.plot(s["epsilon"][none] + shift, np.zeros(int(none.sum())), ls="none",
-                        color=c, marker="x", ms=7,
-                        label=f"{label(alg)} ({mode}): no evidence")
-    if eps:
-        lo, hi = 0.0, max(eps) * 1.15
-        ax.plot([lo, hi], [lo, hi], color="black", lw=1, ls="--", label="ε_lower = ε claimed")
-        ax.set_xlim(min(eps) - 0.25 * (max(eps) - min(eps) or 1), hi)
-        ax.set_xticks(eps, [f"{e:g}" for e in eps])
-    ax.set_ylim(bottom=-0.2)  # markers at 0 stay whole
-    ax.set_xlabel("ε claimed")
-    ax.set_ylabel("ε_lower (95 % simultaneous)")
-    ax.set_title("Empirical privacy audit: above the diagonal = leaks more than claimed",
-                 fontsize=9)
-    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
     return save_figure(fig, Path(out_dir), FIGURE, formats)
 
 
@@ -406,7 +445,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     >>> code, (results / "figures" / "audit_epsilon_lower.png").exists()
     (0, True)
     """
-    ap = argparse.ArgumentParser(prog="python -m dptaucc.audit.report", description=__doc__)
+    ap = argparse.ArgumentParser(prog="python -m dptaucc.audit.report", description=plain(__doc__))
     ap.add_argument("--results-dir", default=os.environ.get("DPTAUCC_RESULTS_DIR", "results"))
     args = ap.parse_args(argv)
     root = Path(args.results_dir)

@@ -1,8 +1,8 @@
 """``python -m dptaucc.bench``: the Hydra entry point (one job, or a sweep with ``-m``).
 
-Exit codes: 0 done; 1 a job failed; 2 refused (invalid config, a single run off its
-experiment's grid, the store locked by another sweep); 130 interrupted (Ctrl-C: finished
-records are kept, rerunning the same command resumes).
+Exit codes: 0 done; 1 a job failed; 2 refused (an unknown choice or key on the command line,
+an invalid config, a single run off its experiment's grid, the store locked by another sweep);
+130 interrupted (Ctrl-C: finished records are kept, rerunning the same command resumes).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from omegaconf import DictConfig
 from dptaucc.bench import cores_launcher, slurm_launcher
 from dptaucc.bench.configs import CONFIG_MODULE, UnknownChoiceError, check_choices
 from dptaucc.bench.hydra_sweep import task
+from dptaucc.bench.overrides import UnknownKeyError, check_overrides
 
 cores_launcher.register()
 slurm_launcher.register()
@@ -28,7 +29,8 @@ def main(cfg: DictConfig) -> None:
 def cli() -> int:
     try:
         check_choices(sys.argv[1:])
-    except UnknownChoiceError as exc:
+        check_overrides(sys.argv[1:])
+    except (UnknownChoiceError, UnknownKeyError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:

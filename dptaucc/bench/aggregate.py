@@ -12,9 +12,11 @@ import pandas as pd
 from dptaucc.methods import methods
 
 _METHODS = methods()
-#: display name and colour of each built-in algorithm (figures and report)
+#: display name, colour, marker and line style of each built-in algorithm (figures and report)
 LABELS = {m.name: m.label for m in _METHODS}
 COLORS = {m.name: m.color for m in _METHODS}
+MARKERS = {m.name: m.marker for m in _METHODS}
+LINESTYLES = {m.name: m.linestyle for m in _METHODS}
 #: the neighbouring relation of each built-in algorithm, in short
 NEIGHBOURS = {m.name: m.neighbours for m in _METHODS}
 #: the private methods of the paper's Fig. 2, and the benchmark's other methods

@@ -1,25 +1,26 @@
-"""The paper's published Fig. 2 values, packaged with the configs, for figures and REPORT."""
+"""The paper's Fig. 2 values (row NMI, paper mode) for the report's tables and the paper-mode
+figure: the paper's own panels of the packaged published values (:mod:`published`)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from dptaucc.bench.configs import config_dir
+from dptaucc.bench.published import published_values
 
 __all__ = ["calibration"]
 
 
 def calibration() -> pd.DataFrame:
-    """The paper's Fig. 2 values (read by eye) kept in the repo, with ε as float (NaN = '-').
+    """The paper's Fig. 2 means, digitised from the paper's figure: dataset, algorithm, eps
+    (NaN for the non-private Fast-τCC, pooled), nmi.
 
     >>> df = calibration()
-    >>> list(df.columns), df["eps"].dtype.kind, bool(df["nmi"].between(0, 1).all())
-    (['dataset', 'algorithm', 'eps', 'nmi'], 'f', True)
-    >>> bool(df.loc[df["algorithm"] == "fast_taucc", "eps"].isna().all())  # non-private: '-'
+    >>> list(df.columns), sorted(set(df["dataset"]))[:3]
+    (['dataset', 'algorithm', 'eps', 'nmi'], ['classic3', 'cstr', 'hitech'])
+    >>> bool(df.loc[df["algorithm"] == "fast_taucc", "eps"].isna().all())  # non-private
     True
     """
-    df = pd.read_csv(config_dir() / "calibration" / "fig2_paper_values.tsv", sep="\t",
-                     comment="#", dtype=str)
-    df["eps"] = pd.to_numeric(df["eps"].replace("-", None))
-    df["nmi"] = pd.to_numeric(df["nmi"])
-    return df
+    pub = published_values()
+    fig2 = pub[(pub["figure"] == "fig2") & (pub["source"] == "paper") & pub["value"].notna()]
+    return (fig2.rename(columns={"epsilon": "eps", "value": "nmi"})
+            [["dataset", "algorithm", "eps", "nmi"]].reset_index(drop=True))

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from dptaucc._cli import plain
 from dptaucc.bench.run import COLUMNS
 from dptaucc.bench.store import RunStore
 
@@ -116,6 +117,41 @@ def load_table(results_dir: str | os.PathLike, experiment: str) -> pd.DataFrame 
     return upgrade_tau_columns(pd.read_parquet(path)) if path.exists() else None
 
 
+def table_folders() -> list[Path]:
+    """Where :func:`read_table` looks, in order: ``$DPTAUCC_RESULTS_DIR``; ``results/`` of the
+    working directory; the committed ``results/`` of the checkout this package runs from (an
+    editable install of a clone), so the tables are found from any directory."""
+    folders = [Path(os.environ["DPTAUCC_RESULTS_DIR"])] if os.environ.get(
+        "DPTAUCC_RESULTS_DIR") else []
+    checkout = Path(__file__).resolve().parents[2]
+    folders += [Path("results")]
+    if (checkout / "pyproject.toml").is_file():
+        folders.append(checkout / "results")
+    return folders
+
+
+def read_table(experiment: str, results_dir: str | os.PathLike | None = None) -> pd.DataFrame:
+    """The results table of ``experiment`` (every column), from ``results_dir`` or else the
+    first of :func:`table_folders` that holds it; ``FileNotFoundError`` naming the folders
+    tried.
+
+    >>> import tempfile
+    >>> read_table("fig2_real", tempfile.mkdtemp())
+    Traceback (most recent call last):
+    ...
+    FileNotFoundError: no fig2_real.parquet in ...: run `make reproduce` (or ...
+    """
+    folders = [Path(results_dir)] if results_dir is not None else table_folders()
+    for folder in folders:
+        table = load_table(folder, experiment)
+        if table is not None:
+            return table
+    raise FileNotFoundError(
+        f"no {experiment}.parquet in {', '.join(str(f) for f in folders)}: run `make reproduce` "
+        "(or `make reproduce-quick` and pass results_dir='results/quick'), or set "
+        "DPTAUCC_RESULTS_DIR to the folder that holds your tables")
+
+
 def upgrade_tau_columns(df: pd.DataFrame) -> pd.DataFrame:
     """Give a table written before ``tau_hat_rc``/``tau_hat_cr`` existed one meaning per name.
 
@@ -134,7 +170,7 @@ def upgrade_tau_columns(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m dptaucc.bench.collect", description=__doc__)
+    ap = argparse.ArgumentParser(prog="python -m dptaucc.bench.collect", description=plain(__doc__))
     ap.add_argument("--results-dir", default=os.environ.get("DPTAUCC_RESULTS_DIR", "results"))
     ap.add_argument("--replace", action="store_true",
                     help="rebuild each table from the local records only (default: merge them "

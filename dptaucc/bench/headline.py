@@ -1,5 +1,7 @@
-"""The first screen of REPORT.md: does each paper figure reproduce, what corrected mode changes,
-the privacy audit's verdict, how long the run took and on what; then the figures as images.
+"""The first screen of REPORT.md: does each paper figure reproduce (judged on every published
+point, :mod:`published`), what corrected mode changes, the privacy audit's verdict, how long the
+run took and on what; then the figures as images. A sweep that is not the paper's (your own
+methods, datasets or experiments, :mod:`study`) gets a headline about your study instead.
 
 Every number is read off the stored tables, ``reproduce.json`` and ``audit.parquet``; nothing is
 recomputed.
@@ -12,7 +14,6 @@ import os
 from collections import Counter
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from dptaucc.bench.aggregate import (
@@ -20,71 +21,32 @@ from dptaucc.bench.aggregate import (
     NON_PRIVATE,
     PAPER_METHODS,
     label,
+    mean_std,
     neighbours,
     ok,
-    pooled,
 )
+from dptaucc.bench.published import RULE, SHARE_LIMIT, compare, mismatches, verdict
 from dptaucc.bench.run_log import read_run_log, where
+from dptaucc.bench.study import Study, study
 
-#: the reproduction rule: a method reproduces a figure when the mean absolute difference of its
-#: points from the paper's published values is at most max(FLOOR, SE_FACTOR × its standard error)
-FLOOR = 0.05
-SE_FACTOR = 2.0
-RULE = (f"mean absolute difference from the paper's values ≤ max({FLOOR:g}, {SE_FACTOR:g} × "
-        "the mean standard error of our points), per method")
-
-#: (paper figure, experiment, our figure file stems) of every figure of the paper
+#: (paper figure, experiment, our figure file stems, key of its published values or None) of
+#: every figure of the paper
 PAPER_FIGURES = (
-    ("Fig. 2: row NMI vs ε, real data", "fig2_real", ("fig2_nmi_paper", "fig2_nmi_corrected")),
+    ("Fig. 2: row NMI vs ε, real data", "fig2_real", ("fig2_nmi_paper", "fig2_nmi_corrected"),
+     "fig2"),
     ("Supp. Fig. 1: row ARI vs ε, real data", "fig2_real",
-     ("supp_fig1_ari_paper", "supp_fig1_ari_corrected")),
+     ("supp_fig1_ari_paper", "supp_fig1_ari_corrected"), "supp_fig1"),
     ("Fig. 3 / supp. Fig. 2: τ̂ vs iterations I and ε", "fig3_iterations",
-     ("fig3_supp_fig2_iterations_tau_paper",)),
-    ("Supp. Fig. 3: τ̂ vs h and ε", "supp_h", ("supp_fig3_h_tau_paper",)),
+     ("fig3_supp_fig2_iterations_tau_paper",), "fig3"),
+    ("Supp. Fig. 3: τ̂ vs h and ε", "supp_h", ("supp_fig3_h_tau_paper",), "supp_fig3"),
     ("Supp. Fig. 4: synthetic NMI", "supp_synthetic",
-     ("supp_fig4_synthetic_nmi_vs_eps_paper", "supp_fig4_synthetic_nmi_vs_size_paper")),
+     ("supp_fig4_synthetic_nmi_vs_eps_paper", "supp_fig4_synthetic_nmi_vs_size_paper"),
+     "supp_fig4"),
     ("Supp. Fig. 5: synthetic ARI", "supp_synthetic",
-     ("supp_fig5_synthetic_ari_vs_eps_paper", "supp_fig5_synthetic_ari_vs_size_paper")),
-    ("Supp. Fig. 6: runtime", "supp_runtime", ("supp_fig6_runtime",)),
+     ("supp_fig5_synthetic_ari_vs_eps_paper", "supp_fig5_synthetic_ari_vs_size_paper"),
+     "supp_fig5"),
+    ("Supp. Fig. 6: runtime", "supp_runtime", ("supp_fig6_runtime",), None),
 )
-
-
-def distances(df: pd.DataFrame, cal: pd.DataFrame, metric: str = "nmi_rows",
-              mode: str = "paper") -> pd.DataFrame:
-    """Per method: the mean absolute difference of our points from the paper's values
-    (``cal``: dataset, algorithm, eps, nmi; eps NaN = a non-DP method's pooled value), the mean
-    standard error of our points, how many points, and whether :data:`RULE` holds.
-
-    >>> nan = float("nan")
-    >>> cal = pd.DataFrame({"dataset": ["cstr", "cstr"], "algorithm": ["dp_taucc", "fast_taucc"],
-    ...                     "eps": [1.0, nan], "nmi": [0.5, 0.8]})
-    >>> ours = pd.DataFrame({"dataset": ["cstr"] * 4, "mode": ["paper"] * 4,
-    ...                      "algorithm": ["dp_taucc"] * 2 + ["fast_taucc"] * 2,
-    ...                      "epsilon": [1.0, 1.0, nan, nan], "status": ["ok"] * 4,
-    ...                      "nmi_rows": [0.52, 0.56, 0.50, 0.52]})
-    >>> d = distances(ours, cal).set_index("algorithm")
-    >>> d["ok"].tolist(), d["mad"].round(2).tolist()  # fast_taucc: 0.29 from the paper's 0.8
-    ([True, False], [0.04, 0.29])
-    """
-    rows = []
-    for alg, c in cal[cal["dataset"].isin(set(df["dataset"]))].groupby("algorithm"):
-        diffs, ses = [], []
-        for r in c.itertuples():
-            d = df[(df["dataset"] == r.dataset) & (df["algorithm"] == alg)]
-            if alg in NON_PRIVATE or pd.isna(r.eps):
-                m, sd, n = pooled(d, metric)
-            else:
-                d = d[(d["mode"] == mode) & ((d["epsilon"] - r.eps).abs() < 1e-4)]
-                m, sd, n = pooled(d, metric)
-            if n == 0:
-                continue
-            diffs.append(abs(m - r.nmi))
-            ses.append(0.0 if math.isnan(sd) else sd / math.sqrt(n))
-        if diffs:
-            mad, se = float(np.mean(diffs)), float(np.mean(ses))
-            rows.append({"algorithm": alg, "mad": mad, "se": se, "points": len(diffs),
-                         "ok": mad <= max(FLOOR, SE_FACTOR * se)})
-    return pd.DataFrame(rows, columns=["algorithm", "mad", "se", "points", "ok"])
 
 
 def _runs(df: pd.DataFrame) -> str:
@@ -92,34 +54,56 @@ def _runs(df: pd.DataFrame) -> str:
     return f"{n_ok}/{len(df)} ok, {df['seed'].nunique()} seeds"
 
 
-def reproduction_table(frames: dict[str, pd.DataFrame], cal: pd.DataFrame) -> list[str]:
-    """One row per paper figure: our runs, the distance to the paper's published values where
-    the repo holds some, and the verdict under :data:`RULE`."""
-    rows = []
-    for title, exp, _ in PAPER_FIGURES:
+def _sources(points: pd.DataFrame) -> str:
+    """"7 datasets: the paper" or "7 datasets: 4 from the paper, 3 from the notebooks"."""
+    by = points.groupby("source")["dataset"].nunique()
+    n = points["dataset"].nunique()
+    name = {"paper": "the paper", "notebook": "the authors' notebooks"}
+    if len(by) == 1:
+        return f"{n} dataset{'s' if n > 1 else ''}, from {name.get(by.index[0], by.index[0])}"
+    return f"{n} datasets: " + ", ".join(
+        f"{k} from {name.get(s, s)}" for s, k in by.sort_index(ascending=False).items())
+
+
+def reproduction_table(frames: dict[str, pd.DataFrame],
+                       pub: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """One row per paper figure (our runs, how many published points it is judged on, the
+    rule's two measures and the verdict, :mod:`published`), and the lines saying where paper
+    mode does not match.
+
+    >>> from dptaucc.bench.published import published_values
+    >>> table, where = reproduction_table({}, published_values())  # nothing run yet
+    >>> len(table), table[2], where
+    (9, '| Fig. 2: row NMI vs ε, real data | not run | – | – | – | – | not run |', [])
+    """
+    rows, where_lines = [], []
+    for title, exp, _, key in PAPER_FIGURES:
         df = frames.get(exp)
         if df is None:
-            rows.append([title, "not run", "–", "not run"])
+            rows.append([title, "not run", "–", "–", "–", "–", "not run"])
             continue
-        if exp == "fig2_real" and title.startswith("Fig. 2"):
-            dist = distances(df, cal)
-            if dist.empty:
-                rows.append([title, _runs(df), "no paper values for these datasets",
-                             "not judged"])
-                continue
-            text = ", ".join(f"{label(r.algorithm)} {r.mad:.3f} (SE {r.se:.3f}, {r.points} pts)"
-                             for r in dist.itertuples())
-            failing = [label(a) for a in dist.loc[~dist["ok"], "algorithm"]]
-            verdict = (f"**yes** ({len(dist)}/{len(dist)} methods)" if not failing else
-                       f"**no**: {', '.join(failing)} outside the rule "
-                       f"({int(dist['ok'].sum())}/{len(dist)} methods within)")
-            rows.append([title, _runs(df), f"paper mode, NMI: {text}", verdict])
-        else:
-            rows.append([title, _runs(df), "no published values in the repo: compare the "
-                         "figure below by eye", "not judged"])
-    header = ["paper figure", "our runs", "distance to the paper's values", "reproduces?"]
+        if key is None:
+            rows.append([title, _runs(df), "run times depend on the machine", "–", "–", "–",
+                         "not judged"])
+            continue
+        pts = compare(df, pub, key)
+        if pts.empty:
+            rows.append([title, _runs(df), "no published values for these runs", "–", "–",
+                         "–", "not judged"])
+            continue
+        v = verdict(pts)
+        rows.append([
+            title, _runs(df), f"{v.points} points, {_sources(pts)}",
+            f"{v.mad:.3f} (≤ {v.mad_limit:.3f})",
+            f"{v.outside} ({v.share:.0%}; ≤ {SHARE_LIMIT:.0%})", f"{v.bias:+.3f}",
+            "**yes**" if v.reproduces else "**no**"])
+        lines = mismatches(pts)
+        if lines:
+            where_lines += [f"- {title.split(':')[0]}: {line}" for line in lines]
+    header = ["paper figure", "our runs", "judged on (paper mode)", "mean abs. difference",
+              "points outside their error", "mean ours − theirs", "reproduces?"]
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return out + ["| " + " | ".join(r) + " |" for r in rows]
+    return out + ["| " + " | ".join(r) + " |" for r in rows], where_lines
 
 
 def _ratio(d: pd.DataFrame) -> str:
@@ -221,20 +205,18 @@ def run_line(frames: dict[str, pd.DataFrame], results_dir: str | os.PathLike) ->
             f"{log['started_utc']}; machine: {cpu}.")
 
 
-def headline_section(frames: dict[str, pd.DataFrame], results_dir: str | os.PathLike,
-                     cal: pd.DataFrame) -> list[str]:
-    """The report's opening: the reproduction table, the first figure, what corrected mode
-    changes, the audit verdict and the run.
-
-    >>> import tempfile
-    >>> from dptaucc.bench.calibration import calibration
-    >>> lines = headline_section({}, tempfile.mkdtemp(), calibration())  # nothing run yet
-    >>> lines[0], any(line.startswith("Privacy audit: no audit table") for line in lines)
-    ('## Headline', True)
-    """
-    lines = ["## Headline", "", f"Does each paper figure reproduce? Rule: {RULE}; the paper's "
-             "values are read by eye off its Fig. 2 (±0.02).", ""]
-    lines += reproduction_table(frames, cal) + [""]
+def paper_headline(frames: dict[str, pd.DataFrame], results_dir: str | os.PathLike,
+                   pub: pd.DataFrame) -> list[str]:
+    """The paper sweep's opening: the reproduction table, where paper mode does not match, the
+    first figure and what corrected mode changes."""
+    table, where_lines = reproduction_table(frames, pub)
+    lines = ["Does each paper figure reproduce? Paper mode (the authors' code's behaviour) "
+             "against every point the authors published (their figures digitised, with a "
+             f"reading error per point; `calibration/published_values.tsv`). Rule: {RULE}.",
+             "", *table, ""]
+    if where_lines:
+        lines += ["Where paper mode does not match (points outside their combined error, per "
+                  "dataset and method):", "", *where_lines, ""]
     first = figure_files(results_dir)[:1]
     lines += [f"![{stem}](figures/{stem}.png)" for stem in first] + ([""] if first else [])
     real = frames.get("fig2_real")
@@ -243,6 +225,106 @@ def headline_section(frames: dict[str, pd.DataFrame], results_dir: str | os.Path
         if changes:
             lines += ["What corrected mode changes (real data, all datasets and ε pooled):", ""]
             lines += changes + [""]
+    return lines
+
+
+def _yours(names: tuple[str, ...], yours: tuple[str, ...], show=str) -> str:
+    return ", ".join(f"{show(n)} (yours)" if n in yours else show(n) for n in names)
+
+
+def _span(values: pd.Series) -> str:
+    v = sorted(set(values.dropna().round(6)))
+    if not v:
+        return "no ε (not private)"
+    return f"ε {v[0]:g}" if len(v) == 1 else f"ε {v[0]:g}–{v[-1]:g} ({len(v)} values)"
+
+
+def _scored(d: pd.DataFrame, alg: str, mode: str, metric: str) -> tuple[str, str]:
+    """(column, what it scores) of the series a method is shown by in your study: what it
+    releases (:func:`figures.row_series`' first series)."""
+    from dptaucc.bench.figures import row_series
+
+    column, _, name = row_series(d, alg, mode, metric)[0]
+    if alg in NON_PRIVATE:
+        return column, "its row labels (not DP)"
+    return column, name.removeprefix(f"{label(alg)}: ").removeprefix(f"{label(alg)} ")
+
+
+def study_headline(frames: dict[str, pd.DataFrame], s: Study,
+                   metric: str = "nmi_rows") -> list[str]:
+    """Your sweep's opening: what it ran, then per experiment the row score of what each
+    method releases, per dataset (columns) and ε (rows), every method once."""
+    def yours(what: str, names: tuple[str, ...]) -> str:
+        return f"your {what}{'s' if len(names) > 1 else ''} {', '.join(names)}" if names else ""
+
+    parts = [p for p in (yours("method", s.methods), yours("dataset", s.datasets),
+                         yours("experiment", s.experiments)) if p]
+    held = ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+    lines = [f"This sweep is not the paper's: it holds {held}. So no paper verdict: this "
+             "report is about your study (`make reproduce` runs the paper's).", ""]
+    for exp, df in frames.items():
+        d = ok(df)
+        algs = list(dict.fromkeys(sorted(d["algorithm"].dropna(), key=lambda a: (
+            a not in s.methods, a not in PAPER_METHODS, a))))
+        dsets = sorted(set(d["dataset"].dropna()), key=lambda x: (x not in s.datasets, x))
+        modes = sorted(set(d["mode"].dropna()), key=lambda m: (m != "corrected", m))
+        lines += [f"**{exp}**: {len(d)}/{len(df)} jobs ok; datasets "
+                  f"{_yours(tuple(dsets), s.datasets)}; methods "
+                  f"{_yours(tuple(algs), s.methods, label)}; "
+                  f"{', '.join(modes) or 'no'} mode; {_span(d['epsilon'])}; "
+                  f"{d['seed'].nunique()} seeds.", ""]
+        rows = []
+        for alg in algs:
+            da = d[d["algorithm"] == alg]
+            for mode in (modes if alg not in NON_PRIVATE else [None]):
+                dam = da if mode is None else da[da["mode"] == mode]
+                if dam.empty:
+                    continue
+                column, what = _scored(dam, alg, mode or "corrected", metric)
+                by = ["epsilon"] if mode is not None else []
+                agg = mean_std(dam, ["dataset", *by], column)
+                eps_values = sorted(set(agg["epsilon"])) if by else [None]
+                for eps in eps_values:
+                    a = agg if eps is None else agg[agg["epsilon"] == eps]
+                    cells = []
+                    for ds in dsets:
+                        r = a[a["dataset"] == ds]
+                        cells.append("–" if r.empty else (
+                            f"{r['mean'].iloc[0]:.2f}" + ("" if pd.isna(r["std"].iloc[0])
+                                                          else f" ± {r['std'].iloc[0]:.2f}")))
+                    name = f"{label(alg)} (yours)" if alg in s.methods else label(alg)
+                    rows.append([name, mode or "–", what, "–" if eps is None else f"{eps:g}",
+                                 *cells])
+        header = ["method", "mode", "scored", "ε",
+                  *[f"{x} (yours)" if x in s.datasets else x for x in dsets]]
+        lines += [f"Row {metric.split('_')[0].upper()} of what each method releases (mean ± "
+                  "std over seeds; \"DP\" as the method declares it: `row_labels_private_` "
+                  "or its release kinds):", "",
+                  "| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+                  *["| " + " | ".join(r) + " |" for r in rows], ""]
+    return lines
+
+
+def headline_section(frames: dict[str, pd.DataFrame], results_dir: str | os.PathLike,
+                     pub: pd.DataFrame) -> list[str]:
+    """The report's opening: for the paper's sweep the reproduction verdicts
+    (:func:`paper_headline`), for yours your study (:func:`study_headline`); then the audit
+    verdict and the run.
+
+    >>> import tempfile
+    >>> from dptaucc.bench.published import published_values
+    >>> lines = headline_section({}, tempfile.mkdtemp(), published_values())  # nothing run yet
+    >>> lines[0], any(line.startswith("Privacy audit: no audit table") for line in lines)
+    ('## Headline', True)
+    """
+    s = study(frames)
+    lines = ["## Headline", ""]
+    if s.is_paper:
+        lines += paper_headline(frames, results_dir, pub)
+    else:
+        lines += study_headline(frames, s)
+        first = figure_files(results_dir)[:1]
+        lines += [f"![{stem}](figures/{stem}.png)" for stem in first] + ([""] if first else [])
     lines += [audit_verdict(results_dir), "", run_line(frames, results_dir), ""]
     return lines
 
@@ -251,7 +333,7 @@ def figure_files(results_dir: str | os.PathLike) -> list[str]:
     """Stems of the PNG figures beside the report: the paper's in the paper's order, then the
     rest (your experiments, the audit) by name."""
     present = {p.stem for p in (Path(results_dir) / "figures").glob("*.png")}
-    ordered = [s for _, _, stems in PAPER_FIGURES for s in stems if s in present]
+    ordered = [s for _, _, stems, _ in PAPER_FIGURES for s in stems if s in present]
     extra = [s for s in ("fig2_row_relation_corrected", "fig2_extra_methods_paper",
                          "fig2_extra_methods_corrected") if s in present]
     ordered = ordered[:2] + extra + ordered[2:]
@@ -283,5 +365,5 @@ def figures_section(results_dir: str | os.PathLike) -> list[str]:
     return lines
 
 
-__all__ = ["RULE", "PAPER_FIGURES", "distances", "audit_verdict", "headline_section",
+__all__ = ["PAPER_FIGURES", "reproduction_table", "audit_verdict", "headline_section",
            "figures_section"]

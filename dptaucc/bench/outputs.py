@@ -16,6 +16,7 @@ import sys
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 
+from dptaucc._cli import plain
 from dptaucc.bench.configs import EXPERIMENTS
 from dptaucc.bench.scales import SCALES, is_paper_dir, results_dir_for
 
@@ -96,7 +97,7 @@ def publish(results_dir: str | Path, experiments: Sequence[str] | None = None,
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m dptaucc.bench.outputs", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m dptaucc.bench.outputs", description=plain(__doc__),
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("step", choices=(*STEPS, "all"))
     ap.add_argument("--scale", choices=SCALES, default="quick",

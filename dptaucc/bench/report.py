@@ -3,7 +3,7 @@
 It opens with a headline (:mod:`headline`: does each paper figure reproduce, what corrected
 mode changes, the audit's verdict, the run) and the figures as images; then, per dataset and
 ε, mean ± std of every method in both modes (corrected mode: what each method releases) next to
-the paper's values read off its Fig. 2 (the packaged ``calibration/fig2_paper_values.tsv``);
+the paper's Fig. 2 values (digitised from the paper, :mod:`published`);
 ε claimed vs ε spent per method (from the ledgers); runtime; failed jobs. Algorithms and
 experiments are discovered from the tables, so your own method or experiment gets its rows and
 tables too. The tables are a list of sections (:data:`SECTIONS`), each a function of the
@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from dptaucc._cli import plain
 from dptaucc.audit.report import audit_section
 from dptaucc.auditscore.report import audit_score_section
 from dptaucc.bench import row_relation as rr
@@ -41,6 +42,7 @@ from dptaucc.bench.figures import (
     PAPER_EXPERIMENTS,
     PAPER_PROTOCOL,
     _datasets,
+    asked_clusters,
     discovered,
     experiment_tables,
     row_series,
@@ -84,8 +86,9 @@ def fig2_section(df: pd.DataFrame, metric: str = "nmi_rows") -> list[str]:
              "prototypes, not row labels, so their only row score is the paper's protocol, "
              "named as such.", "", _neighbours_line(df), ""]
     if name == "NMI":
-        lines += ["Paper values in brackets are read by eye off the paper's Fig. 2 (±0.02), "
-                  "paper mode; DPNMF runs for ε < 1 only; DPHD is 0 in the paper.", ""]
+        lines += ["Paper values in brackets are the paper's Fig. 2, digitised from its figure "
+                  "(each point's reading error is in `calibration/published_values.tsv`), paper "
+                  "mode; DPNMF runs for ε < 1 only.", ""]
     return lines + comparison_tables(df, metric, calibrated=metric == "nmi_rows")
 
 
@@ -374,6 +377,33 @@ def status_section(frames: dict[str, pd.DataFrame]) -> list[str]:
                           rows) + [""]
 
 
+def clusters_section(frames: dict[str, pd.DataFrame]) -> list[str]:
+    """Runs of a non-private method (the reference lines of the figures) that found fewer row
+    clusters than asked (``k_found`` below the asked count; each such fit also warned)."""
+    rows = []
+    for exp, df in frames.items():
+        d = ok(df[~df["private"].fillna(True).astype(bool)])
+        if d.empty or "k_found" not in d:
+            continue
+        asked = asked_clusters(d)
+        fewer = d[pd.to_numeric(d["k_found"], errors="coerce") < asked]
+        for (alg, ds), f in fewer.groupby(["algorithm", "dataset"]):
+            n = int(((d["algorithm"] == alg) & (d["dataset"] == ds)).sum())
+            found = sorted(set(f["k_found"].astype(int)))
+            rows.append([exp, label(alg), str(ds), f"{len(f)} of {n}",
+                         "/".join(f"{k:g}" for k in sorted(set(asked[f.index]))),
+                         ", ".join(map(str, found))])
+    if not rows:
+        return []
+    return (["## Fewer clusters than asked (non-private references)", "",
+             "Runs of a non-private method whose fit removed clusters that emptied, so it found "
+             "fewer row clusters than asked: its reference line in the figures pools these "
+             "runs. (Every fit warns when this happens; `k_found` and `warnings` of the records "
+             "hold it for every method.)", ""]
+            + _table(["experiment", "method", "dataset", "runs", "K asked", "K found"], rows)
+            + [""])
+
+
 def heatmap_section(frames: dict[str, pd.DataFrame]) -> list[str]:
     lines = []
     for exp, param, name in (("fig3_iterations", "p_n_iterations", "I"), ("supp_h", "p_h", "h")):
@@ -590,19 +620,20 @@ Section = Callable[[dict[str, pd.DataFrame]], list[str]]
 #: lines (an empty list leaves the section out)
 SECTIONS: list[Section] = [_real_data, row_relation_section, crossover_section,
                            other_experiments_section, privacy_section,
-                           runtime_section, heatmap_section, _synthetic, status_section,
-                           provenance_section]
+                           runtime_section, heatmap_section, _synthetic, clusters_section,
+                           status_section, provenance_section]
 
 
 def write_report(results_dir: str | os.PathLike = "results") -> Path:
     """REPORT.md: the headline (:mod:`headline`), the figures as images, then the tables
     (:data:`SECTIONS`) and the privacy audit."""
     from dptaucc.bench.headline import figures_section, headline_section
+    from dptaucc.bench.published import published_values
 
     results_dir = Path(results_dir)
     frames = experiment_tables(results_dir)
     lines = title_lines(results_dir)
-    lines += headline_section(frames, results_dir, calibration())
+    lines += headline_section(frames, results_dir, published_values())
     lines += figures_section(results_dir)
     lines += header_lines(frames, results_dir)
     if frames:
@@ -617,7 +648,7 @@ def write_report(results_dir: str | os.PathLike = "results") -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m dptaucc.bench.report", description=__doc__)
+    ap = argparse.ArgumentParser(prog="python -m dptaucc.bench.report", description=plain(__doc__))
     ap.add_argument("--results-dir", default=os.environ.get("DPTAUCC_RESULTS_DIR", "results"))
     args = ap.parse_args(argv)
     print(write_report(args.results_dir))

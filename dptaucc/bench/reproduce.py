@@ -23,6 +23,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from dptaucc._cli import plain
 from dptaucc.bench.configs import (
     EXPERIMENTS,
     Composer,
@@ -222,8 +223,54 @@ def _outputs(results_dir: str, experiments: Sequence[str], full_paper: bool,
                    n_jobs=n_jobs, grids=grids)
 
 
+def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
+    """Plain-text columns: the first left-aligned, the others right-aligned."""
+    cells = [[str(c) for c in header], *[[str(c) for c in r] for r in rows]]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    return ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                      for i, (c, w) in enumerate(zip(r, widths, strict=True))).rstrip()
+            for r in cells]
+
+
+def summary_lines(summary: dict, experiments: Sequence[str], dry_run: bool = False) -> list[str]:
+    """The end-of-run summary as a table, one row per experiment and a total.
+
+    >>> summary = {"fig2_real": {"total": 10, "pending": 4, "seconds": 2.5,
+    ...                          "statuses": {"ok": 3, "error": 1},
+    ...                          "core_seconds": {"job_s": 4.25}}, "_seconds": 2.5}
+    >>> print("\\n".join(summary_lines(summary, ["fig2_real"])))
+    experiment  jobs  already done  ran  ok  failed  wall s  job core-s
+    fig2_real     10             6    4   3       1     2.5         4.2
+    total         10             6    4   3       1     2.5         4.2
+    """
+    if dry_run:
+        rows = [[exp, s["total"], s["total"] - s["pending"], s["pending"],
+                 f"{s['estimated_cpu_s']:.0f}", s["without_timing"]]
+                for exp in experiments for s in [summary[exp]]]
+        total = [sum(r[i] for r in rows) for i in (1, 2, 3)]
+        rows.append(["total", *total, f"{sum(float(r[4]) for r in rows):.0f}",
+                     sum(r[5] for r in rows)])
+        return _table(["experiment", "jobs", "already done", "to run", "estimated CPU s",
+                       "without a timing"], rows)
+    rows = []
+    for exp in experiments:
+        s = summary[exp]
+        statuses = s.get("statuses", {})
+        failed = sum(n for k, n in statuses.items() if k not in ("ok", "skipped", "excluded",
+                                                                 "restarts"))
+        rows.append([exp, s["total"], s["total"] - s["pending"], s["pending"],
+                     statuses.get("ok", 0), failed, float(s.get("seconds", 0.0)),
+                     float((s.get("core_seconds") or {}).get("job_s") or 0.0)])
+    total = ["total", *(sum(r[i] for r in rows) for i in range(1, 6)),
+             float(summary.get("_seconds", 0.0)), sum(r[7] for r in rows)]
+    rows = [[*r[:6], f"{r[6]:.1f}", f"{r[7]:.1f}"] for r in [*rows, total]]
+    return _table(["experiment", "jobs", "already done", "ran", "ok", "failed", "wall s",
+                   "job core-s"], rows)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m dptaucc.bench.reproduce", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m dptaucc.bench.reproduce",
+                                 description=plain(__doc__),
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scale", choices=("paper", "quick"), default="paper")
     ap.add_argument("--jobs", type=int, default=None,
@@ -280,9 +327,14 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"retries the jobs of dead tasks and writes the outputs)")
         return 0
 
-    for exp in exps:
-        print(f"{exp}: {summary[exp]}")
-    print(f"total wall time: {summary['_seconds']:.1f} s")
+    print("\n".join(summary_lines(summary, exps, args.dry_run)))
+    if not args.dry_run:
+        where = Path(args.results_dir or results_dir_for(
+            "paper" if args.scale == "paper" and not sweep else "quick"))
+        outputs = ("" if args.no_outputs else
+                   f"; tables, figures/ and REPORT.md in {where}/")
+        print(f"jobs' wall time {summary['_seconds']:.1f} s; records in {where / 'runs'}/"
+              f"{outputs}")
     problem = failure_summary(summary["_outcomes"], "run the same command again")
     if problem:
         print(problem, file=sys.stderr)

@@ -31,6 +31,7 @@ from dptaucc.bench.memory import PeakRSS
 from dptaucc.bench.metrics import nmi_ari
 from dptaucc.bench.store import RunStore
 from dptaucc.bench.validate import make_estimator, validate_job
+from dptaucc.privacy.releases import DP, POST_PROCESSING
 
 #: the record columns (identity, privacy, data, metrics, status, provenance), in table order;
 #: p_* parameter columns follow
@@ -66,6 +67,27 @@ def _scores(truth, labels) -> tuple[float, float]:
     return nmi_ari(truth, labels)
 
 
+def row_labels_declared_private(est) -> bool:
+    """Whether ``row_labels_`` is a DP output by the estimator's own declaration: its
+    ``row_labels_private_`` attribute, or else its release kinds (``row_labels_`` declared "dp"
+    or "post-processing", :mod:`dptaucc.privacy.releases`).
+
+    >>> from types import SimpleNamespace
+    >>> row_labels_declared_private(SimpleNamespace(row_labels_private_=True))
+    True
+    >>> class Mine:
+    ...     def release_kinds(self):
+    ...         return {"row_labels_": "dp"}
+    >>> row_labels_declared_private(Mine()), row_labels_declared_private(object())
+    (True, False)
+    """
+    declared = getattr(est, "row_labels_private_", None)
+    if declared is not None:
+        return bool(declared)
+    kinds = est.release_kinds() if callable(getattr(est, "release_kinds", None)) else {}
+    return kinds.get("row_labels_") in (DP, POST_PROCESSING)
+
+
 def evaluate(est, X, dataset) -> dict:
     """Metrics of a fitted estimator (the evaluation protocol of docs/protocol.md).
 
@@ -76,7 +98,7 @@ def evaluate(est, X, dataset) -> dict:
     rec: dict[str, Any] = {}
     released = getattr(est, "row_labels_", None)  # absent: the method releases no row labels
     released = None if released is None else np.asarray(released)
-    is_private = bool(getattr(est, "row_labels_private_", False)) and released is not None
+    is_private = row_labels_declared_private(est) and released is not None
     paper = est.evaluation_row_labels(X) if hasattr(est, "evaluation_row_labels") else released
     rec["nmi_rows"], rec["ari_rows"] = _scores(dataset.row_labels, paper)
     same = released is not None and np.shape(paper) == released.shape and np.array_equal(

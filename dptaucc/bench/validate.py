@@ -194,7 +194,9 @@ def dataset_shape(ds: Mapping) -> DataShape:
 
 
 def _matrix_shape(ds: Mapping) -> DataShape:
-    """A user's matrix files: known arguments, the files exist; shape unknown until read."""
+    """A user's matrix files: known arguments, the files exist, and they read as a dataset
+    (:func:`dptaucc.datasets.load_matrix`: a bad file, a labels file that does not fit the
+    matrix, a checksum, each named), which gives the shape and the class counts."""
     from dptaucc.datasets import load_matrix
 
     params = dict(ds.get("params") or {})
@@ -211,8 +213,37 @@ def _matrix_shape(ds: Mapping) -> DataShape:
         if not Path(value).expanduser().is_file():
             raise ConfigError(f"dataset.params.{key}: {value} does not exist (relative paths "
                               f"are read from the working directory)")
-    return DataShape(str(ds.get("name")), None, None, None, None,
-                     has_labels=params.get("labels") is not None)
+    files = tuple(_stamp(params.get(k)) for k in ("path", "labels", "col_labels"))
+    return _read_matrix_shape(str(ds.get("name")), json.dumps(params, sort_keys=True), files)
+
+
+def _stamp(path: str | None) -> tuple | None:
+    """What tells a file's versions apart for the cache of :func:`_read_matrix_shape`."""
+    if path is None:
+        return None
+    st = Path(path).expanduser().stat()
+    return str(Path(path).expanduser().resolve()), st.st_size, st.st_mtime_ns
+
+
+@lru_cache(maxsize=16)
+def _read_matrix_shape(name: str, params_json: str, files: tuple) -> DataShape:
+    """Read a user's matrix files once per version (a sweep's jobs share them)."""
+    import warnings
+
+    from dptaucc.datasets import load_matrix
+
+    try:
+        with warnings.catch_warnings():  # the job's own load warns (a triplet file's shape)
+            warnings.simplefilter("ignore", UserWarning)
+            data = load_matrix(name=name, **json.loads(params_json))
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"dataset {name!r}: {exc}") from exc
+    n_rows, n_cols = data.shape
+    row_classes = None if data.row_labels is None else int(len(set(data.row_labels.tolist())))
+    col_classes = None if data.col_labels is None else int(len(set(data.col_labels.tolist())))
+    return DataShape(name, n_rows, n_cols, row_classes,
+                     row_classes if col_classes is None else col_classes,
+                     has_labels=data.row_labels is not None)
 
 
 @lru_cache(maxsize=256)

@@ -189,6 +189,7 @@ def test_hardened_release_satisfies_constraint_for_every_row_and_the_domain(nois
 # ------------------------------------------------------------------ estimator
 @pytest.mark.parametrize("variant,noise", [("hardened", "full"), ("hardened", "white"),
                                            ("local", "diag"), ("local", "full")])
+@pytest.mark.slow
 def test_recovery_large_eps_not_tiny_eps(data, variant, noise):
     X, y = data
     mode = "paper" if variant == "local" else "corrected"
@@ -200,6 +201,7 @@ def test_recovery_large_eps_not_tiny_eps(data, variant, noise):
     assert np.mean(tiny) < 0.3
 
 
+@pytest.mark.slow
 def test_colored_beats_white_in_noise_trace(data):
     X, _ = data
     tr = {nz: ColoredNoiseKMeans(3, epsilon=1.0, noise=nz, variant="local", mode="paper",
@@ -209,6 +211,7 @@ def test_colored_beats_white_in_noise_trace(data):
 
 
 @pytest.mark.parametrize("variant,mode", [("hardened", "corrected"), ("local", "paper")])
+@pytest.mark.slow
 def test_deterministic_given_seed(data, variant, mode):
     X, _ = data
 
@@ -270,6 +273,7 @@ def test_paper_mode_hardened_costs_twice_at_cell_level_and_stays_dp(data):
     assert m.gamma_ == pytest.approx(gamma(0.5, 0.5e-5, "pdp"))
 
 
+@pytest.mark.slow
 def test_high_dimensional_rows_stay_fast_and_sparse():
     rng = np.random.default_rng(0)
     X = sp.random(300, 5000, density=0.01, random_state=rng, format="csr")
@@ -324,6 +328,7 @@ EXPECTED_SKLEARN_FAILURES = {
                           ColoredNoiseKMeans(n_clusters=2, epsilon=5.0, variant="local",
                                              mode="paper", noise="full", random_state=0)],
                          expected_failed_checks=lambda est: EXPECTED_SKLEARN_FAILURES)
+@pytest.mark.slow  # scikit-learn's conformance checks of a baseline (DP-τCC's stay fast)
 def test_sklearn_estimator_checks(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)

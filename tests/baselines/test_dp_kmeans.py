@@ -115,6 +115,7 @@ def test_bounds_are_diffprivlibs_min_max_and_check_bounds():
         widen_bounds(np.array([2.0]), np.array([1.0]))
 
 
+@pytest.mark.slow
 def test_vectorised_update_matches_diffprivlib_update():
     """One paper-mode centre update: ours (vectorised) vs diffprivlib's own ``_update_centers``,
     same bounds, split (as diffprivlib unpacks it) and upstream sensitivity (u − l)."""
@@ -308,6 +309,7 @@ def test_released_counts_are_integers_and_centres_lie_on_a_data_independent_set(
         np.testing.assert_allclose(steps, np.rint(steps), rtol=0, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_every_cluster_is_released_every_iteration_even_when_empty(monkeypatch):
     """Audit finding: only clusters with a non-zero TRUE count were updated, so an empty
     cluster kept its public initial centre (ε lower bound 4.9 at claimed 1). Now all k
@@ -413,6 +415,7 @@ def test_secure_path_fits_with_the_same_ledger():
 
 # ------------------------------------------------------------------ both modes
 @pytest.mark.parametrize("mode", ["paper", "corrected"])
+@pytest.mark.slow
 def test_large_epsilon_recovers_tiny_does_not(mode):
     X, y = blobs()
     big = [nmi(y, fit(X, n_clusters=3, epsilon=1e4, mode=mode, bounds_max=12,
@@ -513,6 +516,7 @@ def _expected_sklearn_failures(estimator):
 @parametrize_with_checks([DPKMeans(n_clusters=2, epsilon=5.0, random_state=0),
                           DPKMeans(n_clusters=2, epsilon=5.0, mode="paper", random_state=0)],
                          expected_failed_checks=_expected_sklearn_failures)
+@pytest.mark.slow  # scikit-learn's conformance checks of a baseline (DP-τCC's stay fast)
 def test_sklearn_estimator_checks(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)

@@ -79,6 +79,7 @@ def folded_geometric_pmf(value, eps, lower, support):
 
 
 @pytest.mark.parametrize("value,eps", [(2, 0.3), (40, 0.05), (1, 2.0)])
+@pytest.mark.slow
 def test_folded_geometric_matches_diffprivlib(value, eps):
     mech = GeometricFolded(epsilon=eps, sensitivity=1, lower=0.5, upper=float("inf"),
                            random_state=5)

@@ -11,7 +11,14 @@ from dptaucc.baselines.dphd import DPHD, OctaveNotFoundError, octave
 from dptaucc.baselines.dphd.testing import have_octave
 from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
 
-octave_test = pytest.mark.skipif(not have_octave(), reason="GNU Octave (octave-cli) not installed")
+_skip_without_octave = pytest.mark.skipif(not have_octave(),
+                                          reason="GNU Octave (octave-cli) not installed")
+
+
+def octave_test(test):
+    """A test that runs DPHD in GNU Octave: marked ``octave`` (not in ``make test-fast``) and
+    skipped where Octave is not installed."""
+    return pytest.mark.octave(_skip_without_octave(test))
 
 
 def blocks(n_per=40, k=3, d=30, hi=5.0, lo=0.3, seed=0):
@@ -225,7 +232,6 @@ def test_missing_octave_gives_clear_error(no_octave, data):
         (np.ones((4, 3)), {"n_clusters": 2, "mode": "paper", "secure": True}, "secure"),
         (np.ones((4, 3)), {"n_clusters": 2, "secure": True, "random_state": 0}, "random_state"),
         (np.ones((2, 3)), {"n_clusters": 1}, "at least 3 rows"),
-        (np.full((4, 3), 0.5), {"n_clusters": 2}, "fractional"),
     ],
 )
 def test_bad_input_raises_before_octave(no_octave, X, params, match):
@@ -238,31 +244,7 @@ def test_parameter_constraints_cover_every_parameter():
 
 
 # -- scikit-learn conformance ------------------------------------------------------------------
-def _whole(X):
-    """sklearn's checks feed fractional floats; DPHD takes whole counts: round them."""
-    if sp.issparse(X):
-        X = sp.csr_matrix(X)
-        if np.issubdtype(X.dtype, np.floating):
-            X.data = np.round(X.data)
-        return X
-    arr = np.asarray(X)
-    return np.round(arr) if arr.dtype.kind == "f" else X
-
-
-class _RoundedDPHD(DPHD):
-    """Test-only adapter: the entries are rounded before the real ``fit``/``predict`` run
-    unchanged."""
-
-    def fit(self, X, y=None):
-        return super().fit(_whole(X), y)
-
-    def predict(self, X):
-        return super().predict(_whole(X))
-
-
 SKLEARN_EXPECTED_FAILURES = {
-    "check_dtype_object": "object entries are rounded by the adapter only when float; the "
-                          "fractional object values raise 'X contains fractional entries'",
     "check_clustering": "it reads labels_ after fit; corrected mode keeps no labels of the "
                         "training rows (they would read the raw data): predict(X) gives them",
 }
@@ -272,7 +254,7 @@ SKLEARN_EXPECTED_FAILURES = {
 def test_sklearn_conformance():
     from sklearn.utils.estimator_checks import check_estimator
 
-    results = check_estimator(_RoundedDPHD(n_clusters=2, random_state=0), on_fail=None,
+    results = check_estimator(DPHD(n_clusters=2, random_state=0), on_fail=None,
                               expected_failed_checks=SKLEARN_EXPECTED_FAILURES)
     failed = {r["check_name"]: str(r["exception"])[:200] for r in results
               if r["status"] == "failed"}

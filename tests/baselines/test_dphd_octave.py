@@ -26,7 +26,14 @@ from dptaucc.baselines.dphd import estimator as est_mod
 from dptaucc.baselines.dphd.matrix_keys import MatrixFacts, content_key
 from dptaucc.baselines.dphd.testing import have_octave
 
-octave_test = pytest.mark.skipif(not have_octave(), reason="GNU Octave (octave-cli) not installed")
+_skip_without_octave = pytest.mark.skipif(not have_octave(),
+                                          reason="GNU Octave (octave-cli) not installed")
+
+
+def octave_test(test):
+    """A test that runs DPHD in GNU Octave: marked ``octave`` (not in ``make test-fast``) and
+    skipped where Octave is not installed."""
+    return pytest.mark.octave(_skip_without_octave(test))
 
 
 def _counts(n=60, d=20, seed=0, density=0.3):

@@ -32,7 +32,8 @@ from dptaucc.privacy.checks import (
     neighbour_log_ratio_bounds,
 )
 
-pytestmark = pytest.mark.skipif(not have_octave(), reason="GNU Octave (octave-cli) not installed")
+pytestmark = [pytest.mark.octave,
+              pytest.mark.skipif(not have_octave(), reason="GNU Octave (octave-cli) not installed")]
 
 HELPERS = Path(__file__).resolve().parent / "octave"
 

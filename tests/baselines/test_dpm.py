@@ -223,6 +223,7 @@ def test_dense_path_equals_the_sparse_path(n_components):
 
 
 @pytest.mark.parametrize("corrected", [False, True])
+@pytest.mark.slow
 def test_core_on_synth_blobs_like_the_papers_synth10d(corrected):
     """The paper's Synth-10D at reduced scale: 16 blobs (std 1) in the public box ±100, ε = 1,
     δ = 1/(n√n), box-diagonal bound: DPM finds about 16 clusters, purity ≈ 1 (a run of the
@@ -474,6 +475,7 @@ def _root_utilities(model, X, root_count):
     return np.concatenate(u)
 
 
+@pytest.mark.slow
 def test_every_count_split_interval_and_sum_is_drawn_at_its_charged_scale(monkeypatch):
     """Each call site of a corrected fit: the noise drawn, the scale it was drawn at, and the
     ledger's record, against scales derived here from the method."""
@@ -636,6 +638,7 @@ def _interval_hits(broken, runs=6_000):
 
 
 @pytest.mark.parametrize("broken", [False, True])
+@pytest.mark.slow
 def test_interval_quantile_neighbours_at_its_own_epsilon(broken):
     (ha, hb), runs = _interval_hits(broken)
     lower, upper = neighbour_log_ratio_bounds(ha, runs, hb, runs)
@@ -680,6 +683,7 @@ EXPECTED_SKLEARN_FAILURES = {
 
 @parametrize_with_checks([DPM(epsilon=5.0, max_depth=3, random_state=0)],
                          expected_failed_checks=lambda est: EXPECTED_SKLEARN_FAILURES)
+@pytest.mark.slow  # scikit-learn's conformance checks of a baseline (DP-τCC's stay fast)
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
 

@@ -178,6 +178,7 @@ def _slices(payload: np.ndarray, length: int):
 
 
 @pytest.mark.parametrize("normalize", [None, "l1"])
+@pytest.mark.slow
 def test_no_raw_block_leaves_its_site(normalize):
     X, _, _ = toy(3)
     params = dict(COLLAB_TOY, normalize=normalize)
@@ -294,6 +295,7 @@ def test_collaborative_keeps_the_best_restart():
     assert runs[-1].objective < max(objectives) - 1.0  # so "keep the last" would be wrong
 
 
+@pytest.mark.slow
 def test_collaborative_matches_whole_data_far_better_than_site_wise():
     """Honda et al. §6.1, Table 1: correlation with whole-data item memberships, 10 trials."""
     corr_co, corr_sw, agree_co, agree_sw = [], [], [], []
@@ -471,5 +473,6 @@ COLLAB_FAILURES = dict.fromkeys(
                          expected_failed_checks=lambda est: (
                              COLLAB_FAILURES if isinstance(est, CollaborativeFCCM)
                              else {}))
+@pytest.mark.slow  # scikit-learn's conformance checks of a baseline (DP-τCC's stay fast)
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)

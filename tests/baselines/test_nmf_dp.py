@@ -299,6 +299,7 @@ EXPECTED_SKLEARN_FAILURES = {
 @parametrize_with_checks([DPNMF(n_clusters=2, epsilon=0.5, random_state=0),
                           DPNMF(n_clusters=2, epsilon=0.5, mode="paper", random_state=0)],
                          expected_failed_checks=lambda est: EXPECTED_SKLEARN_FAILURES)
+@pytest.mark.slow  # scikit-learn's conformance checks of a baseline (DP-τCC's stay fast)
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
 

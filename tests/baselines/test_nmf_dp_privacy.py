@@ -140,6 +140,7 @@ def _hits(V, H, u, mid, runs, seed, eps, delta):
 
 
 @pytest.mark.parametrize("broken", [False, True])
+@pytest.mark.slow
 def test_release_neighbours_at_its_own_epsilon(monkeypatch, broken):
     """One release at (ε, δ) = (1, 0.01) on the worst neighbour pair, event = the half-space
     through the midpoint of the two statistics. With σ calibrated for Δ = 2√2/N the event's

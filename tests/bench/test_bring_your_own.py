@@ -80,6 +80,40 @@ def test_readme_bring_your_own_example(tmp_path):
     assert "### mydata (NMI)" in report and "| random_rows (corrected) |" in report
     assert "## adhoc: row NMI" in report
 
+    # your study: a headline about your sweep, no paper verdict, your mode only, every method
+    # once; the ε axis ends with your data
+    headline = report[:report.index("## Figures")]
+    assert ("This sweep is not the paper's: it holds your method random_rows, your dataset "
+            "mydata and your experiment adhoc") in headline and "reproduces?" not in headline
+    # one row per ε: fig2_real's two, adhoc's one
+    assert headline.count("| random_rows (yours) | corrected |") == 3
+    assert not (results / "figures" / "fig2_nmi_paper.png").exists()
+    assert max(ax.get_xlim()[1] for ax in fig.axes if ax.get_visible()) < 1.5
+
+    # a method of yours that declares its row labels DP by its release kinds: one series
+    with open(tmp_path / "mymethod.py", "a") as f:
+        f.write("\nclass DeclaredRows(RandomRows):\n    def release_kinds(self):\n"
+                "        return {'row_labels_': 'dp'}\n")
+    (tmp_path / "myconf" / "algorithm" / "declared_rows.yaml").write_text(
+        "name: declared_rows\n_target_: mymethod.DeclaredRows\nprivate: true\n"
+        "params: {n_row_clusters: classes}\n")
+    env["DPTAUCC_CONFIG_PATH"] = str(tmp_path / "myconf")
+    for args in (["dptaucc.bench", "-m", "experiment=fig2_real", "algorithm=declared_rows",
+                  "dataset=mydata", "mode=corrected", "epsilon=0.5,1", "seed=range(2)"],
+                 ["dptaucc.bench.outputs", "all"]):
+        done = subprocess.run([sys.executable, "-m", *args], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+    report = (results / "REPORT.md").read_text()
+    assert "| declared_rows (yours) | corrected | its DP row labels (DP) | 0.5 |" in report
+    header = next(line for line in report[report.index("### mydata (NMI)"):].splitlines()
+                  if line.startswith("| ε |"))
+    assert header.count("declared_rows") == 1 and header.count("random_rows") == 1
+    table = pd.read_parquet(results / "fig2_real.parquet")
+    fig = dict(figures.real_data_plots(table))["fig2_nmi_corrected"]()
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert [t for t in legend if "declared_rows" in t] == ["declared_rows: its DP row labels (DP)"]
+
 
 def _job(tmp_path, dataset: dict, **params) -> dict:
     return {"dataset": dataset, "seed": 1, "paths": {},

@@ -10,6 +10,7 @@ import pytest
 
 from dptaucc.bench import aggregate, collect, figures, report
 from dptaucc.bench.aggregate import mean_std, pooled
+from dptaucc.bench.calibration import calibration
 from dptaucc.bench.store import RunStore
 
 
@@ -95,8 +96,11 @@ def test_collect_figures_report(stored):
     assert all(p.stat().st_size > 5000 for p in files)
 
     text = report.write_report(stored).read_text()
-    assert "[paper 0.29]" in text  # classic3 DP-τCC at ε=0.5 next to the calibration value
-    assert "[paper 0.26]" in text  # cstr DP-τCC at the paper's "1" (0.99999)
+    cal = calibration().set_index(["dataset", "algorithm", "eps"])["nmi"]
+    # DP-τCC next to the paper's values: classic3 at ε = 0.5, cstr at the paper's "1" (0.99999)
+    assert f"[paper {cal['classic3', 'dp_taucc', 0.5]:.2f}]" in text
+    assert f"[paper {cal['cstr', 'dp_taucc', 0.99999]:.2f}]" in text
+    assert "| Fig. 2: row NMI vs ε, real data | 192/195 ok, 3 seeds |" in text
     assert "| DP-KMeans | paper | one row replaced (covers one cell) | 18 | 3 / 3 / 3 |" in text
     assert "Colored noise | 3 | 3 | ValueError: boom" in text
     assert "- fig2_real: 195 records, 3 seeds, datasets classic3, cstr" in text
@@ -255,8 +259,9 @@ def test_every_figure_states_its_scale(stored):
     uneven = df[~((df["seed"] == 2) & (df["epsilon"] == 0.5) & (df["algorithm"] == "dp_taucc"))]
     fig = figures.fig_metric_vs_eps(uneven, "nmi_rows", "paper", ["dp_taucc"], ["fast_taucc"],
                                     "t")
-    assert fig._suptitle.get_text() == ("t\nneighbours: one cell +1 (DP-τCC)\n"
-                                        "2–3 seeds per point; bands pool 3 runs each")
+    assert " ".join(fig._suptitle.get_text().split()) == (
+        "t neighbours: one cell +1 (DP-τCC) 2–3 seeds per point; a non-private method's band: "
+        "mean ± 1 std of its 3 runs (it takes no ε)")
     plt.close(fig)
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from dptaucc.bench import figures, headline, report
 from dptaucc.bench.aggregate import NEIGHBOURS, label
+from dptaucc.bench.published import published_values
 
 
 def _row(alg, mode, ds, eps, seed, **kw):
@@ -67,7 +68,7 @@ def test_the_corrected_line_is_the_dp_output_and_the_paper_protocol_is_named(rea
     legend = {t.get_text() for t in fig.legends[0].get_texts()}
     assert all("DP" in text for text in legend)  # every entry says whether it is DP
     # the caption gives each method's neighbour relation
-    title = fig._suptitle.get_text()
+    title = " ".join(fig._suptitle.get_text().split())  # wrapped to the figure's width
     for alg in ("dp_taucc", "dp_kmeans", "dpnmf"):
         assert NEIGHBOURS[alg] in title and label(alg) in title
     plt.close(fig)
@@ -97,10 +98,20 @@ def test_bands_stay_within_the_metric_range(real):
 
 
 def test_a_panel_says_where_a_method_has_no_points(real):
+    """A note every panel shares is said once, in the figure's title; a note of some panels
+    stays in theirs."""
+    note = "DPNMF: no points above ε = 0.99999 (runs for ε < 1 only)"
     fig = figures.fig_metric_vs_eps(real, "nmi_rows", "corrected",
                                     ["dp_taucc", "dp_kmeans", "dpnmf"], [], "t")
-    title = fig.axes[0].get_title()
-    assert "DPNMF: no points above ε = 0.99999 (runs for ε < 1 only)" in title
+    assert note in " ".join(fig._suptitle.get_text().split())
+    assert note not in fig.axes[0].get_title()
+    plt.close(fig)
+    other = real[real["algorithm"] != "dpnmf"].assign(dataset="tr11")
+    fig = figures.fig_metric_vs_eps(pd.concat([real, other]), "nmi_rows", "corrected",
+                                    ["dp_taucc", "dp_kmeans", "dpnmf"], [], "t")
+    titles = {ax.get_title().split("\n")[0]: ax.get_title() for ax in fig.axes}
+    assert note in titles["cstr"] and "DPNMF: no points" in titles["tr11"]
+    assert "DPNMF: no points" not in " ".join(fig._suptitle.get_text().split())
     plt.close(fig)
     assert figures.coverage_note({"dpnmf": pd.DataFrame({"epsilon": []})}, "n_cols",
                                  eps=3.0) == "DPNMF: no points (runs for ε < 1 only)"
@@ -113,10 +124,28 @@ def test_heatmap_ticks_are_the_grids_own_values():
                         "seed": 0, "tau_hat_rc": 0.1 * i + e / 100} for e in eps for i in iters])
     fig = figures.fig_heatmap(df, "p_n_iterations", "iterations I", "t")
     ax = fig.axes[0]
-    np.testing.assert_allclose(ax.get_xticks(), eps)
+    # one equal cell per grid value: the uneven ε grid is not drawn to scale
+    mesh = ax.collections[0].get_coordinates()
+    np.testing.assert_allclose(np.diff(mesh[0, :, 0]), 1.0)
+    np.testing.assert_allclose(np.diff(mesh[:, 0, 1]), 1.0)
+    np.testing.assert_allclose(ax.get_xticks(), range(len(eps)))
     assert [t.get_text() for t in ax.get_xticklabels()] == ["0.1", "0.3", "0.99999", "4.5", "10"]
-    np.testing.assert_allclose(ax.get_yticks(), iters)
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["2", "3", "5"]
     plt.close(fig)
+
+
+def test_the_two_heatmaps_say_what_they_vary():
+    titles = {}
+    for exp, param in (("fig3_iterations", "p_n_iterations"), ("supp_h", "p_h")):
+        df = pd.DataFrame([{"dataset": "cstr", "status": "ok", "epsilon": e, param: v,
+                            "seed": 0, "mode": "paper", "tau_hat_rc": 0.1}
+                           for e in (0.5, 1.5) for v in (2, 3)])
+        for name, draw in figures.experiment_plots(exp, df):
+            fig = draw()
+            titles[name] = " ".join(fig._suptitle.get_text().split())
+            plt.close(fig)
+    assert "vs ε and iterations I (paper mode)" in titles["fig3_supp_fig2_iterations_tau_paper"]
+    assert "vs ε and h (paper mode)" in titles["supp_fig3_h_tau_paper"]
 
 
 def test_runtime_bars_stay_positive_on_the_log_axis():
@@ -131,7 +160,10 @@ def test_runtime_bars_stay_positive_on_the_log_axis():
     lows = [seg[:, 1].min() for c in bars for seg in c.get_segments()]
     assert lows and min(lows) > 0
     assert "percentile" in ax.get_ylabel()
+    assert "(serial, BLAS threads: 1)" in ax.get_title()  # not a Python list
     plt.close(fig)
+    assert figures.threads_text([2, 2.0, np.nan]) == "BLAS threads: 2"
+    assert figures.threads_text([1, 2]) == "BLAS threads: 1–2"
 
 
 def _write(results_dir, frames: dict[str, pd.DataFrame]) -> None:
@@ -151,13 +183,22 @@ def test_the_report_opens_with_its_headline(real, results_dir):
     text = report.write_report(results_dir).read_text()
     first_screen = "\n".join(text.splitlines()[:40])
     assert text.splitlines()[4] == "## Headline"
-    assert "| paper figure | our runs | distance to the paper's values | reproduces? |" in (
-        first_screen)
+    assert ("| paper figure | our runs | judged on (paper mode) | mean abs. difference | points "
+            "outside their error | mean ours − theirs | reproduces? |") in first_screen
     assert "![fig2_nmi_paper](figures/fig2_nmi_paper.png)" in first_screen
     assert headline.RULE in first_screen
-    assert "| Supp. Fig. 6: runtime | not run | – | not run |" in first_screen
-    # cstr's calibrated DP-τCC points (paper 0.15, 0.26, and 0.33 at ε = 3: not run) vs 0.4
-    assert "DP-τCC 0.195 (SE 0.000, 2 pts)" in first_screen
+    assert "| Supp. Fig. 6: runtime | not run | – | – | – | – | not run |" in first_screen
+    # Fig. 2 is judged on cstr's published DP-τCC points at our ε (0.5, 0.99999, 2) and the
+    # pooled Fast-τCC point; paper-mode DP-τCC at 0.4 is far above the published ε = 0.5 point
+    fig2 = next(line for line in first_screen.splitlines() if line.startswith("| Fig. 2"))
+    assert "| 4 points, 1 dataset, from the paper |" in fig2 and fig2.endswith("| **no** |")
+    pub = published_values()
+    theirs = pub[(pub["figure"] == "fig2") & (pub["source"] == "paper")
+                 & (pub["dataset"] == "cstr") & (pub["algorithm"] == "dp_taucc")
+                 & (pub["epsilon"] == 0.5)]["value"].item()
+    assert ("- Fig. 2: cstr, DP-τCC: 2 of 3 points outside, ours − theirs" in first_screen
+            and f"largest {0.4 - theirs:+.3f} at ε = 0.5 (0.400 vs {theirs:.3f})"
+            in first_screen)
     assert "no audit table" in first_screen
     assert "wall time 1.5 min on 2 local workers" in first_screen and "test CPU" in first_screen
     assert ("**DP-τCC** (neighbours: one cell +1): mean row NMI 0.40 in paper mode → 0.21 on "
@@ -184,18 +225,18 @@ def test_the_audit_verdict_is_read_defensively(real, results_dir):
     assert "not understood" in headline.audit_verdict(results_dir)
 
 
-def test_distances_follow_the_rule():
-    cal = pd.DataFrame({"dataset": ["cstr", "cstr"], "algorithm": ["dp_taucc", "fast_taucc"],
-                        "eps": [0.5, np.nan], "nmi": [0.30, 0.50]})
-    df = pd.DataFrame([_row("dp_taucc", "paper", "cstr", 0.5, s, nmi_rows=v)
-                       for s, v in enumerate([0.3, 0.5, 0.7])]
-                      + [_row("fast_taucc", None, "cstr", np.nan, s, nmi_rows=0.52)
-                         for s in range(3)])
-    dist = headline.distances(df, cal).set_index("algorithm")
-    # DP-τCC: |0.5 - 0.3| = 0.2 > max(0.05, 2 × 0.2/√3 = 0.23)? no: within
-    assert dist.loc["dp_taucc", "mad"] == pytest.approx(0.2)
-    assert dist.loc["dp_taucc", "se"] == pytest.approx(0.2 / np.sqrt(3))
-    assert bool(dist.loc["dp_taucc", "ok"])
-    assert dist.loc["fast_taucc", "mad"] == pytest.approx(0.02) and dist.loc["fast_taucc", "ok"]
-    tight = df.assign(nmi_rows=np.where(df["algorithm"] == "dp_taucc", 0.5, 0.52))
-    assert not bool(headline.distances(tight, cal).set_index("algorithm").loc["dp_taucc", "ok"])
+def test_the_report_lists_references_that_found_fewer_clusters(real):
+    """A non-private reference whose fit removed emptied clusters is named with how often; a
+    private method's merges are left to the records (k_found, warnings)."""
+    df = real.assign(p_n_row_clusters=3, k_found=3)
+    fast = df["algorithm"] == "fast_taucc"
+    df.loc[fast & (df["seed"] < 2), "k_found"] = 2
+    df.loc[df["algorithm"] == "dp_taucc", "k_found"] = 1
+    lines = report.clusters_section({"fig2_real": df})
+    assert lines[0] == "## Fewer clusters than asked (non-private references)"
+    assert "| fig2_real | Fast-τCC | cstr | 2 of 3 | 3 | 2 |" in lines
+    assert not any("DP-τCC" in line for line in lines)
+    assert report.clusters_section({"fig2_real": real.assign(p_n_row_clusters=3,
+                                                             k_found=3)}) == []
+    note = figures.fewer_clusters_note(df, ["fast_taucc"])
+    assert note.startswith("Fast-τCC found fewer row clusters than asked in 2 of 3 runs")

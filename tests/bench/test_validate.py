@@ -155,8 +155,8 @@ def test_runtime_failures_are_stored_and_retried(composer, results_dir, monkeypa
     assert run(no_retry) == store.get(rec["run_id"]) and len(calls) == 2  # skipped
 
 
-def test_user_datasets_are_checked_without_loading(composer, results_dir, tmp_path,
-                                                   monkeypatch):
+def test_user_datasets_are_checked_before_any_job(composer, results_dir, tmp_path,
+                                                  monkeypatch):
     import numpy as np
     import scipy.sparse as sp
 
@@ -178,3 +178,22 @@ def test_user_datasets_are_checked_without_loading(composer, results_dir, tmp_pa
     with pytest.raises(ConfigError, match="dataset.target 'nosuch.load' cannot be imported"):
         validate_job(_job(composer, results_dir, "dataset=callable",
                           "dataset.target=nosuch.load"))
+    # the files are read: the shape and classes are known, a bad file is named
+    with pytest.raises(ConfigError, match="n_row_clusters=7 exceeds the 6 rows of dataset 'mine'"):
+        validate_job(_job(composer, results_dir, *matrix, "dataset.params.labels=labels.txt",
+                          "algorithm.params.n_row_clusters=7"))
+    sp.save_npz("bad.npz", sp.csr_matrix(np.array([[1, 0], [0, -3]])))
+    with pytest.raises(ConfigError, match=r"dataset 'mine': bad\.npz: Negative values in data "
+                                          r"passed to X: X\[1, 1\] = -3;"):
+        validate_job(_job(composer, results_dir, "dataset=matrix", "dataset.name=mine",
+                          "dataset.params.path=bad.npz", "algorithm.params.n_row_clusters=2",
+                          "algorithm.params.n_col_clusters=2"))
+    (tmp_path / "m.csv").write_text("row,col,count\n0,0,2\n1,1,3\n2,0,1\n2,2,1\n")
+    (tmp_path / "four.txt").write_text("a\nb\na\nb\n")
+    with pytest.raises(ConfigError, match=r"m\.csv: its row ids give 3 rows, but four\.txt has "
+                                          r"4 labels"):
+        validate_job(_job(composer, results_dir, "dataset=matrix", "dataset.name=mine",
+                          "dataset.params.path=m.csv", "dataset.params.labels=four.txt"))
+    validate_job(_job(composer, results_dir, "dataset=matrix", "dataset.name=mine",
+                      "dataset.params.path=m.csv", "dataset.params.labels=four.txt",
+                      "dataset.params.shape=[4,3]"))

@@ -1,9 +1,12 @@
 """One input contract: every estimator of the suite gives the same answer to the same input.
 
 The catalogue lists each input with its one answer: accepted, or refused before any work with
-an exception of one type whose message names the problem. Inputs and parameters are checked in
-the same place for every estimator (:mod:`dptaucc.base`), so adding an estimator to
-``ESTIMATORS`` is enough to hold it to the contract.
+an exception of one type whose message names the problem (and the offending value and its
+position, where there is one). Where methods differ, the difference is declared in their
+method facts (:class:`dptaucc.methods.MethodInfo`: ``domain``, counts or non-negative reals)
+and the answer checked here is the declared one. Inputs and parameters are checked in the same
+place for every estimator (:mod:`dptaucc.base`), so adding an estimator to ``ESTIMATORS`` (and
+its facts to ``FACTS``) is enough to hold it to the contract.
 """
 
 from __future__ import annotations
@@ -18,12 +21,19 @@ import scipy.sparse as sp
 from dptaucc.baselines.colored_noise import ColoredNoiseKMeans
 from dptaucc.baselines.dp_kmeans import DPKMeans
 from dptaucc.baselines.dphd import DPHD
+from dptaucc.baselines.dphd.testing import have_octave
 from dptaucc.baselines.dpm import DPM
 from dptaucc.baselines.fccm import FCCM, CollaborativeFCCM
 from dptaucc.baselines.nmf_dp import DPNMF
 
 from dptaucc import DPTauCC, DPTauCCRow, FastTauCC
-from dptaucc.base import AllZeroCountsWarning, PrivateEstimator, SuiteEstimator
+from dptaucc.base import (
+    AllZeroCountsWarning,
+    FewerClustersWarning,
+    PrivateEstimator,
+    SuiteEstimator,
+)
+from dptaucc.methods import COUNTS, DOMAINS, NON_NEGATIVE_REALS, method, methods
 
 #: every estimator of the suite, built with two clusters where it takes a cluster count
 ESTIMATORS = {
@@ -39,8 +49,27 @@ ESTIMATORS = {
     "CollaborativeFCCM": lambda **kw: CollaborativeFCCM(2, **kw),
 }
 PRIVATE = [name for name, make in ESTIMATORS.items() if isinstance(make(), PrivateEstimator)]
-#: DPHD runs in GNU Octave: its accepted inputs are checked up to the start of the work
+#: each estimator's method facts (the whole-data FCCM is the collaborative method's reference
+#: and shares its facts)
+FACTS = {"DPTauCC": "dp_taucc", "FastTauCC": "fast_taucc", "DPKMeans": "dp_kmeans",
+         "DPNMF": "dpnmf", "DPM": "dpm", "ColoredNoiseKMeans": "colored_noise", "DPHD": "dphd",
+         "FCCM": "fccm", "CollaborativeFCCM": "fccm"}
+#: DPHD runs in GNU Octave: its accepted inputs are checked up to the start of the work,
+#: and the tests that need a fit run it with the ``octave`` marker (not in ``make test-fast``)
 NEEDS_OCTAVE = {"DPHD"}
+
+
+def _fitted(names):
+    return [pytest.param(n, marks=[pytest.mark.octave, pytest.mark.skipif(
+        not have_octave(), reason="GNU Octave (octave-cli) not installed")])
+        if n in NEEDS_OCTAVE else n for n in names]
+
+
+def _fit(name, X, **params):
+    """A real fit (every estimator, DPHD in Octave), warnings about bounds silenced."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=UserWarning, message="Bounds have not")
+        return ESTIMATORS[name](random_state=0, **params).fit(X)
 
 GOOD = np.array([[3, 0, 1, 0], [2, 1, 0, 0], [0, 0, 4, 2], [0, 1, 3, 5], [1, 0, 0, 2],
                  [4, 2, 0, 0]])
@@ -72,13 +101,17 @@ ACCEPTED_X = {
     "an empty row": np.vstack([GOOD, np.zeros((1, 4), dtype=int)]),
 }
 
+#: what the message of a bad ε says every mode accepts (and the tests below check it is so)
+EPSILON_RANGE = (r"'epsilon' parameter of \w+ must be a float > 0 \(finite in corrected mode; "
+                 r"inf only with mode='paper'\)\. Got")
 #: parameter -> (value, estimators it applies to, exception type, message pattern)
 BAD_PARAMS = {
     "epsilon=inf (corrected)": ({"epsilon": math.inf}, ValueError,
-                                "epsilon=inf releases the data without noise"),
-    "epsilon=nan": ({"epsilon": math.nan}, ValueError, "'epsilon' parameter"),
-    "epsilon=0": ({"epsilon": 0.0}, ValueError, "'epsilon' parameter"),
-    "epsilon<0": ({"epsilon": -1.0}, ValueError, "'epsilon' parameter"),
+                                "epsilon=inf releases the data without noise: corrected mode "
+                                r"promises ε-DP, so give a finite epsilon \(mode='paper'"),
+    "epsilon=nan": ({"epsilon": math.nan}, ValueError, EPSILON_RANGE + " nan"),
+    "epsilon=0": ({"epsilon": 0.0}, ValueError, EPSILON_RANGE + " 0.0"),
+    "epsilon<0": ({"epsilon": -1.0}, ValueError, EPSILON_RANGE + " -1.0"),
     "epsilon='1'": ({"epsilon": "1"}, TypeError, "'epsilon' parameter"),
     "epsilon=True": ({"epsilon": True}, TypeError, "'epsilon' parameter .* not a bool"),
     "mode='fast'": ({"mode": "fast"}, ValueError, "'mode' parameter"),
@@ -115,15 +148,34 @@ def test_bad_matrix_gets_one_answer(name, case, monkeypatch):
         ESTIMATORS[name](random_state=0).fit(X)
 
 
-@pytest.mark.parametrize("name", ESTIMATORS)
-def test_fractional_counts_are_refused_where_whole_counts_are_needed(name, monkeypatch):
-    est = ESTIMATORS[name](random_state=0)
-    if type(est)._whole_counts:
+def test_every_estimator_reads_the_domain_its_method_declares():
+    """The facts of every built-in method name a domain, every estimator of the suite has
+    facts, and the estimator checks X against that domain (``_domain``)."""
+    assert {info.domain for info in methods()} <= set(DOMAINS)
+    assert set(FACTS) == set(ESTIMATORS)
+    for name, make in ESTIMATORS.items():
+        assert type(make())._domain == method(FACTS[name]).domain, name
+    with pytest.raises(ValueError, match="domain must be one of"):
+        type(method("dp_taucc"))(**{**vars(method("dp_taucc")), "domain": "integers"})
+
+
+@pytest.mark.parametrize("name", _fitted(ESTIMATORS))
+def test_fractional_values_get_the_answer_the_method_declares(name, monkeypatch):
+    """Counts: refused before any work, naming the first fractional entry and its position;
+    non-negative reals: fitted."""
+    X = GOOD.astype(float)
+    X[2, 3] = 0.5  # the first fractional entry in row-major order
+    X[4, 0] = 1.25
+    domain = method(FACTS[name]).domain
+    if domain == COUNTS:
         _no_work(monkeypatch)
-        with pytest.raises(ValueError, match="X contains fractional entries"):
-            est.fit(GOOD / 2)
+        with pytest.raises(ValueError, match=r"X contains fractional entries: X\[2, 3\] = 0\.5; "
+                                             "counts must be whole numbers"):
+            ESTIMATORS[name](random_state=0).fit(X)
     else:
-        assert est._check_fit(GOOD / 2).nnz == np.count_nonzero(GOOD)
+        assert domain == NON_NEGATIVE_REALS
+        assert _fit(name, X).n_features_in_ == 4
+        assert _fit(name, GOOD / 3).n_features_in_ == 4
 
 
 @pytest.mark.parametrize("name", PRIVATE)
@@ -134,6 +186,15 @@ def test_bad_privacy_parameter_gets_one_answer(name, case, monkeypatch):
     _no_work(monkeypatch)
     with pytest.raises(error, match=pattern):
         ESTIMATORS[name](**params).fit(GOOD)
+
+
+@pytest.mark.parametrize("name", _fitted(PRIVATE))
+def test_epsilon_inf_is_what_the_message_says(name):
+    """The ε message says inf is accepted in paper mode only: a paper-mode fit at ε = inf runs
+    (its ledger shows ∞), a corrected-mode one is refused (above)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert _fit(name, GOOD, epsilon=math.inf, mode="paper").epsilon_spent_ == math.inf
 
 
 @pytest.mark.parametrize("name", ESTIMATORS)
@@ -154,8 +215,9 @@ def test_more_clusters_than_rows_gets_one_answer(name, monkeypatch):
                else "n_row_clusters": 7}).fit(GOOD)
 
 
-def _fit_or_check(name, X):
-    est = ESTIMATORS[name](random_state=0)
+def _fit_or_check(name, X, **params):
+    """Fit; DPHD (GNU Octave) is checked up to the start of its work only."""
+    est = ESTIMATORS[name](random_state=0, **params)
     if name in NEEDS_OCTAVE:
         return est._check_fit(X)
     with warnings.catch_warnings():
@@ -177,6 +239,56 @@ def test_all_zero_matrix_is_fitted_with_a_warning_saying_what_the_fit_gives(name
     its neighbour with one count."""
     with pytest.warns(AllZeroCountsWarning, match="X holds no non-zero count: the fit gives"):
         _fit_or_check(name, np.zeros((6, 4), dtype=int))
+
+
+@pytest.mark.parametrize("name", _fitted(ESTIMATORS))
+def test_the_all_zero_warning_says_what_really_happens(name):
+    """A private fit still charges its whole budget; a non-private co-clusterer that promises
+    one row and one column cluster and an all-zero table gives exactly those."""
+    with pytest.warns(AllZeroCountsWarning) as caught:
+        est = _fit(name, np.zeros((6, 4), dtype=int))
+    said = str(next(w.message for w in caught if w.category is AllZeroCountsWarning))
+    if name in PRIVATE:
+        assert "every release is still charged" in said
+        assert est.epsilon_spent_ == pytest.approx(est.epsilon, rel=1e-12)
+    else:
+        assert "one row cluster, one column cluster" in said and "all-zero table" in said
+        assert (est.n_row_clusters_, est.n_col_clusters_) == (1, 1)
+        assert not np.asarray(est.contingency_).any()
+        assert not est.row_labels_.any() and not est.column_labels_.any()
+
+
+#: two blocks of rows and columns: a co-clusterer asked for three clusters merges to two
+TWO_BLOCKS = np.kron(np.eye(2, dtype=int), np.full((5, 4), 6))
+
+
+@pytest.mark.parametrize("name", _fitted(ESTIMATORS))
+@pytest.mark.parametrize("mode", ["corrected", "paper"])
+def test_fewer_clusters_than_asked_always_warns(name, mode):
+    """Every estimator that reports how many clusters it found warns exactly when that is fewer
+    than it was asked for (and never otherwise); the warning names the count and the attribute.
+    Asked for 3 clusters on two blocks, the non-private co-clusterers always merge."""
+    if name not in PRIVATE and mode == "paper":
+        pytest.skip("a non-private method has no mode")
+    params = {"mode": mode, "epsilon": 50.0} if name in PRIVATE else {}
+    est = ESTIMATORS[name](random_state=0, **params)
+    key = "n_row_clusters" if "n_row_clusters" in est.get_params() else "n_clusters"
+    if key not in est.get_params():
+        pytest.skip(f"{name} takes no cluster count")
+    est.set_params(**{key: 3})
+    if est.get_params().get("n_col_clusters") is not None:
+        est.set_params(n_col_clusters=3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.fit(TWO_BLOCKS)
+    said = [str(w.message) for w in caught if w.category is FewerClustersWarning]
+    expected = [f"{type(est).__name__} found {found} {side} clusters, fewer than the 3 asked: "
+                f"clusters that emptied were removed ({attr} = {found})"
+                for attr, side in (("n_row_clusters_", "row"), ("n_col_clusters_", "column"))
+                if (found := getattr(est, attr, 3)) < 3]
+    assert said == expected
+    if name not in PRIVATE:
+        assert said  # Fast-τCC and FCCM merge the two blocks' three clusters
 
 
 def test_every_estimator_declares_its_parameter_constraints():

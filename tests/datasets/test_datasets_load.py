@@ -30,6 +30,7 @@ def test_table1_covers_every_mirrored_dataset():
 
 
 @pytest.mark.parametrize("name", MIRRORED)
+@pytest.mark.slow
 def test_parsed_matrix_matches_table1_and_manifest(parsed_cache, name):
     ds = datasets.load(name, cache_dir=parsed_cache)
     shape, nnz, density, sizes = TABLE1[name]

@@ -39,7 +39,10 @@ def test_triplets_by_header_name_with_index_column_and_stored_zeros(tmp_path):
     ("doc,word,cluster\n0,0,1\n0,0,2\n", "duplicate"),
     ("doc,word,cluster\n0,0,-1\n", "negative count"),
     ("doc,word,cluster\n0,0,1\n5,1,1\n", "not contiguous"),
-    ("doc,word,cluster\n-1,0,1\n", "negative doc or word id"),
+    ("doc,word,cluster\n-1,0,1\n", "row id -1 on line 2 is below 0"),
+    ("doc,word,cluster\n0,0,1\n\n# a comment\n1,-2,1\n", "column id -2 on line 5 is below 0"),
+    ("doc,word,cluster\n0,0,1\n1,1,-4\n", "negative count -4 on line 3"),
+    ("doc,word,cluster\n0,0,1\n1,1,2\n0,0,3\n", r"duplicate .* \(0, 0\) on lines 2 and 4"),
 ])
 def test_malformed_triplets_are_rejected(tmp_path, text, match):
     path = _write(tmp_path, "bad.txt", text)

@@ -13,6 +13,7 @@ import scipy.sparse as sp
 from dptaucc.datasets import ChecksumError, Dataset, as_dataset, load_callable, load_matrix
 from dptaucc.datasets.dataset import permutation
 from dptaucc.datasets.download import sha256_of
+from dptaucc.datasets.user import read_matrix
 
 COUNTS = np.array([[3, 0, 1, 0], [0, 2, 0, 0], [1, 1, 0, 5], [0, 0, 4, 1], [2, 0, 0, 1]])
 
@@ -97,9 +98,10 @@ def _bad_npz(tmp_path, values):
     (lambda t: (t / "bad.mtx").write_text("1 2 3\n") and t / "bad.mtx",
      r"bad\.mtx: not a readable mtx matrix"),
     (lambda t: _bad_npz(t, [[1.0, -2.0], [0.0, 1.0]]),
-     r"bad\.npz: Negative values in data passed to X: counts must be >= 0"),
+     r"bad\.npz: Negative values in data passed to X: X\[0, 1\] = -2; counts must be >= 0"),
     (lambda t: _bad_npz(t, [[1.5, 2.0], [0.0, 1.0]]),
-     r"bad\.npz: X contains fractional entries; counts must be whole numbers"),
+     r"bad\.npz: X contains fractional entries: X\[0, 0\] = 1\.5; counts must be whole "
+     "numbers"),
     (lambda t: _bad_npz(t, [[np.nan, 2.0], [0.0, 1.0]]), r"bad\.npz: .*NaN"),
     (lambda t: (t / "bad.csv").write_text("doc,word,cluster\n0,0,-3\n") and t / "bad.csv",
      r"bad\.csv: negative count"),
@@ -112,7 +114,7 @@ def test_bad_matrix_files_name_the_file_and_the_problem(tmp_path, make, match):
 @pytest.mark.parametrize("text,match", [
     ("0\n1\n2\n", r"y\.txt: 3 labels for a matrix with 5 rows"),
     ("0\n1\n\n2\n0\n1\n", r"y\.txt: line 3 is empty"),
-    ("0 1\n1\n2\n0\n1\n", r"y\.txt: expected one class per line"),
+    ("0\n1 2\n2\n0\n1\n", r"y\.txt: line 2 holds several values \('1 2'\); one class per line"),
 ])
 def test_bad_label_files(tmp_path, text, match):
     (tmp_path / "y.txt").write_text(text)
@@ -234,6 +236,38 @@ def test_triplets_keep_empty_rows_and_columns_given_a_shape(tmp_path):
         load_matrix(path, shape=(4,))
 
 
+def test_triplets_without_shape_warn_only_when_nothing_confirms_the_rows(tmp_path):
+    """A labels file counts the rows: as many labels as row ids, no warning; more labels than
+    row ids (empty rows after the last id), refused naming the matrix file and the shape that
+    keeps them; a file that cannot be read fails with no shape warning before its error."""
+    import warnings
+
+    path = tmp_path / "m.csv"
+    path.write_text("row,col,count\n0,0,2\n2,1,8\n1,0,1\n")
+    (tmp_path / "y3.txt").write_text("a\nb\na\n")
+    (tmp_path / "y4.txt").write_text("a\nb\na\nb\n\n")  # a trailing blank line is no label
+    (tmp_path / "c3.txt").write_text("u\nv\nw\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert load_matrix(path, tmp_path / "y3.txt").X.shape == (3, 2)
+    with pytest.raises(ValueError, match=r"m\.csv: its row ids give 3 rows, but y4\.txt has 4 "
+                                         r"labels: .*pass shape=\(4, 2\) \(dataset\.params\."
+                                         r"shape=\[4, 2\]\)"):
+        load_matrix(path, tmp_path / "y4.txt")
+    assert load_matrix(path, tmp_path / "y4.txt", shape=(4, 2)).X.shape == (4, 2)
+    with pytest.raises(ValueError, match=r"m\.csv: its column ids give 2 columns, but c3\.txt"):
+        load_matrix(path, tmp_path / "y3.txt", col_labels=tmp_path / "c3.txt")
+    with pytest.warns(UserWarning, match=r"no shape= given.* = \(3, 2\); rows \(and columns\)"):
+        load_matrix(path)
+    path.write_text("rows,cols,n\n0,0,2\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="lacks column"):
+            load_matrix(path)
+        with pytest.raises(ValueError, match="lacks column"):
+            read_matrix(path)
+
+
 def test_triplets_with_ids_from_one(tmp_path):
     path = tmp_path / "m.csv"
     path.write_text("row,col,count\n1,1,2\n3,2,5\n")
@@ -253,7 +287,7 @@ def test_whole_floats_in_triplets_as_in_npz(tmp_path):
     path.write_text("row,col,count\n0,0,8.0\n1,1,1\n")
     assert load_matrix(path, shape=(2, 2)).X.toarray().tolist() == [[8, 0], [0, 1]]
     path.write_text("row,col,count\n0,0,8.5\n1,1,1\n")
-    with pytest.raises(ValueError, match=r"counts must be whole numbers, found 8\.5 on data line"):
+    with pytest.raises(ValueError, match=r"counts must be whole numbers, found 8\.5 on line 2"):
         load_matrix(path, shape=(2, 2))
 
 

@@ -117,6 +117,7 @@ def test_choose_by_inversion_is_the_loop_for_ragged_blocks(n):
                                       _reference_choose(L / 0.7, hi, lo), err_msg=f"{kind}")
 
 
+@pytest.mark.slow
 def test_sorting_networks_sort_random_inputs_up_to_64():
     """The compiled choice sorts up to 64 weights by these networks: random rows with ties."""
     rng = np.random.default_rng(2)

@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 BENCH_ONLY = ("pandas", "pyarrow", "matplotlib", "hydra", "omegaconf")
 
 #: records which module first imports each of BENCH_ONLY (run in a fresh interpreter)
@@ -38,6 +40,7 @@ def test_import_dptaucc_loads_no_heavy_library():
     assert seen == {"first": {}, "sklearn": False}
 
 
+@pytest.mark.slow
 def test_a_fit_imports_no_benchmark_library_itself():
     """scikit-learn's own ``sklearn.utils.fixes`` imports pandas and pyarrow when they are
     installed; nothing of this package does."""

@@ -120,6 +120,7 @@ def _released_total_at_most(X, threshold, runs, seed0, broken=False):
 
 
 @pytest.mark.parametrize("broken", [False, True])
+@pytest.mark.slow
 def test_released_table_neighbours_at_the_tables_own_epsilon(broken):
     """D and D' = D + e_uv: P(T̃ <= N | D) / P(T̃ <= N | D') = e^{ε_T} = e exactly for the
     discrete Laplace (true log ratio 1; 2 with half the noise, which the test must flag)."""

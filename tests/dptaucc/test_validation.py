@@ -47,9 +47,13 @@ def test_sparse_input_left_untouched_explicit_zeros_dropped_duplicates_summed():
     (np.array([[1, {"a": 1}]], dtype=object), TypeError, "argument must be .* string.* number"),
     (np.array([[1.0, np.nan]]), ValueError, "Input X contains NaN"),
     (sp.csr_matrix(np.array([[1.0, np.inf]])), ValueError, "Input X contains infinity"),
-    (np.array([[1.0, -1.0]]), ValueError, "Negative values in data passed to X: counts must"),
-    (sp.csc_matrix(np.array([[1.0, -1.0]])), ValueError, "Negative values in data passed to X"),
-    (np.array([[1.0, 0.5]]), ValueError, "X contains fractional entries"),
+    (np.array([[1.0, -1.0]]), ValueError,
+     r"Negative values in data passed to X: X\[0, 1\] = -1; counts must"),
+    (sp.csc_matrix(np.array([[0.0, 2.0], [1.0, -1.5]])), ValueError,
+     r"Negative values in data passed to X: X\[1, 1\] = -1\.5;"),
+    (np.array([[1.0, 0.5]]), ValueError, r"X contains fractional entries: X\[0, 1\] = 0\.5;"),
+    (sp.csr_matrix(np.array([[0.0, 0.0, 3.0], [2.0, 0.0, 1e-9]])), ValueError,
+     r"X contains fractional entries: X\[1, 2\] = 1e-09;"),
 ])
 def test_bad_input_messages(X, exc, match):
     with pytest.raises(exc, match=match):

@@ -1,8 +1,9 @@
 """Every ```python block of README.md and docs/*.md runs, as a user would run it.
 
-Blocks run in a fresh interpreter from the repository root (so ``results/`` tables are found),
-with the data mirror or cache the rest of the suite uses. A block that defines functions is
-then called by the check registered for it below.
+Blocks run in a fresh interpreter from an empty temporary directory (a user's examples must
+not depend on where they run: the committed ``results/`` tables are found through
+``dptaucc.bench.collect.read_table``), with the data mirror or cache the rest of the suite
+uses. A block that defines functions is then called by the check registered for it below.
 """
 
 from __future__ import annotations
@@ -57,7 +58,9 @@ def test_python_block_runs(code, tmp_path):
         if not (Path(mirror) / "MANIFEST.tsv").is_file():
             pytest.skip("needs the CLUTO data mirror (DPTAUCC_MIRROR; `make test` sets it)")
     after = "".join(check for key, check in AFTER.items() if key in code)
-    env = {**os.environ, "DPTAUCC_DATA_DIR": str(tmp_path)}  # the data cache of this test only
-    out = subprocess.run([sys.executable, "-c", code + "\n" + after], cwd=REPO, env=env,
-                         capture_output=True, text=True, timeout=300)
+    env = {**os.environ, "DPTAUCC_DATA_DIR": str(tmp_path / "data")}  # this test's data cache
+    env.pop("DPTAUCC_RESULTS_DIR", None)
+    (tmp_path / "cwd").mkdir()
+    out = subprocess.run([sys.executable, "-c", code + "\n" + after], cwd=tmp_path / "cwd",
+                         env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]

@@ -20,9 +20,14 @@ MODULES = sorted({
     for package in (dptaucc, dptaucc.baselines, dptaucc.datasets)
     for info in pkgutil.walk_packages(package.__path__, f"{package.__name__}.")
     if not info.name.startswith(SKIP) and not info.name.endswith(".__main__")})
+#: the examples of the experiment engine and the audit (Hydra, figures, fits by the
+#: thousand) and of the GNU Octave bridge take seconds: ``slow``, so ``make test`` runs them
+#: and ``make test-fast`` (the library's unit tests) does not
+SLOW = ("dptaucc.bench.", "dptaucc.audit.", "dptaucc.baselines.dphd.octave")
 
 
-@pytest.mark.parametrize("name", MODULES)
+@pytest.mark.parametrize("name", [pytest.param(m, marks=pytest.mark.slow)
+                                  if m.startswith(SLOW) else m for m in MODULES])
 def test_examples_run(name, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     module = importlib.import_module(name)

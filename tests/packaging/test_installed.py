@@ -93,5 +93,11 @@ def test_installed_wheel_works_outside_the_clone(installed, tmp_path):
         for ext in ("png", "pdf"):
             assert (results / "figures" / f"{stem}.{ext}").stat().st_size > 3000
     report = (results / "REPORT.md").read_text()
-    assert "[paper 0.15]" in report  # the packaged calibration file, cstr DP-τCC at ε = 0.5
+    pub = pd.read_csv(REPO / "conf" / "calibration" / "published_values.tsv", sep="\t",
+                      comment="#")
+    paper = pub[(pub["figure"] == "fig2") & (pub["source"] == "paper") & (pub["dataset"] == "cstr")
+                & (pub["algorithm"] == "dp_taucc") & (pub["epsilon"] == 0.5)]["value"]
+    assert f"[paper {paper.iloc[0]:.2f}]" in report  # the packaged published values
+    n = len(algorithms)
+    assert f"| Fig. 2: row NMI vs ε, real data | {n}/{n} ok, 1 seeds |" in report
     assert "| DP-τCC | paper | one cell +1 | 1 |" in report

@@ -58,7 +58,7 @@ def test_the_wheel_carries_the_compiled_kernels(contents):
 def test_runtime_data_files_are_shipped(contents):
     names = set(contents[0])
     for needed in ("dptaucc/py.typed", "dptaucc/conf/config.yaml",
-                   "dptaucc/conf/calibration/fig2_paper_values.tsv",
+                   "dptaucc/conf/calibration/published_values.tsv",
                    "dptaucc/conf/dataset/matrix.yaml", "dptaucc/conf/hydra/launcher/cores.yaml",
                    "dptaucc/datasets/registry.tsv", "dptaucc/baselines/dphd/dphd_main.m"):
         assert needed in names, needed

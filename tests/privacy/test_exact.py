@@ -80,6 +80,7 @@ def test_exact_fallback_decides_like_the_exact_comparison(gamma):
     assert judged >= 2
 
 
+@pytest.mark.slow
 def test_law_stays_exact_when_most_comparisons_need_the_fallback(monkeypatch):
     """With a relative margin of ¼ instead of 2⁻⁴⁰, the double bounds decide few comparisons and
     the exact path does most of the work: the law must not move."""

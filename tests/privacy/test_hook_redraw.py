@@ -29,6 +29,7 @@ def _call(fn):
     return mechanism, output, redraw
 
 
+@pytest.mark.slow
 def test_discrete_laplace_redraw_has_the_calls_scale():
     rng = np.random.default_rng(0)
     _, out, redraw = _call(lambda led: discrete_laplace_mechanism(
@@ -41,6 +42,7 @@ def test_discrete_laplace_redraw_has_the_calls_scale():
     assert abs(draws.mean(axis=0) - [5, 0]).max() < 0.2
 
 
+@pytest.mark.slow
 def test_gaussian_and_bounded_and_exponential_redraws():
     rng = np.random.default_rng(1)
     _, _, redraw = _call(lambda led: gaussian_mechanism(
@@ -57,6 +59,7 @@ def test_gaussian_and_bounded_and_exponential_redraws():
     assert share == pytest.approx(np.e / (1 + np.e), abs=0.01)
 
 
+@pytest.mark.slow
 def test_colored_gaussian_is_shown_to_the_hook_with_its_law():
     from dptaucc.baselines.dpm.gaussian import colored_gaussian_mechanism
 

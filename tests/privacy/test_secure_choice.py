@@ -41,6 +41,7 @@ def test_opendp_certifies_for_the_same_scale_what_the_ledger_implies(epsilon, de
     assert eps_exp_noise == pytest.approx(entry.epsilon, rel=1e-9)
 
 
+@pytest.mark.slow
 def test_our_secure_choice_and_opendp_gumbel_noisy_max_draw_the_same_law():
     scores = np.array([0.0, 1.5, 2.0, -1.0])
     beta = 1.3
@@ -55,6 +56,7 @@ def test_our_secure_choice_and_opendp_gumbel_noisy_max_draw_the_same_law():
     assert stats.chi2_contingency(table).pvalue > 1e-4
 
 
+@pytest.mark.slow
 def test_exponential_noise_noisy_max_is_a_different_law():
     """OpenDP's pure-ε noisy max (exponential noise) is not the exponential mechanism: its
     certificate does not transfer to our sampler, whose pure ε comes from the theorem."""

@@ -44,8 +44,14 @@ def _records(results) -> list[dict]:
 
 
 def _summary(out: subprocess.CompletedProcess) -> dict:
-    line = next(ln for ln in out.stdout.splitlines() if ln.startswith("supp_h: "))
-    return eval(line.split(": ", 1)[1], {})  # the driver prints the dict's repr
+    """supp_h's row of the driver's summary table (columns by the header's names)."""
+    lines = out.stdout.splitlines()
+    header = next(ln for ln in lines if ln.startswith("experiment "))
+    row = next(ln for ln in lines if ln.startswith("supp_h "))
+    names = [h.strip() for h in header.split("  ") if h.strip()]
+    values = [int(v) if v.isdigit() else v for v in map(str.strip, row.split("  ")) if v]
+    out = dict(zip(names, values, strict=True))
+    return {**out, "pending": out["ran"]}
 
 
 def _squeue(name: str) -> list[tuple[str, str]]:
