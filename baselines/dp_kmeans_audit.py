@@ -93,7 +93,17 @@ def boundary_history(n_top: int = 4, n_zero: int = 4) -> Callable[[list[Call]], 
     the top cluster's range {0, …, B·ñ} is exactly filled on D (its sum at the top edge) while
     the zero cluster's sum is 0 (the bottom edge). Outputs are on the mechanisms' integer
     grids. The first iteration's calls (no history before them) get equal sizes forced in
-    either cluster order: n_top = n_zero by default."""
+    either cluster order: n_top = n_zero by default.
+
+    >>> shapes = [("counts 1", 2), ("sums 1", (2, 1)), ("counts 2", 2), ("sums 2", (2, 1))]
+    >>> history = [Call(i, step, "discrete-laplace", 0.1, 0.0, np.zeros(shape, dtype=np.int64))
+    ...            for i, (step, shape) in enumerate(shapes)]
+    >>> crafted = boundary_history(n_top=4, n_zero=4)(history)
+    >>> [c.output.tolist() for c in crafted]  # the last call is the one audited: kept
+    [[4, 4], [[16388], [16382]], [4, 4], [[0], [0]]]
+    >>> 16388 / (4 * 2**10) == CALL_BOUND  # the top centre B, on the sums' grid
+    True
+    """
     from dptaucc.baselines.dp_kmeans import SUM_GRID_BITS
 
     unit = 2**SUM_GRID_BITS  # grid steps per count

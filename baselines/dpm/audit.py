@@ -24,7 +24,15 @@ __all__ = ["scenarios", "leaf_sizes", "leaf_counts_reachable"]
 
 def leaf_sizes(model, X) -> list[tuple[int, int]]:
     """(true size, depth) of every leaf of a fitted DPM, in ``leaf_counts_`` order, for the
-    rows of X: the released split tree replayed on X's embedding."""
+    rows of X: the released split tree replayed on X's embedding.
+
+    >>> from dptaucc.baselines.dpm import DPM
+    >>> X = np.random.default_rng(0).poisson(2.0, size=(200, 10))
+    >>> model = DPM(epsilon=50.0, n_components=None, random_state=0).fit(X)
+    >>> sizes = leaf_sizes(model, X)
+    >>> len(sizes) == len(model.leaf_counts_), sum(size for size, _ in sizes), sizes[0]
+    (True, 200, (170, 1))
+    """
     from dptaucc.baselines.dpm.core import SCALE
 
     Y = model._embed(sp.csr_matrix(X, dtype=np.float64), model.embedding_)
@@ -68,7 +76,17 @@ def _ledger_count_scales(model) -> dict[int, float]:
 def leaf_counts_reachable(pair: NeighbouringPair) -> ev.Event:
     """Mironov's test on DPM's ``leaf_counts_``: some leaf whose true size differs between D
     and D' has a released (non-integer) count reachable as size_D + Laplace and not as
-    size_D' + Laplace, at the scale its tree level was charged."""
+    size_D' + Laplace, at the scale its tree level was charged.
+
+    >>> from dptaucc.baselines.dpm import DPM
+    >>> pair = all_zero_row(n_per_cluster=100)
+    >>> event = leaf_counts_reachable(pair)
+    >>> model = DPM(epsilon=1.0, mode="paper", random_state=5).fit(pair.D_prime)
+    >>> leaf_sizes(model, pair.D), leaf_sizes(model, pair.D_prime)  # row u changes leaf
+    ([(101, 1), (100, 1)], [(100, 1), (101, 1)])
+    >>> event.fn(model)  # both float counts reachable from either side: no evidence
+    False
+    """
     def fn(m):
         counts = np.asarray(m.leaf_counts_, dtype=float)
         on_d, on_dp = leaf_sizes(m, pair.D), leaf_sizes(m, pair.D_prime)

@@ -48,7 +48,13 @@ def orthonormal_topics(history: list[Call]) -> list[Call]:
     W-steps then give W = [I; 0] exactly (one 1/L step from any W, L = ‖Ā‖ = 1), whose topics
     are orthonormal, so a document with its count in word j gets h = e_j: the
     :func:`replaced_document` pair moves (HHᵀ/N, VHᵀ/N) by (e₀e₀ᵀ − e₁e₁ᵀ)/N twice, 2/N in
-    L2 — the largest move of any replaced document (the ledger charges 2√2/N)."""
+    L2 — the largest move of any replaced document (the ledger charges 2√2/N).
+
+    >>> history = [Call(3, "epoch 1", "gaussian", 0.5, 1e-6, np.full((5, 2), 0.3))]
+    >>> forced = orthonormal_topics(history)[0]
+    >>> forced.step, forced.output.tolist()
+    ('epoch 1', [[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 1.0], [0.0, 0.0]])
+    """
     out = []
     for call in history:
         m_k, k = np.shape(call.output)

@@ -136,7 +136,14 @@ def totals_without(mechanism: str):
 
 # ------------------------------------------------------------------ patch builders
 def with_arguments(change: Callable[[dict], None]):
-    """Call the original with its arguments (bound by name) changed in place by ``change``."""
+    """Call the original with its arguments (bound by name) changed in place by ``change``.
+
+    >>> def add(a, b):
+    ...     return a + b
+    >>> add_ten_to_b = with_arguments(lambda arguments: arguments.update(b=arguments["b"] + 10))
+    >>> add_ten_to_b(add)(1, 2), add_ten_to_b(add)(a=1, b=2)
+    (13, 13)
+    """
     def make(original):
         signature = inspect.signature(original)
 
@@ -149,14 +156,29 @@ def with_arguments(change: Callable[[dict], None]):
 
 
 def scale_argument(name: str, factor: float):
-    """The argument ``name`` (a sensitivity, ...) times ``factor``."""
+    """The argument ``name`` (a sensitivity, ...) times ``factor``.
+
+    >>> def scale(sensitivity, epsilon):
+    ...     return sensitivity / epsilon
+    >>> scale_argument("sensitivity", 0.5)(scale)(2.0, epsilon=0.5)
+    2.0
+    """
     def change(arguments):
         arguments[name] = arguments[name] * factor
     return with_arguments(change)
 
 
 def double_epsilon_unlogged():
-    """Spend 2ε while the ledger records ε (the noise scale halves, the books do not)."""
+    """Spend 2ε while the ledger records ε (the noise scale halves, the books do not).
+
+    >>> from dptaucc.privacy.ledger import PrivacyLedger
+    >>> def mechanism(epsilon, ledger):
+    ...     ledger.charge("counts", "laplace", epsilon)
+    ...     return 1.0 / epsilon  # the noise scale drawn
+    >>> ledger = PrivacyLedger()
+    >>> double_epsilon_unlogged()(mechanism)(0.5, ledger), ledger.epsilon_spent
+    (1.0, 0.5)
+    """
     def change(arguments):
         arguments["epsilon"] = 2 * arguments["epsilon"]
         arguments["ledger"] = UnderChargingLedger(arguments["ledger"])
@@ -164,14 +186,26 @@ def double_epsilon_unlogged():
 
 
 def fixed_argument(name: str, value):
-    """The argument ``name`` replaced by ``value`` whatever the caller passed."""
+    """The argument ``name`` replaced by ``value`` whatever the caller passed.
+
+    >>> def clip(x, bound):
+    ...     return min(x, bound)
+    >>> fixed_argument("bound", 100)(clip)(42, bound=1)
+    42
+    """
     def change(arguments):
         arguments[name] = value
     return with_arguments(change)
 
 
 def exact_values_released(original):
-    """Charge and draw as usual, then release the exact integer values."""
+    """Charge and draw as usual, then release the exact integer values.
+
+    >>> def noisy(values, epsilon):
+    ...     return [v + 1000 for v in values]
+    >>> exact_values_released(noisy)([3, 0, 7], 1.0)
+    array([3, 0, 7])
+    """
     def buggy(values, *args, **kwargs):
         original(values, *args, **kwargs)
         return np.rint(np.asarray(values, dtype=float)).astype(np.int64)
@@ -179,7 +213,18 @@ def exact_values_released(original):
 
 
 def after_fit(change: Callable) -> Callable[[Callable], Callable]:
-    """Run the original ``fit``, then ``change(model, X)`` (a value read from the raw data)."""
+    """Run the original ``fit``, then ``change(model, X)`` (a value read from the raw data).
+
+    >>> class Model:
+    ...     def fit(self, X, y=None):
+    ...         self.total_ = 0
+    ...         return self
+    >>> def leak_sum(model, X):
+    ...     model.total_ = sum(X)
+    >>> Model.fit = after_fit(leak_sum)(Model.fit)
+    >>> Model().fit([1, 2, 3]).total_
+    6
+    """
     def make(original):
         def fit(self, X, y=None):
             original(self, X, y)
@@ -191,7 +236,14 @@ def after_fit(change: Callable) -> Callable[[Callable], Callable]:
 
 def catalogue() -> dict[str, Bug]:
     """Every built-in method's bugs by name (each declared beside its method, in its audit
-    scenarios: :mod:`dptaucc.audit.methods`)."""
+    scenarios: :mod:`dptaucc.audit.methods`).
+
+    >>> bugs = catalogue()
+    >>> bugs["dp_taucc.table_sensitivity_halved"].method
+    'dp_taucc'
+    >>> all(name.startswith(bug.method + ".") for name, bug in bugs.items())
+    True
+    """
     from .methods import builtin_methods, scenarios_of
 
     return {bug.name: bug for m in builtin_methods() for bug in scenarios_of(m).bugs}

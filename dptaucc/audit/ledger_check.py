@@ -79,7 +79,15 @@ class CallCheck:
 
 @dataclass
 class LedgerCheck:
-    """The check of one fit (module docstring): its calls and the problems found."""
+    """The check of one fit (module docstring): its calls and the problems found.
+
+    >>> check = LedgerCheck("DPTauCC", "corrected", False, 1.0, 0.0, 1.0, 0.0)
+    >>> check.verdict
+    'ok'
+    >>> check.problems.append("ε spent 0.5 differs from the ε 1 the fit was given")
+    >>> check.verdict
+    'violation'
+    """
 
     estimator: str
     mode: str
@@ -181,7 +189,17 @@ def observing() -> Iterator[list]:
 
 
 def mapped(calls: list) -> list[CallCheck]:
-    """:class:`CallCheck` of each observed call that charged or drew something."""
+    """:class:`CallCheck` of each observed call that charged or drew something.
+
+    >>> import numpy as np
+    >>> from dptaucc.privacy import PrivacyLedger, discrete_laplace_mechanism
+    >>> with observing() as calls:
+    ...     _ = discrete_laplace_mechanism(np.zeros(3, int), epsilon=0.5, sensitivity=2,
+    ...                                    sampler=np.random.default_rng(0),
+    ...                                    ledger=PrivacyLedger(), step="t")
+    >>> [(c.step, c.epsilon_charged, c.epsilon_cost, c.sources, c.ok) for c in mapped(calls)]
+    [('t', 0.5, 0.5, ('seeded',), True)]
+    """
     out = []
     for i, (step, mech, entries, calib) in enumerate(calls):
         if not entries and calib.empty:
@@ -277,7 +295,22 @@ def ledger_record(build, D, D_prime, *, seed: int, bug: str | None = None) -> di
     cost of what was drawn, plus the entries no call drew), as ``epsilon_claimed`` the ε the
     ledger reports (a ratio above 1: the ledger under-reports); the problems as ``event``.
     D and D' are also checked :func:`filled` (every cell + 1), which takes the methods' dense
-    paths where the pair itself is sparse."""
+    paths where the pair itself is sparse.
+
+    >>> import numpy as np
+    >>> from dptaucc import DPTauCC
+    >>> D = np.random.default_rng(0).poisson(2.0, size=(12, 8))
+    >>> D_prime = D.copy()
+    >>> D_prime[0, 0] += 1
+    >>> def build(seed):
+    ...     return DPTauCC(2, 2, epsilon=1.0, random_state=seed)
+    >>> record = ledger_record(build, D, D_prime, seed=0)
+    >>> record["verdict"], round(record["epsilon_lower"], 6), record["n_fits"]
+    ('ok', 1.0, 4)
+    >>> bad = ledger_record(build, D, D_prime, seed=0, bug="dp_taucc.table_epsilon_doubled")
+    >>> bad["verdict"], bad["epsilon_lower"] > bad["epsilon_claimed"]
+    ('violation', True)
+    """
     from .workers import bug_context
 
     checks = []

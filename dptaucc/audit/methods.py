@@ -39,7 +39,16 @@ __all__ = ["algorithm_config", "config_dirs", "method_info", "scenarios_of", "me
 
 
 def config_dirs() -> list[Path]:
-    """The packaged config directory, then ``$DPTAUCC_CONFIG_PATH`` (a user's own configs)."""
+    """The packaged config directory, then ``$DPTAUCC_CONFIG_PATH`` (a user's own configs).
+
+    >>> import os
+    >>> from unittest import mock
+    >>> (config_dirs()[0] / "algorithm" / "dp_taucc.yaml").is_file()
+    True
+    >>> with mock.patch.dict(os.environ, {"DPTAUCC_CONFIG_PATH": "file:///srv/my_configs"}):
+    ...     [d.as_posix() for d in config_dirs()[1:]]
+    ['/srv/my_configs']
+    """
     dirs = [Path(str(resources.files("dptaucc.conf")))]
     env = os.environ.get("DPTAUCC_CONFIG_PATH")
     if env and not env.startswith("pkg://"):
@@ -66,11 +75,21 @@ def algorithm_config(name: str) -> dict:
 
 
 def is_private(name: str) -> bool:
+    """Whether the algorithm config ``name`` is a private method (its ``private:`` key,
+    true unless it says otherwise).
+
+    >>> is_private("dp_taucc"), is_private("fast_taucc")
+    (True, False)
+    """
     return bool(algorithm_config(name).get("private", True))
 
 
 def builtin_methods() -> tuple[str, ...]:
-    """The built-in methods' config names, in display order."""
+    """The built-in methods' config names, in display order.
+
+    >>> builtin_methods()[:3], "dpm" in builtin_methods()
+    (('dp_taucc', 'dp_taucc_row', 'fast_taucc'), True)
+    """
     from dptaucc.methods import BUILTIN_MODULES
 
     return tuple(BUILTIN_MODULES)
@@ -78,7 +97,12 @@ def builtin_methods() -> tuple[str, ...]:
 
 def method_info(name: str):
     """The :class:`~dptaucc.methods.MethodInfo` of a method, or None for a user's method whose
-    estimator module declares no ``METHOD``."""
+    estimator module declares no ``METHOD``.
+
+    >>> info = method_info("dp_taucc")
+    >>> info.estimator, info.audit
+    ('dptaucc.DPTauCC', 'dptaucc.dp_taucc_audit')
+    """
     from dptaucc.methods import BUILTIN_MODULES, MethodInfo, method
 
     if name in BUILTIN_MODULES:
@@ -128,7 +152,15 @@ def method_audit(method: str) -> Scenario:
 
 def method_audits(method: str) -> tuple[Scenario, ...]:
     """Every end-to-end scenario of a method: its declared ones (the main one first) then,
-    for a private method, the all-zero matrix (unless declared)."""
+    for a private method, the all-zero matrix (unless declared).
+
+    >>> [s.pair.name for s in scenarios_of("dp_kmeans").end_to_end]
+    ['new_column_maximum', 'row_at_bound', 'replaced_row']
+    >>> [s.pair.name for s in method_audits("dp_kmeans")]  # the all-zero matrix added
+    ['new_column_maximum', 'row_at_bound', 'replaced_row', 'all_zero_matrix']
+    >>> [s.pair.name for s in method_audits("fast_taucc")]  # non-private: nothing added
+    ['moving_row']
+    """
     s = scenarios_of(method)
     if not is_private(method):
         return s.end_to_end

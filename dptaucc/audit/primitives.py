@@ -312,14 +312,28 @@ def audit_primitive(name: str, epsilon: float = 1.0, n: int = 400_000, *,
 
 def fresh_sampler_rows(epsilon: float = 1.0, n: int = 3000, alpha: float = 0.05) -> list[dict]:
     """One row per :data:`FRESH_PRIMITIVES` entry: ``n`` outputs per side, each from a new
-    secure sampler (:mod:`dptaucc.audit.secure`)."""
+    secure sampler (:mod:`dptaucc.audit.secure`).
+
+    >>> rows = fresh_sampler_rows(1.0, 100, alpha=1e-9)  # the fewest outputs it accepts
+    >>> [(r["primitive"], r["path"], r["n"]) for r in rows][0]
+    ('discrete-laplace', 'secure-fresh', 100)
+    >>> len(rows) == len(FRESH_PRIMITIVES), any(violated(r) for r in rows)
+    (True, False)
+    """
     return [audit_primitive(name, epsilon, n, secure=True, fresh=True, alpha=alpha)
             for name in FRESH_PRIMITIVES]
 
 
 def violated(row: dict) -> bool:
     """A primitive's row is a violation: ε_lower above the ε charged, or a charge below what
-    the map recomputes."""
+    the map recomputes.
+
+    >>> row = {"epsilon": 1.0, "epsilon_lower": 0.4, "epsilon_map": 1.0}
+    >>> violated(row), violated({**row, "epsilon_lower": 1.2})
+    (False, True)
+    >>> violated({**row, "epsilon_map": 2.0})  # charged below what the noise costs
+    True
+    """
     return bool(row["epsilon_lower"] > row["epsilon"] or not row.get("map_ok", True)
                 or row.get("epsilon_map", 0.0) > row["epsilon"] * (1 + RTOL))
 

@@ -41,7 +41,14 @@ def _marker(alg: str) -> str:
 
 def expected_above() -> dict[str, str]:
     """Paper-mode methods the audit is expected to catch above their claim, and why (each
-    method's ``paper_leaks``, declared beside it)."""
+    method's ``paper_leaks``, declared beside it).
+
+    >>> expected = expected_above()
+    >>> expected["dp_taucc"]
+    'non-private final labels'
+    >>> "dpm" in expected  # DPM declares no paper-mode leak
+    False
+    """
     from .methods import scenarios_of
 
     return {m: s.paper_leaks for m in ORDER if (s := scenarios_of(m)).paper_leaks}

@@ -138,7 +138,12 @@ class AuditScenarios:
 
 
 def zero_matrix_scenario() -> Scenario:
-    """D = 0, D' = one count: a fit that refuses the all-zero matrix tells them apart."""
+    """D = 0, D' = one count: a fit that refuses the all-zero matrix tells them apart.
+
+    >>> s = zero_matrix_scenario()
+    >>> s.pair.name, int(s.pair.D.sum()), int(s.pair.D_prime.sum()), s.share
+    ('all_zero_matrix', 0, 1, 0.1)
+    """
     return Scenario(all_zero_matrix(), (), "the all-zero matrix is a valid input", share=0.1)
 
 
@@ -150,7 +155,14 @@ def label_events(pair: NeighbouringPair | RowPair) -> tuple[ev.Event, ...]:
 
 def exact_scenarios() -> AuditScenarios:
     """A non-private co-clusterer's audit (the default of a method that takes no ε): the
-    exact table and labels read from the data, on a balanced row."""
+    exact table and labels read from the data, on a balanced row.
+
+    >>> s = exact_scenarios()
+    >>> s.main.pair.name, s.call_sites
+    ('moving_row', ())
+    >>> s.main.events[0].name
+    'contingency_ equals the exact table of D'
+    """
     p = moving_row()
     return AuditScenarios((Scenario(p, (ev.contingency_equals_exact(p.D), *label_events(p)),
                                     "non-private reference: the exact table and labels"),))
@@ -161,7 +173,12 @@ def default_scenarios(epsilon: float = 1.0) -> AuditScenarios:
     derived from its declared releases, labels from the raw rows) and its call sites on the
     same pair at ``epsilon``. Valid for any method, but weak: each call is audited at whatever
     share of ε the method charges it, with no crafted worst case (docs/audit.md: declare your
-    own)."""
+    own).
+
+    >>> s = default_scenarios(epsilon=0.5)
+    >>> s.main.pair.name, [(c.pair.name, c.params) for c in s.call_sites]
+    ('all_zero_row', [('all_zero_row', (('epsilon', 0.5),))])
+    """
     p = all_zero_row()
     return AuditScenarios(
         (Scenario(p, label_events(p), "default: a row with no counts gets one"),),

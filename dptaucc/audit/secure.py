@@ -51,7 +51,16 @@ def _construct_secure(alg: dict, kwargs: dict, random_state: int):
 
 
 def secure_factory(alg: dict, kwargs: dict):
-    """``random_state -> estimator`` on the secure samplers (module docstring)."""
+    """``random_state -> estimator`` on the secure samplers (module docstring).
+
+    >>> build = secure_factory({"name": "dp_taucc", "_target_": "dptaucc.DPTauCC"},
+    ...                        {"epsilon": 0.5})
+    >>> a, b = build(7), build(7)
+    >>> a.secure, a.epsilon, type(a.random_state).__name__
+    (True, 0.5, 'ConditionedSecureSampler')
+    >>> bool(a.random_state.rng.integers(1000) == b.random_state.rng.integers(1000))
+    True
+    """
     import functools
 
     return functools.partial(_construct_secure, alg, dict(kwargs))
@@ -60,7 +69,21 @@ def secure_factory(alg: dict, kwargs: dict):
 def secure_section(table) -> list[str]:
     """REPORT lines for ``audit_secure.parquet`` (``python -m dptaucc.audit --secure``), if
     stored: per method the call sites' largest ε_lower/claim and the ledger verdicts, and the
-    fresh-sampler rows."""
+    fresh-sampler rows.
+
+    >>> import tempfile
+    >>> import pandas as pd
+    >>> rows = pd.DataFrame({"method": ["dpm"] * 3, "scope": ["call-site"] * 2 + ["ledger"],
+    ...                      "epsilon_lower": [0.45, 0.2, 1.0], "epsilon_claimed": [0.5, 0.5, 1.0],
+    ...                      "verdict": ["ok", "violation", "ok"], "n_fits": [1000, 1000, 4]})
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     rows.to_parquet(f"{d}/audit_secure.parquet")
+    ...     lines = secure_section(f"{d}/audit_secure.parquet")
+    >>> lines[-3:-1]
+    ['| dpm | call-site | 2 | 1 | 0.90 | 1,000 |', '| dpm | ledger | 1 | 0 | nan | 4 |']
+    >>> secure_section("no/such/audit_secure.parquet")  # not run: no section
+    []
+    """
     from pathlib import Path
 
     path = Path(table)

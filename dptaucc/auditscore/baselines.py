@@ -26,12 +26,19 @@ from pathlib import Path
 from .scratch import RunResult, ScratchTree, run
 from .targets import AUDITS, Group
 
-__all__ = ["AuditBaseline", "TestMap", "audit_baseline", "test_map", "doctest_ids"]
+__all__ = ["AuditBaseline", "TestMap", "doctest_ids"]
 
 
 @dataclass
 class AuditBaseline:
-    """One audit on the correct code: exit code, seconds, lines reached per file."""
+    """One audit on the correct code: exit code, seconds, lines reached per file.
+
+    >>> base = AuditBaseline("method:dpm", 0, 41.5, {"baselines/dpm/tree.py": [10, 11, 30]})
+    >>> base.usable, base.reaches("baselines/dpm/tree.py", (12, 20))
+    (True, False)
+    >>> base.reaches("baselines/dpm/tree.py", (28, 31)), base.reaches("other.py", (1, 99))
+    (True, False)
+    """
 
     audit: str
     returncode: int | None
@@ -50,7 +57,15 @@ class AuditBaseline:
 
 @dataclass
 class TestMap:
-    """A group's tests on the correct code: who covers which line, who passed, how long."""
+    """A group's tests on the correct code: who covers which line, who passed, how long.
+
+    >>> tm = TestMap("dpm", 1, 9.0, {"core.py": {"3": ["t::a", "t::b"], "7": ["t::c"]}},
+    ...              passed=["t::a", "t::c"], durations={"t::a": 1.5, "t::c": 2.0})
+    >>> tm.tests_for("core.py", (3, 4), module_level=False)  # t::b failed on correct code
+    ['t::a']
+    >>> tm.tests_for("core.py", (3, 3), module_level=True), tm.seconds_of(["t::a", "t::c"])
+    (['t::a', 't::c'], 3.5)
+    """
 
     __test__ = False  # not a pytest test class
 
@@ -144,7 +159,12 @@ def audit_baseline(tree: ScratchTree, audit: str, store: Path, timeout: float,
 
 
 def doctest_ids(group: Group) -> list[str]:
-    """The doctest runner's test ids of the group's modules."""
+    """The doctest runner's test ids of the group's modules.
+
+    >>> from dptaucc.auditscore.targets import GROUPS
+    >>> doctest_ids(next(g for g in GROUPS if g.name == "dp_kmeans"))[0]
+    'tests/packaging/test_doctests.py::test_examples_run[dptaucc.baselines.dp_kmeans]'
+    """
     ids = []
     for rel in group.files:
         mod = rel[:-3].replace("/", ".")

@@ -43,7 +43,7 @@ from pathlib import Path
 
 from scipy.stats import beta as beta_dist
 
-__all__ = ["clopper_pearson", "primitive_decisions", "method_decisions", "summarise", "main"]
+__all__ = ["clopper_pearson", "primitive_decisions", "method_decisions", "summarise"]
 
 #: seeds of the false-alarm run start here (the gate's own seed is 0: every decision here
 #: uses a seed the committed audits never used)
@@ -67,7 +67,14 @@ def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
 
 def primitive_decisions(seed: int, n: int, epsilon: float = 1.0, alpha: float = 0.05,
                         secure: bool = False) -> list[dict]:
-    """One decision per primitive of :mod:`dptaucc.audit.primitives` at ``seed``."""
+    """One decision per primitive of :mod:`dptaucc.audit.primitives` at ``seed``.
+
+    >>> rows = primitive_decisions(SEED_BASE, 100)  # the fewest outputs a primitive takes
+    >>> rows[0]["name"], rows[0]["config"], len(rows)
+    ('discrete-laplace (seeded)', 'n=100', 7)
+    >>> any(r["alarm"] for r in rows)
+    False
+    """
     from dptaucc.audit.primitives import PRIMITIVES, audit_primitive
 
     rows = []
@@ -84,7 +91,12 @@ def primitive_decisions(seed: int, n: int, epsilon: float = 1.0, alpha: float = 
 
 def method_decisions(method: str, seed: int, draws: int, fits: int) -> list[dict]:
     """Every record of a method's quick audit at ``seed`` with reduced sizes, and the method
-    gate's decision over them."""
+    gate's decision over them.
+
+    >>> rows = method_decisions("fast_taucc", SEED_BASE, draws=100, fits=8)
+    >>> [(r["kind"], r["name"], r["alarm"]) for r in rows]  # non-private: the gate only
+    [('method gate', 'fast_taucc', False)]
+    """
     from dptaucc.audit.experiment import load_config, plan, run_all, violations
 
     cfg = load_config("quick")
@@ -118,7 +130,15 @@ def method_decisions(method: str, seed: int, draws: int, fits: int) -> list[dict
 
 def summarise(df):
     """Per kind: decisions, alarms, observed rate with its 95 % CI, mean nominal α, and the
-    alarms the nominal levels allow in expectation (Σ α)."""
+    alarms the nominal levels allow in expectation (Σ α).
+
+    >>> import pandas as pd
+    >>> decisions = pd.DataFrame({"kind": ["primitive"] * 4, "name": ["a", "a", "b", "b"],
+    ...                           "alarm": [False, True, False, False], "alpha": [0.125] * 4})
+    >>> row = summarise(decisions).to_dict("records")[0]
+    >>> row["decisions"], row["alarms"], row["rate"], row["expected_at_nominal"], row["names"]
+    (4, 1, 0.25, 0.5, 2)
+    """
     import pandas as pd
 
     out = []

@@ -26,7 +26,22 @@ VERDICTS = ("equivalent", "gap")
 
 def load_judgements(path: str | Path | None = None) -> dict[str, dict]:
     """``{mutant id: {"verdict", "reason", ...}}`` from ``judgements.yaml`` (or ``path``);
-    a verdict outside :data:`VERDICTS` or an empty reason is a ``ValueError``."""
+    a verdict outside :data:`VERDICTS` or an empty reason is a ``ValueError``.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     path = Path(d) / "judgements.yaml"
+    ...     _ = path.write_text("m1: {verdict: equivalent, reason: a tie on a null event}")
+    ...     load_judgements(path)
+    {'m1': {'verdict': 'equivalent', 'reason': 'a tie on a null event'}}
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     path = Path(d) / "judgements.yaml"
+    ...     _ = path.write_text("m1: {verdict: fine, reason: looks harmless}")
+    ...     load_judgements(path)
+    Traceback (most recent call last):
+    ...
+    ValueError: judgement m1: verdict must be one of ('equivalent', 'gap')
+    """
     text = (Path(path).read_text(encoding="utf-8") if path is not None else
             (resources.files("dptaucc.auditscore") / "judgements.yaml").read_text(
                 encoding="utf-8"))

@@ -46,7 +46,7 @@ from .mutate import Mutant, mutants_of
 from .scratch import ScratchTree, run, tree_hash
 from .targets import GROUPS, Group, group_of, is_release_function
 
-__all__ = ["population", "stratified_sample", "judge_mutant", "mutant_table", "main"]
+__all__ = ["population", "stratified_sample", "judge_mutant", "mutant_table"]
 
 VIOLATION = 3
 
@@ -74,7 +74,18 @@ def not_private_functions(source: str) -> set[str]:
 
 
 def population(root: Path, groups: Sequence[Group]) -> list[Mutant]:
-    """Every mutant of the groups' release code (not evaluation-only functions), by id."""
+    """Every mutant of the groups' release code (not evaluation-only functions), by id.
+
+    >>> import tempfile
+    >>> source = ("def release(x):\\n    return x * 2\\n"
+    ...           "def evaluation_labels(x):\\n    return x * 2\\n"
+    ...           "def raw(x):\\n    'NOT PRIVATE: reads the data'\\n    return x * 2\\n")
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = (Path(d) / "m.py").write_text(source)
+    ...     mutants = population(Path(d), [Group("toy", {"m.py": None}, (), ())])
+    >>> sorted({m.function for m in mutants}), len(mutants)
+    (['release'], 5)
+    """
     out = []
     for group in groups:
         for rel, functions in group.files.items():
@@ -141,7 +152,19 @@ def _outcome_tests(code: int | None) -> str:
 def judge_mutant(tree: ScratchTree, mutant: Mutant, audits: dict[str, AuditBaseline],
                  tests: TestMap | None, *, factor: float, floor: float,
                  skip_tests: bool = False) -> dict:
-    """Run one mutant against its audits and its tests in the scratch copy."""
+    """Run one mutant against its audits and its tests in the scratch copy.
+
+    >>> import subprocess, tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = subprocess.run(["git", "init", "-q", d], check=True)
+    ...     (Path(d) / "dptaucc").mkdir()
+    ...     _ = (Path(d) / "dptaucc" / "m.py").write_text("def f(x):\\n    return x * 2\\n")
+    ...     mutant = mutants_of("dptaucc/m.py", "def f(x):\\n    return x * 2\\n")[0]
+    ...     with ScratchTree(Path(d)) as tree:
+    ...         record = judge_mutant(tree, mutant, {}, None, factor=3.0, floor=60.0)
+    >>> record["audit"], record["tests"]  # no audit reaches it, no test map given
+    ('unreached', 'not run')
+    """
     reaching = [a for a in audits.values() if a.usable and a.reaches(mutant.path, mutant.lines)]
     rec = {"id": mutant.id, "tree_hash": tree.hash, "audits_run": [a.audit for a in reaching],
            "audit": "unreached", "audit_s": 0.0, "audit_detail": "",
@@ -207,7 +230,21 @@ def _killed(outcome: str) -> bool:
 
 def mutant_table(sample: Sequence[Mutant], store: Store, tree: str, judgements: dict,
                  population_size: int, seed: int):
-    """One row per sampled mutant: where it is, what it does, both outcomes, the judgement."""
+    """One row per sampled mutant: where it is, what it does, both outcomes, the judgement.
+
+    >>> import tempfile
+    >>> ms = mutants_of("dptaucc/privacy/bounded.py", "def f(x):\\n    return x * 2\\n")[:2]
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     store = Store(Path(d) / "mutants.jsonl")
+    ...     store.put({"id": ms[0].id, "tree_hash": "t1", "audit": "violation",
+    ...                "tests": "survived"})
+    ...     store.put({"id": ms[1].id, "tree_hash": "t1", "audit": "survived",
+    ...                "tests": "failed"})
+    ...     table = mutant_table(ms, store, "t1", {ms[1].id: {"verdict": "gap", "reason": "r"}},
+    ...                          population_size=10, seed=0)
+    >>> table[["group", "killed_by_audit", "killed_by_tests", "judgement"]].values.tolist()
+    [['privacy', True, False, ''], ['privacy', False, True, 'gap']]
+    """
     import pandas as pd
 
     rows = []

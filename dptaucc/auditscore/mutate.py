@@ -411,7 +411,14 @@ def _mutant_id(path: str, function: str, operator: str, original: str, replaceme
 def mutants_of(path: str, source: str, functions: tuple[str, ...] | None = None
                ) -> list[Mutant]:
     """Every mutant of one module's ``source`` (``path`` names it in ids and reports),
-    in source order; ``functions``: only inside these (qualified names or their prefixes)."""
+    in source order; ``functions``: only inside these (qualified names or their prefixes).
+
+    >>> src = "def f(x):\\n    return x * 2\\n\\ndef g(y):\\n    return y - 1\\n"
+    >>> [(m.function, m.line, m.description) for m in mutants_of("m.py", src)][:2]
+    [('f', 2, 'op: * → /'), ('f', 2, 'x2: 2 → 4')]
+    >>> [m.description for m in mutants_of("m.py", src, functions=("g",))]
+    ['op: - → +', 'x2: 1 → 2', 'plus1: 1 → 2', 'minus1: 1 → 0']
+    """
     tree = ast.parse(source)
     src = _Source(source)
     collector = _Collector(path, src)

@@ -40,7 +40,23 @@ def _with_current_judgements(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def mutants_lines(df: pd.DataFrame) -> list[str]:
-    """Markdown lines of the mutation score."""
+    """Markdown lines of the mutation score.
+
+    >>> import tempfile
+    >>> from dptaucc.auditscore.mutants import Store, mutant_table
+    >>> from dptaucc.auditscore.mutate import mutants_of
+    >>> ms = mutants_of("dptaucc/privacy/bounded.py", "def f(x):\\n    return x * 2\\n")[:2]
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     store = Store(Path(d) / "mutants.jsonl")
+    ...     for m, audit in zip(ms, ("violation", "survived")):
+    ...         store.put({"id": m.id, "tree_hash": "t1", "audit": audit, "tests": "failed"})
+    ...     table = mutant_table(ms, store, "t1", {}, population_size=10, seed=0)
+    >>> lines = mutants_lines(table)
+    >>> [line for line in lines if line.startswith("| killed by the audit")]
+    ['| killed by the audit | 1/2 (50 %) (violation 1, error 0, timeout 0) |']
+    >>> lines[lines.index("Survivors of the audit:") + 4].split(" | ")[-2]  # not judged yet
+    'unjudged'
+    """
     df = _with_current_judgements(df)
     s = score(df)
     run = s["run"]
@@ -87,7 +103,14 @@ def mutants_lines(df: pd.DataFrame) -> list[str]:
 
 
 def false_alarm_lines(df: pd.DataFrame) -> list[str]:
-    """Markdown lines of the measured false-alarm rates."""
+    """Markdown lines of the measured false-alarm rates.
+
+    >>> decisions = pd.DataFrame({"kind": ["primitive"] * 3, "name": ["a", "b", "c"],
+    ...                           "alarm": [False, True, False], "alpha": [0.125] * 3,
+    ...                           "config": ["n=100"] * 3})
+    >>> false_alarm_lines(decisions)[-2]
+    '| primitive | 3 | 1 | 0.3333 [0.0084, 0.9057] | 0.12 | 0.4 |'
+    """
     summary = summarise(df)
     n = int(summary["decisions"].sum())
     sizes = "; ".join(f"{kind}: {', '.join(sorted(set(g['config'])))}"
@@ -109,7 +132,17 @@ def false_alarm_lines(df: pd.DataFrame) -> list[str]:
 
 
 def audit_score_section(results_dir: str | os.PathLike = "results") -> list[str]:
-    """Both parts, from the tables under ``results_dir`` (empty when neither exists)."""
+    """Both parts, from the tables under ``results_dir`` (empty when neither exists).
+
+    >>> import tempfile
+    >>> decisions = pd.DataFrame({"kind": ["primitive"], "name": ["a"], "alarm": [False],
+    ...                           "alpha": [0.05], "config": ["n=100"]})
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     decisions.to_parquet(Path(d) / "audit_false_alarms.parquet")
+    ...     lines = audit_score_section(d)
+    >>> lines[0], lines[2]  # the false alarms only: no mutant table stored
+    ('## How good is the audit (measured)', '### False alarms on correct code')
+    """
     results = Path(results_dir)
     lines: list[str] = []
     mutants = results / "audit_mutants.parquet"

@@ -42,7 +42,18 @@ NOT_HASHED = ("dptaucc/auditscore/", "tests/auditscore/")
 
 def project_files(root: Path) -> list[str]:
     """Repository-relative paths of the files to copy: tracked or untracked-but-not-ignored,
-    under :data:`COPIED`; plus the compiled kernels built in place (``dptaucc/_native*``)."""
+    under :data:`COPIED`; plus the compiled kernels built in place (``dptaucc/_native*``).
+
+    >>> import subprocess, tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     root = Path(d)
+    ...     _ = subprocess.run(["git", "init", "-q", d], check=True)
+    ...     (root / "dptaucc").mkdir()
+    ...     _ = (root / "dptaucc" / "core.py").write_text("X = 1")
+    ...     _ = (root / "notes.txt").write_text("not under COPIED")
+    ...     project_files(root)
+    ['dptaucc/core.py']
+    """
     listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
                             cwd=root, check=True, capture_output=True, text=True).stdout
     files = [p for p in listed.splitlines()
@@ -54,7 +65,18 @@ def project_files(root: Path) -> list[str]:
 
 def tree_hash(root: Path, files: Sequence[str] | None = None) -> str:
     """SHA-1 of the paths and bytes of the files a verdict depends on (16 hex digits): the
-    key under which results are stored, so a changed tree never reuses an old verdict."""
+    key under which results are stored, so a changed tree never reuses an old verdict.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     code = Path(d) / "core.py"
+    ...     _ = code.write_text("X = 1")
+    ...     before = tree_hash(Path(d), ["core.py"])
+    ...     _ = code.write_text("X = 2")
+    ...     after = tree_hash(Path(d), ["core.py"])
+    >>> len(before), before != after
+    (16, True)
+    """
     h = hashlib.sha1()
     for rel in files if files is not None else project_files(root):
         if rel.startswith(NOT_HASHED) or "/_native" in rel:
@@ -67,7 +89,11 @@ def tree_hash(root: Path, files: Sequence[str] | None = None) -> str:
 @dataclass
 class RunResult:
     """How a command ended: its exit code (None when killed at the time limit), seconds,
-    and the tail of its output."""
+    and the tail of its output.
+
+    >>> RunResult(None, 900.0, "").timed_out, RunResult(3, 12.5, "violation").timed_out
+    (True, False)
+    """
 
     returncode: int | None
     seconds: float
@@ -80,7 +106,17 @@ class RunResult:
 
 def run(argv: Sequence[str], *, cwd: Path, env: dict, timeout: float) -> RunResult:
     """Run ``argv`` in a new process group; after ``timeout`` seconds kill the whole group
-    (SIGTERM, then SIGKILL 10 s later) and report ``returncode=None``."""
+    (SIGTERM, then SIGKILL 10 s later) and report ``returncode=None``.
+
+    >>> here, env = Path.cwd(), dict(os.environ)
+    >>> done = run([sys.executable, "-c", "print('hi')"], cwd=here, env=env, timeout=60)
+    >>> done.returncode, done.output.strip()
+    (0, 'hi')
+    >>> hung = run([sys.executable, "-c", "import time; time.sleep(60)"], cwd=here, env=env,
+    ...            timeout=0.5)
+    >>> hung.returncode, hung.seconds < 30
+    (None, True)
+    """
     start = time.perf_counter()
     with tempfile.TemporaryFile() as log:
         proc = subprocess.Popen(list(argv), cwd=cwd, env=env, stdout=log,
@@ -106,7 +142,21 @@ def run(argv: Sequence[str], *, cwd: Path, env: dict, timeout: float) -> RunResu
 
 
 class ScratchTree:
-    """A private copy of the project (``with ScratchTree(root) as tree: ...``)."""
+    """A private copy of the project (``with ScratchTree(root) as tree: ...``).
+
+    >>> import subprocess
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     root = Path(d)
+    ...     _ = subprocess.run(["git", "init", "-q", d], check=True)
+    ...     (root / "dptaucc").mkdir()
+    ...     _ = (root / "dptaucc" / "core.py").write_text("X = 1")
+    ...     with ScratchTree(root) as tree:
+    ...         copied = (tree.copy / "dptaucc" / "core.py").read_text()
+    ...         viewed = (tree.view / "dptaucc" / "core.py").read_text()
+    ...         scratch = tree.dir
+    ...     copied, viewed, scratch.exists()  # the copy is deleted on exit
+    ('X = 1', 'X = 1', False)
+    """
 
     def __init__(self, root: Path, parent: Path | None = None):
         self.root = Path(root).resolve()

@@ -90,7 +90,13 @@ GROUPS: tuple[Group, ...] = (
 
 
 def group_of(path: str) -> Group | None:
-    """The group that mutates ``path`` (repository-relative), or None."""
+    """The group that mutates ``path`` (repository-relative), or None.
+
+    >>> group_of("dptaucc/privacy/ledger.py").audits
+    ('primitives', 'primitives-secure')
+    >>> group_of("baselines/dp_sampling.py").name, group_of("dptaucc/privacy/hook.py")
+    ('dp_kmeans', None)
+    """
     return next((g for g in GROUPS if path in g.files), None)
 
 

@@ -71,7 +71,13 @@ def field_kind(name: str) -> str:
 
 @dataclass(frozen=True)
 class FieldDifference:
-    """One field in which two records of a job differ."""
+    """One field in which two records of a job differ.
+
+    >>> a = {"run_id": "x", "epsilon_spent": 1.0, "status": "ok"}
+    >>> diffs = compare_records(a, {**a, "epsilon_spent": 1.25, "status": "failed"})
+    >>> [(d.field, d.size, d.relative, d.within_tolerance) for d in diffs]
+    [('epsilon_spent', 0.25, 0.2, False), ('status', inf, inf, False)]
+    """
 
     field: str
     committed: Any

@@ -124,14 +124,31 @@ def note_draw(law: str, source: str, scale, count, **detail) -> None:
 
 
 def declare(declaration: Declaration | None) -> None:
-    """Called by a mechanism for its draw; a no-op unless a collector is open."""
+    """Called by a mechanism for its draw; a no-op unless a collector is open.
+
+    >>> declare(Declaration("discrete-laplace", 1.0, "l1"))  # nobody listens: nothing kept
+    >>> with collecting() as seen:
+    ...     declare(Declaration("exponential", 2.0, "range", n_changed=3))
+    ...     declare(None)  # a call with nothing to declare
+    >>> [(d.mechanism, d.sensitivity, d.n_changed) for d in seen]
+    [('exponential', 2.0, 3)]
+    """
     sink = _SINK.get()
     if sink is not None and declaration is not None:
         sink.append(declaration)
 
 
 class collecting:
-    """Open a collector for the block: ``with collecting() as items: ...``."""
+    """Open a collector for the block: ``with collecting() as items: ...``.
+
+    >>> with collecting() as outer:
+    ...     note_draw("gaussian", "secure", 0.5, (2, 3))
+    ...     with collecting() as inner:  # a nested collector takes the draws while open
+    ...         note_draw("choice", "seeded", 1.0, 4)
+    ...     note_draw("laplace-float", "generator", 2.0, 1)
+    >>> [(d.law, d.count) for d in outer], [(d.law, d.count) for d in inner]
+    ([('gaussian', 6), ('laplace-float', 1)], [('choice', 4)])
+    """
 
     def __enter__(self) -> list:
         self._items: list = []
