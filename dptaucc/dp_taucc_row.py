@@ -245,6 +245,7 @@ class DPTauCCRow(CoClustererMixin, PrivateEstimator):
         self.columns_ = indicator_rows(c, L)
         self.n_iter_ = n_iter
         self.n_features_in_ = m
+        self._warn_if_fewer_clusters()
         return self
 
     def evaluation_row_labels(self, X) -> np.ndarray:

@@ -137,7 +137,8 @@ def crossover(df: pd.DataFrame, fraction: float = 0.5, metric: str = "nmi_rows"
                         "target": target, "first_eps": first, "stays_from": stays,
                         "best_mean": float(best["mean"]), "best_eps": float(best["epsilon"]),
                         "max_eps": float(eps.max()), "seeds": int(s["n"].min())})
-    return pd.DataFrame(out)
+    return pd.DataFrame(out, columns=["n_cols", "algorithm", "reference", "target", "first_eps",
+                                      "stays_from", "best_mean", "best_eps", "max_eps", "seeds"])
 
 
 def crossover_verdict(table: pd.DataFrame, low: float = 3.0) -> str:

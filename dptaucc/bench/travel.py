@@ -47,7 +47,7 @@ LEDGER_FIELD = "ledger"
 MACHINE_FIELDS = (
     "fit_time_s", "eval_time_s", "peak_rss_mb", "error", "git_sha", "versions", "started_at",
     "blas_threads", "python", "os", "cpu", "blas", "octave", "load_1m", "other_busy_cpus",
-    "slurm_job_id", "slurm_array_task")
+    "slurm_job_id", "slurm_array_task", "host", "workers")
 #: what a fit found (scores of its labels, cluster counts): the fields in which a method whose
 #: DP outputs pass through a CPU-dependent float path may legitimately differ
 OUTCOME_FIELDS = (

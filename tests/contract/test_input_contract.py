@@ -53,7 +53,7 @@ PRIVATE = [name for name, make in ESTIMATORS.items() if isinstance(make(), Priva
 #: and shares its facts)
 FACTS = {"DPTauCC": "dp_taucc", "FastTauCC": "fast_taucc", "DPKMeans": "dp_kmeans",
          "DPNMF": "dpnmf", "DPM": "dpm", "ColoredNoiseKMeans": "colored_noise", "DPHD": "dphd",
-         "FCCM": "fccm", "CollaborativeFCCM": "fccm"}
+         "FCCM": "fccm", "CollaborativeFCCM": "fccm", "DPTauCCRow": "dp_taucc_row"}
 #: DPHD runs in GNU Octave: its accepted inputs are checked up to the start of the work,
 #: and the tests that need a fit run it with the ``octave`` marker (not in ``make test-fast``)
 NEEDS_OCTAVE = {"DPHD"}
@@ -192,6 +192,10 @@ def test_bad_privacy_parameter_gets_one_answer(name, case, monkeypatch):
 def test_epsilon_inf_is_what_the_message_says(name):
     """The ε message says inf is accepted in paper mode only: a paper-mode fit at ε = inf runs
     (its ledger shows ∞), a corrected-mode one is refused (above)."""
+    if "paper" not in method(FACTS[name]).modes:  # corrected only: ε = inf is refused
+        with pytest.raises(ValueError, match="epsilon"):
+            _fit(name, GOOD, epsilon=math.inf)
+        return
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert _fit(name, GOOD, epsilon=math.inf, mode="paper").epsilon_spent_ == math.inf
@@ -270,6 +274,8 @@ def test_fewer_clusters_than_asked_always_warns(name, mode):
     Asked for 3 clusters on two blocks, the non-private co-clusterers always merge."""
     if name not in PRIVATE and mode == "paper":
         pytest.skip("a non-private method has no mode")
+    if name in FACTS and mode not in method(FACTS[name]).modes:
+        pytest.skip(f"{name} has no {mode} mode")
     params = {"mode": mode, "epsilon": 50.0} if name in PRIVATE else {}
     est = ESTIMATORS[name](random_state=0, **params)
     key = "n_row_clusters" if "n_row_clusters" in est.get_params() else "n_clusters"
