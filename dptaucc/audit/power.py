@@ -146,7 +146,7 @@ def power_figure(df):
     ...     {"bug": "dp_taucc.table_sensitivity_halved", "method": "dp_taucc", "detected": True,
     ...      "ratio": 1.9}]))
     >>> [ax.get_title() for ax in fig.axes][:2], fig.legends[0].get_texts()[1].get_text()
-    (['DP-τCC', 'DP-KMeans'], 'planted bug, detected (ε_lower > ε)')
+    (['DP-τCC', 'DP-τCC (row)'], 'planted bug, detected (ε_lower > ε)')
     """
     import matplotlib
 
@@ -164,8 +164,8 @@ def power_figure(df):
     nrows = math.ceil(len(shown) / ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(4.6 * ncols, 2.9 * nrows + 1.3),
                              squeeze=False, layout="constrained")
-    for ax in axes.flat[len(shown):]:
-        ax.set_visible(False)
+    for ax in axes.flat[len(shown):]:  # unused: removed, ticks and all (a hidden panel's
+        ax.remove()                      # tick labels still reach past the layout's edge)
     names = {"correct": "correct code (must stay ≤ 1)",
              "detected": "planted bug, detected (ε_lower > ε)",
              "missed": "planted bug, missed (no evidence of it)"}

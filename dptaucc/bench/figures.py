@@ -148,9 +148,11 @@ def _fit_height(fig: Figure) -> None:
 _EM_PER_CHAR = 0.62
 
 
-def _wrap(text: str, fig: Figure, fontsize: float) -> str:
-    """Each line of ``text`` wrapped to the figure's width (less a margin)."""
-    width = max(40, int((fig.get_figwidth() - 0.4) * 72 / (_EM_PER_CHAR * fontsize)))
+def _wrap(text: str, fig: Figure, fontsize: float, inches: float | None = None) -> str:
+    """Each line of ``text`` wrapped to ``inches`` (default: the figure's width), less a
+    margin."""
+    inches = fig.get_figwidth() if inches is None else inches
+    width = max(40, int((inches - 0.4) * 72 / (_EM_PER_CHAR * fontsize)))
     return "\n".join(textwrap.fill(line, width, break_on_hyphens=False)
                      for line in text.splitlines())
 
@@ -271,9 +273,12 @@ def coverage_note(shown: dict[str, pd.DataFrame], x: str, eps: float | None = No
 
 
 def titled(ax, title: str, note: str) -> None:
-    """A panel's title, with its coverage note (if any) on a second, smaller line."""
+    """A panel's title, with its coverage note (if any) below in smaller type, wrapped to the
+    panel's share of the figure's width."""
     if note:
-        ax.set_title(f"{title}\n{note}", fontsize=8)
+        fig = ax.get_figure()
+        ncols = ax.get_subplotspec().get_gridspec().ncols
+        ax.set_title(f"{title}\n{_wrap(note, fig, 8, fig.get_figwidth() / ncols)}", fontsize=8)
     else:
         ax.set_title(title)
 
@@ -469,24 +474,35 @@ def fig_one_relation(df: pd.DataFrame, metric: str = "nmi_rows", xmax: float | N
     points: list[int] = []
     pooled_runs: list[int] = []
     present = [a for a in ROW_LEVEL if a in set(df["algorithm"])]
+    panels = []
     for ax, ds in zip(axes, dsets, strict=False):
         d = df[df["dataset"] == ds]
         _band(ax, d[d["algorithm"] == REFERENCE], metric, REFERENCE, pooled_runs)
         shown = {a: _curve(ax, d[(d["algorithm"] == a) & (d["mode"] == "corrected")], "epsilon",
                            metric, a, counts=points, name=f"{label(a)}: {PROTOCOL_SHORT}")
                  for a in present}
-        titled(ax, ds, coverage_note(shown, "epsilon"))
+        panels.append((ax, ds, coverage_note(shown, "epsilon"), {label(a) for a in shown}))
         ax.set_xlabel("ε (one row replaced)")
         ax.set_ylabel(METRIC_NAMES.get(metric, metric))
         ax.set_ylim(*_score_limits(metric))
         if xmax is not None:
             ax.set_xlim(0, xmax)
         ax.grid(alpha=0.3)
-    _legend(fig, axes)
-    note = RELATION_NOTE.replace("; rows", ";\nrows")
-    fig.suptitle(f"{METRIC_NAMES.get(metric, metric)} vs ε under one row replaced (corrected "
-                 f"mode)\n{note}\n{scale_text(points, pooled_runs)}", fontsize=9)
+    _relation_caption(fig, axes, panels, f"{METRIC_NAMES.get(metric, metric)} vs ε under one "
+                      "row replaced (corrected mode)", scale_text(points, pooled_runs))
     return fig
+
+
+def _relation_caption(fig: Figure, axes: Sequence, panels: Sequence[tuple], title: str,
+                      scale: str) -> None:
+    """Panel titles, legend and title of a figure under one row replaced (as
+    :func:`fig_metric_vs_eps` has them, with :data:`RELATION_NOTE` for the neighbour relation);
+    the figure's height grows with its title and legend."""
+    shared = title_panels(panels)
+    _legend(fig, axes)
+    _suptitle(fig, "\n".join([title, RELATION_NOTE.replace("; rows", ";\nrows"), scale,
+                              *shared]))
+    _fit_height(fig)
 
 
 def fig_crossover(df: pd.DataFrame, metric: str = "nmi_rows", fraction: float = 0.5):
@@ -500,6 +516,7 @@ def fig_crossover(df: pd.DataFrame, metric: str = "nmi_rows", fraction: float = 
     points: list[int] = []
     pooled_runs: list[int] = []
     present = [a for a in ROW_LEVEL if a in set(df["algorithm"])]
+    panels = []
     for ax, m in zip(axes, sizes, strict=False):
         d = df[df["n_cols"] == m]
         ref = d[d["algorithm"] == REFERENCE]
@@ -514,18 +531,19 @@ def fig_crossover(df: pd.DataFrame, metric: str = "nmi_rows", fraction: float = 
         ax.set_ylim(*_score_limits(metric))
         for k, row in enumerate(table[table["n_cols"] == m].itertuples()):
             if row.first_eps == row.first_eps:  # reached within the grid
-                ax.plot([row.first_eps], [row.target - 0.04 * (k + 1)], "v",
-                        color=style(row.algorithm)[0], ms=6, mec="k", mew=0.6)
+                mark, = ax.plot([row.first_eps], [row.target - 0.04 * (k + 1)], "v",
+                                color=style(row.algorithm)[0], ms=6, mec="k", mew=0.6)
+                _covered_by(mark, f"{label(row.algorithm)}: {PROTOCOL_SHORT}")  # its colour
         ax.set_xscale("log")
-        titled(ax, f"m = {m} (1000 rows)", coverage_note(shown, "epsilon"))
+        panels.append((ax, f"m = {m} (1000 rows)", coverage_note(shown, "epsilon"),
+                       {label(a) for a in shown}))
         ax.set_xlabel("ε (one row replaced, log scale)")
         ax.set_ylabel(METRIC_NAMES.get(metric, metric))
         ax.grid(alpha=0.3, which="both")
-    _legend(fig, axes)
-    fig.suptitle(f"Synthetic biclusters: {METRIC_NAMES.get(metric, metric)} vs ε under one row "
-                 f"replaced (corrected mode); ▼ first ε reaching {fraction:g} × Fast-τCC\n"
-                 f"{RELATION_NOTE.replace('; rows', ';' + chr(10) + 'rows')}\n"
-                 f"{scale_text(points, pooled_runs)}", fontsize=9)
+    _relation_caption(fig, axes, panels, f"Synthetic biclusters: "
+                      f"{METRIC_NAMES.get(metric, metric)} vs ε under one row replaced "
+                      f"(corrected mode); ▼ first ε reaching {fraction:g} × Fast-τCC",
+                      scale_text(points, pooled_runs))
     return fig
 
 
