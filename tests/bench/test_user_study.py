@@ -76,3 +76,14 @@ def test_release_kinds_declare_dp_row_labels():
 
     assert row_labels_declared_private(Declared())
     assert not row_labels_declared_private(ReadsData())
+
+
+def test_the_suites_own_experiments_are_not_a_users_study():
+    """Every experiment the suite ships (the crossover too) is the suite's: a results folder
+    holding them gets the paper's verdict, not the report about a user's study."""
+    from dptaucc.bench.configs import EXPERIMENTS
+    from dptaucc.bench.study import SUITE_EXPERIMENTS, study
+
+    assert set(EXPERIMENTS) == set(SUITE_EXPERIMENTS)
+    table = pd.DataFrame({"algorithm": ["dp_taucc_row"], "dataset": ["biclusters"]})
+    assert study({exp: table for exp in EXPERIMENTS}).is_paper
