@@ -74,7 +74,24 @@ def load_audit(path: str | os.PathLike = "results") -> pd.DataFrame | None:
         df["scope"], df["step"] = "end-to-end", ""
     if "epsilon_claimed" not in df.columns:
         df["epsilon_claimed"] = df["epsilon"]
-    return df
+    return _no_evidence_where_no_event(df)
+
+
+def _no_evidence_where_no_event(df: pd.DataFrame) -> pd.DataFrame:
+    """Records written before the "no evidence" verdict existed: a bound of 0 with no event
+    that told D from D' proves nothing, and reads "no evidence" (the rule the audit applies
+    to new records), never "ok".
+
+    >>> old = pd.DataFrame({"epsilon_lower": [0.0, 0.0, 0.3], "event": ["", "x <= 1", "y"],
+    ...                     "verdict": ["ok", "ok", "ok"]})
+    >>> _no_evidence_where_no_event(old)["verdict"].tolist()
+    ['no evidence', 'ok', 'ok']
+    """
+    if "verdict" not in df.columns or "event" not in df.columns:
+        return df
+    empty = df["event"].fillna("").astype(str).str.strip() == ""
+    blind = (df["epsilon_lower"].fillna(0.0) <= 0) & empty & (df["verdict"] == "ok")
+    return df.assign(verdict=df["verdict"].where(~blind, "no evidence"))
 
 
 def _ratio(df: pd.DataFrame) -> pd.Series:
