@@ -174,8 +174,13 @@ def power_figure(df):
         sub = df[df["method"] == method]
         ax.set_title(label(method), fontsize=10)
         if sub.empty:
-            ax.text(0.5, 0.5, "no planted bug in the catalogue yet:\npower not measured",
-                    ha="center", va="center", transform=ax.transAxes, fontsize=9)
+            from .bugs import bugs_of
+
+            declared = len(bugs_of(method))
+            why = (f"{declared} known bug{'s' if declared != 1 else ''} declared, none in this "
+                   "power table:\npower not measured here" if declared
+                   else "no planted bug declared yet:\npower not measured")
+            ax.text(0.5, 0.5, why, ha="center", va="center", transform=ax.transAxes, fontsize=9)
             ax.set_xticks([])
             ax.set_yticks([])
             continue
