@@ -3,22 +3,36 @@
 Imported only by the audit (:mod:`dptaucc.audit.methods`); docs/audit.md explains each case.
 
 End to end: ``moving_row`` with 200 rows per cluster (accurate centres, so row u's label follows
-u): labels from the raw rows. Call sites on ``added_row`` (ε = 4, δ = 0.5, one iteration): the
+u): labels from the raw rows. The power scenario (:func:`power_scenario`): ``moved_count`` with
+64 columns, one cluster, one iteration, ε = :data:`POWER_EPSILON`, δ = :data:`POWER_DELTA`:
+row u (normalised) is e₀ on D and e₁ on D', so the one released sum block moves by e₀ − e₁,
+the largest move a replaced non-negative row makes, and the one fixed event
+:func:`sum_difference_above` reads it along that direction (the sufficient statistic: the
+noise is isotropic over the sum coordinates), at a threshold fixed from the noise law.
+Why this is the worst case: with one iteration the whole budget is on one release and the
+partition is data-independent, so nothing but the changed row moves; with one cluster its
+block is known in advance; the count does not move under replacement. It reaches about 0.6 of
+the claim at the population level, not the claim: a cell-level ε is two add/remove steps at
+ε/2 (group privacy), which a Gaussian composes more tightly than the ledger charges.
+
+Call sites on ``added_row`` (ε = 4, δ = 0.5, one iteration): the
 added row, normalised to norm 1, moves its cluster's released (sum, count) block by (y, 1),
 exactly the change the public-domain covariance is calibrated for.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import scipy.sparse as sp
 
 from dptaucc.audit import events as ev
 from dptaucc.audit.bugs import Bug, after_fit, with_arguments
-from dptaucc.audit.pairs import added_row, moving_row
+from dptaucc.audit.pairs import added_row, moved_count, moving_row
 from dptaucc.audit.scenarios import AuditScenarios, CallSiteSetup, Scenario, label_events
 
-__all__ = ["scenarios"]
+__all__ = ["scenarios", "power_scenario", "sum_difference_above"]
 
 
 def _gamma_delta_ignored(original):
@@ -86,6 +100,63 @@ def _recomputed(D) -> tuple[ev.Event, ...]:
                                 name="cluster_centers_ = exact means of D's rows"))
 
 
+#: the power scenario's claim: ε (δ large enough that a few thousand fits can see the
+#: Gaussian's loss: at δ = 1e-5 it shows only in tails no quick audit samples)
+POWER_EPSILON = 4.0
+POWER_DELTA = 0.02
+#: columns of its pair (the sums' share of a block's noise grows with √p/(√p + 1))
+POWER_COLUMNS = 64
+#: its threshold, in standard deviations of the difference's noise
+POWER_THRESHOLD = 1.5
+
+
+def _sum_difference_sd(epsilon: float, delta: float, p: int) -> float:
+    """Standard deviation of ``sums[0, 0] − sums[0, 1]`` in a correct one-iteration fit at
+    (ε, δ) with p embedded columns: √(2a), a the sums' variance of
+    :func:`~dptaucc.baselines.colored_noise.estimator.public_domain_variances` for the
+    add/remove budget of :func:`~dptaucc.baselines.dpm.neighbours.row_level_budget`."""
+    from dptaucc.baselines.colored_noise.estimator import gamma_of, public_domain_variances
+    from dptaucc.baselines.dpm.neighbours import row_level_budget
+
+    eps_row, delta_row = row_level_budget(epsilon, delta)
+    variance = public_domain_variances(p, gamma_of(eps_row, delta_row, "analytic"), "diag")[0]
+    return math.sqrt(2.0 * variance)
+
+
+def sum_difference_above(threshold: float) -> ev.Event:
+    """The first cluster's released sum in column 0 exceeds its sum in column 1 by more than
+    ``threshold`` (on D row u adds 1 to column 0, on D' to column 1).
+
+    >>> from types import SimpleNamespace
+    >>> event = sum_difference_above(1.0)
+    >>> event(SimpleNamespace(cluster_sums_=np.array([[2.5, 1.0]]))), event.name
+    (True, 'cluster_sums_[0, 0] − cluster_sums_[0, 1] > 1')
+    """
+    return ev.Event(f"cluster_sums_[0, 0] − cluster_sums_[0, 1] > {threshold:.3g}",
+                    lambda m: m.cluster_sums_[0, 0] - m.cluster_sums_[0, 1] > threshold,
+                    needs=("cluster_sums_",))
+
+
+def power_scenario() -> Scenario:
+    """The power scenario (module docstring): one cluster, one iteration, ε =
+    :data:`POWER_EPSILON`, δ = :data:`POWER_DELTA`; one fixed event, :data:`POWER_THRESHOLD`
+    standard deviations of the correct noise above 0 (D's mean is +1, D''s −1).
+
+    >>> s = power_scenario()
+    >>> s.pair.name, dict(s.params)["n_clusters"], s.derive, s.events[0].name
+    ('moved_count', 1, False, 'cluster_sums_[0, 0] − cluster_sums_[0, 1] > 2.98')
+    """
+    pair = moved_count(n_cols=POWER_COLUMNS)
+    sd = _sum_difference_sd(POWER_EPSILON, POWER_DELTA, POWER_COLUMNS)
+    return Scenario(pair, (sum_difference_above(POWER_THRESHOLD * sd),),
+                    "row u's count moves from column 0 to 1 (e₀ → e₁ after normalisation), one "
+                    "cluster, one iteration: the one release moves by e₀ − e₁; one fixed "
+                    "event, many cheap fits (the power scenario)",
+                    share=12.0, derive=False,
+                    params=(("n_clusters", 1), ("n_iter", 1), ("epsilon", POWER_EPSILON),
+                            ("delta", POWER_DELTA)))
+
+
 def scenarios() -> AuditScenarios:
     """Colored noise's audit (module docstring).
 
@@ -97,6 +168,6 @@ def scenarios() -> AuditScenarios:
     return AuditScenarios(
         (Scenario(p, (*_recomputed(p.D), *label_events(p)),
                   "a row balanced between two large clusters: labels, counts and centres from "
-                  "the raw rows"),),
+                  "the raw rows"), power_scenario()),
         (CallSiteSetup(added_row(), (("epsilon", 4.0), ("delta", 0.5), ("n_iter", 1)),
                        max_calls=1),), BUGS)

@@ -13,11 +13,10 @@ from __future__ import annotations
 import inspect
 
 import numpy as np
-import scipy.sparse as sp
 
 from dptaucc.audit import events as ev
 from dptaucc.audit.bugs import Bug, delta_charged, fixed_argument, scale_argument
-from dptaucc.audit.pairs import RowPair, all_zero_row, two_blocks
+from dptaucc.audit.pairs import RowPair, all_zero_row, moved_count
 from dptaucc.audit.scenarios import AuditScenarios, CallSiteSetup, Scenario, label_events
 from dptaucc.audit.transcript import Call
 
@@ -34,12 +33,7 @@ def replaced_document(n_per_cluster: int = 6, n_cols: int = 8, value: int = 2) -
     >>> pair.D.toarray()[pair.u].tolist(), pair.D_prime.toarray()[pair.u].tolist()
     ([1, 0, 0, 0], [0, 1, 0, 0])
     """
-    X = two_blocks(n_per_cluster, n_cols, value)
-    a, b = np.zeros((1, n_cols), dtype=np.int64), np.zeros((1, n_cols), dtype=np.int64)
-    a[0, 0], b[0, 1] = 1, 1
-    return RowPair("replaced_document", sp.csr_matrix(np.vstack([X, a])),
-                   sp.csr_matrix(np.vstack([X, b])), 2 * n_per_cluster, 2,
-                   "document u's one count moves from word 0 to word 1 (row-level)")
+    return moved_count(n_per_cluster, n_cols, value, name="replaced_document")
 
 
 def orthonormal_topics(history: list[Call]) -> list[Call]:

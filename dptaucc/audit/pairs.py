@@ -20,6 +20,8 @@ pair                      what changes between D and D'
                           of one block in D, of the other block in D'
 ``row_at_bound``          (row-level relation) all-zero D, row u at the bound B in D'
 ``added_row``             (add/remove relation) D' is D plus one row
+``moved_count``           (row-level relation) row u's one count moves from column 0
+                          to column 1: after a per-row L2 normalisation, e₀ becomes e₁
 ========================  ==========================================================
 
 :func:`replaced_row` is a :class:`RowPair`: neighbours under "replace one row", the relation
@@ -39,7 +41,7 @@ import scipy.sparse as sp
 __all__ = [
     "NeighbouringPair", "moving_row", "empty_cluster", "new_column_maximum", "all_zero_row",
     "all_zero_column", "all_zero_matrix", "high_dimensional", "PAIRS", "make_pair", "RowPair",
-    "replaced_row", "row_at_bound", "added_row", "two_blocks",
+    "replaced_row", "row_at_bound", "added_row", "two_blocks", "moved_count",
 ]
 
 
@@ -155,6 +157,25 @@ def added_row(n_per_cluster: int = 200, n_cols: int = 8, value: int = 2) -> RowP
     row[0, 0] = value
     return RowPair("added_row", sp.csr_matrix(X), sp.csr_matrix(np.vstack([X, row])),
                    2 * n_per_cluster, 2, "one row added (add/remove relation)")
+
+
+def moved_count(n_per_cluster: int = 6, n_cols: int = 8, value: int = 2,
+                name: str = "moved_count") -> RowPair:
+    """(row-level relation) Two blocks plus row u: one count in column 0 in D, in column 1 in
+    D'. Scaled to unit L2 norm the two versions of u are the orthogonal unit vectors e₀ and
+    e₁: the largest move of one non-negative normalised row (‖e₀ − e₁‖ = √2), all of it
+    along e₀ − e₁.
+
+    >>> pair = moved_count(n_per_cluster=2, n_cols=4)
+    >>> pair.D.toarray()[pair.u].tolist(), pair.D_prime.toarray()[pair.u].tolist()
+    ([1, 0, 0, 0], [0, 1, 0, 0])
+    """
+    X = two_blocks(n_per_cluster, n_cols, value)
+    a, b = np.zeros((1, n_cols), dtype=np.int64), np.zeros((1, n_cols), dtype=np.int64)
+    a[0, 0], b[0, 1] = 1, 1
+    return RowPair(name, sp.csr_matrix(np.vstack([X, a])), sp.csr_matrix(np.vstack([X, b])),
+                   2 * n_per_cluster, 2,
+                   "row u's one count moves from column 0 to column 1 (row-level)")
 
 
 def _pair(name: str, dense: np.ndarray, cell: tuple[int, int], description: str,
