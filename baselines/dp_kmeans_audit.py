@@ -8,6 +8,23 @@ empty-cluster leak; exact counts are exact values on D, not always on D', where 
 bound may fill it); ``replaced_row`` (DP-KMeans protects whole rows): a row at the bound changes
 cluster.
 
+The power scenario (:func:`power_scenario`): :func:`row_leaves_the_top` at ε =
+:data:`POWER_EPSILON`, two fixed events: the log-likelihood ratio of the released sizes and
+centres under the known noise laws (:func:`leaving_row_llr`) above :data:`POWER_LLR` × ε, and
+the sizes equal to D's exact ones. Why
+this pair: one column with rows at 0 and at the bound B, so every pair of centres inside the
+box (the random start, then the released ones) puts the 0s in one cluster and the Bs in the
+other, and row u (B on D, 0 on D') changes cluster at every iteration whatever the noise: both
+counts move by 1 and the top cluster's sum by B, from the top edge of its range, where the
+bounded mechanism's loss is largest. Its limit: DP-KMeans runs at least two iterations
+(diffprivlib's rule) and releases only the last, whose partition this pair fixes, so the
+end-to-end loss is the last iteration's, at most ε/2; of it the counts' 2·ε_count (0.185 ε
+at d = 1) is reached at every output and the top sum's ε_coord (0.16 ε) only at the edge of
+its range. That is about 0.2 ε at best (measured at ε = 12 with 2,000 fits per side), but
+then no bound a few thousand fits allow (about 6) could exceed the claim, so no bug could
+show: the scenario runs at ε = 5, where exact sizes exceed it (the second event), and reaches
+about 0.1 ε on correct code (docs/audit.md).
+
 Call sites (ε = 6.35, d = 1, two iterations, public bound :data:`CALL_BOUND`): the second
 iteration on :func:`row_across_boundary` with the history crafted by :func:`boundary_history`
 (row u crosses the boundary between forced centres, both counts move and both clusters' sums
@@ -38,7 +55,8 @@ from dptaucc.audit.pairs import RowPair, new_column_maximum, replaced_row, row_a
 from dptaucc.audit.scenarios import AuditScenarios, CallSiteSetup, Scenario, label_events
 from dptaucc.audit.transcript import Call
 
-__all__ = ["scenarios", "row_across_boundary", "row_leaves_the_top", "boundary_history"]
+__all__ = ["scenarios", "row_across_boundary", "row_leaves_the_top", "boundary_history",
+           "leaving_row_llr", "power_scenario"]
 
 
 #: the public bound of the call-site setups: one grid step (2⁻¹⁰) above 4, so that a row at
@@ -161,6 +179,101 @@ def _recomputed(p) -> tuple[ev.Event, ...]:
                                 name="cluster_sizes_ = exact sizes of D's clusters"))
 
 
+#: the power scenario's ε and event threshold (a fraction of ε; docs/audit.md)
+POWER_EPSILON = 5.0
+POWER_LLR = 0.2
+
+
+def _folded_log_pmf(size: int, count: int, eps_count: float) -> float:
+    """log P(released size) for a true ``count``: discrete Laplace of scale 1/ε_count (the
+    counts' L1 sensitivity 2 at 2·ε_count), folded about ½ (n ↦ 1 − n below 1)."""
+    q = math.exp(-eps_count)
+    return math.log((1 - q) / (1 + q) * (q ** abs(size - count) + q ** abs(1 - size - count)))
+
+
+def _bounded_log_pmf(y: int, w: int, top: int, eps_coord: float, steps: int) -> float:
+    """log P(y) of the bounded discrete Laplace on {0, …, top} around w (clipped into the
+    range), at the scale the mechanism uses for sensitivity ``steps``."""
+    from dptaucc.privacy.bounded import bounded_discrete_laplace_scale
+
+    if top == 0:
+        return 0.0
+    h = 1.0 / float(bounded_discrete_laplace_scale(eps_coord, steps, np.array([float(top)]))[0])
+    w = min(w, top)
+    z = (-math.expm1(-(w + 1) * h) - math.exp(-h) * math.expm1(-(top - w) * h)) / -math.expm1(-h)
+    return -abs(y - w) * h - math.log(z)
+
+
+def leaving_row_llr(model, n_top: int = 4, n_zero: int = 4) -> float:
+    """log P_D(release)/P_D'(release) of a corrected fit on :func:`row_leaves_the_top`, under
+    the noise laws of the last iteration with its partition fixed by the pair: sizes
+    (n_zero, n_top) on D, (n_zero + 1, n_top − 1) on D'; the zero cluster's sum 0, the top
+    one's B·n_top on D, B·(n_top − 1) on D' (each clipped to its range B·ñ). Which released
+    cluster is which is the random start's choice (either way with probability ½), so each
+    side's likelihood averages the two: the exact ratio of the release. Reads only released
+    and public attributes (sizes, centres, ε_count, ε_coord, bounds).
+
+    >>> from types import SimpleNamespace
+    >>> def fitted(sizes, top):
+    ...     return SimpleNamespace(cluster_sizes_=np.array(sizes), epsilon_count_=0.5,
+    ...                            epsilon_coord_=1.0, bounds_=(np.zeros(1), np.full(1, 5.0)),
+    ...                            cluster_centers_=np.array([[0.0], [top]]))
+    >>> d_like = leaving_row_llr(fitted([4, 4], 5.0))  # D's sizes, the top sum at its edge
+    >>> dp_like = leaving_row_llr(fitted([5, 3], 3.75))  # D''s sizes and top sum
+    >>> d_like > 1.0 > 0 > dp_like
+    True
+    """
+    from dptaucc.baselines.dp_kmeans import sum_grid
+
+    sizes = [int(x) for x in np.asarray(model.cluster_sizes_)]
+    upper = float(model.bounds_[1][0])
+    grid = sum_grid(model.epsilon_coord_, upper)
+    steps = round(upper / grid)
+    ys = [round(float(c) * n / grid) for c, n in zip(np.asarray(model.cluster_centers_)[:, 0],
+                                                      sizes, strict=True)]
+    ec, ed = float(model.epsilon_count_), float(model.epsilon_coord_)
+
+    def log_likelihood(zeros: int, tops: int) -> float:
+        """log P(release) when the true sizes are (zeros, tops): either cluster the top."""
+        terms = []
+        for top in (0, 1):
+            total = 0.0
+            for j, (size, y) in enumerate(zip(sizes, ys, strict=True)):
+                count, w = (tops, steps * tops) if j == top else (zeros, 0)
+                if not 0 <= y <= steps * size:
+                    return -math.inf
+                total += (_folded_log_pmf(size, count, ec)
+                          + _bounded_log_pmf(y, w, steps * size, ed, steps))
+            terms.append(total)
+        return float(np.logaddexp(*terms))
+
+    return log_likelihood(n_zero, n_top) - log_likelihood(n_zero + 1, n_top - 1)
+
+
+def power_scenario() -> Scenario:
+    """The power scenario (module docstring): :func:`row_leaves_the_top` at ε =
+    :data:`POWER_EPSILON`; fixed events "log-likelihood ratio ≥ :data:`POWER_LLR`·ε" (every
+    release in it is at least e^(0.2 ε) times likelier on D under the noise law) and "sizes
+    equal D's exact ones".
+
+    >>> s = power_scenario()
+    >>> s.pair.name, dict(s.params)["epsilon"], s.derive, s.events[0].name
+    ('row_leaves_the_top', 5.0, False, "log P_D/P_D' of sizes and top centre >= 1")
+    """
+    tau = POWER_LLR * POWER_EPSILON
+    return Scenario(row_leaves_the_top(),
+                    (ev.Event(f"log P_D/P_D' of sizes and top centre >= {tau:g}",
+                              lambda m: leaving_row_llr(m) >= tau,
+                              needs=("cluster_sizes_", "cluster_centers_")),
+                     ev.Event("cluster_sizes_ = D's exact sizes (4, 4)",
+                              lambda m: sorted(np.asarray(m.cluster_sizes_).tolist()) == [4, 4],
+                              needs=("cluster_sizes_",))),
+                    "row u at the bound leaves the top cluster for the zero one at every "
+                    "iteration: the last release's counts and top sum move by their "
+                    "sensitivity; one fixed event, many fits (the power scenario)",
+                    share=5.0, derive=False, params=(("epsilon", POWER_EPSILON),))
+
+
 def _end_to_end() -> tuple[Scenario, ...]:
     p = new_column_maximum()
     return (
@@ -176,7 +289,8 @@ def _end_to_end() -> tuple[Scenario, ...]:
                  "statistics are (0, 0); in D' a row at the bound may fill it", share=0.3),
         Scenario(replaced_row(), _recomputed(replaced_row()),
                  "a row at the public bound changes cluster (DP-KMeans protects rows)",
-                 share=0.3, params=(("epsilon", 1.0),)))
+                 share=0.3, params=(("epsilon", 1.0),)),
+        power_scenario())
 
 
 #: why a call stays below 0.9 of its charge (docs/audit.md)

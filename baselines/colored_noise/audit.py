@@ -6,9 +6,11 @@ End to end: ``moving_row`` with 200 rows per cluster (accurate centres, so row u
 u): labels from the raw rows. The power scenario (:func:`power_scenario`): ``moved_count`` with
 64 columns, one cluster, one iteration, ε = :data:`POWER_EPSILON`, δ = :data:`POWER_DELTA`:
 row u (normalised) is e₀ on D and e₁ on D', so the one released sum block moves by e₀ − e₁,
-the largest move a replaced non-negative row makes, and the one fixed event
-:func:`sum_difference_above` reads it along that direction (the sufficient statistic: the
-noise is isotropic over the sum coordinates), at a threshold fixed from the noise law.
+the largest move a replaced non-negative row makes, and two fixed events
+(:func:`sum_difference_above`) read it along that direction (the sufficient statistic: the
+noise is isotropic over the sum coordinates): above :data:`POWER_THRESHOLD` standard
+deviations of the correct noise (the power), and above ½, between the exact values +1 (D)
+and −1 (D') of a release left without noise.
 Why this is the worst case: with one iteration the whole budget is on one release and the
 partition is data-independent, so nothing but the changed row moves; with one cluster its
 block is known in advance; the count does not move under replacement. It reaches about 0.6 of
@@ -139,19 +141,20 @@ def sum_difference_above(threshold: float) -> ev.Event:
 
 def power_scenario() -> Scenario:
     """The power scenario (module docstring): one cluster, one iteration, ε =
-    :data:`POWER_EPSILON`, δ = :data:`POWER_DELTA`; one fixed event, :data:`POWER_THRESHOLD`
-    standard deviations of the correct noise above 0 (D's mean is +1, D''s −1).
+    :data:`POWER_EPSILON`, δ = :data:`POWER_DELTA`; two fixed events, :data:`POWER_THRESHOLD`
+    standard deviations of the correct noise above 0 (D's mean is +1, D''s −1), and ½.
 
     >>> s = power_scenario()
-    >>> s.pair.name, dict(s.params)["n_clusters"], s.derive, s.events[0].name
-    ('moved_count', 1, False, 'cluster_sums_[0, 0] − cluster_sums_[0, 1] > 2.98')
+    >>> s.pair.name, dict(s.params)["n_clusters"], s.derive, [e.name[-6:] for e in s.events]
+    ('moved_count', 1, False, ['> 2.98', ' > 0.5'])
     """
     pair = moved_count(n_cols=POWER_COLUMNS)
     sd = _sum_difference_sd(POWER_EPSILON, POWER_DELTA, POWER_COLUMNS)
-    return Scenario(pair, (sum_difference_above(POWER_THRESHOLD * sd),),
+    return Scenario(pair, (sum_difference_above(POWER_THRESHOLD * sd),
+                           sum_difference_above(0.5)),
                     "row u's count moves from column 0 to 1 (e₀ → e₁ after normalisation), one "
-                    "cluster, one iteration: the one release moves by e₀ − e₁; one fixed "
-                    "event, many cheap fits (the power scenario)",
+                    "cluster, one iteration: the one release moves by e₀ − e₁; two fixed "
+                    "events, many cheap fits (the power scenario)",
                     share=12.0, derive=False,
                     params=(("n_clusters", 1), ("n_iter", 1), ("epsilon", POWER_EPSILON),
                             ("delta", POWER_DELTA)))

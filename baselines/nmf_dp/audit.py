@@ -2,7 +2,20 @@
 
 Imported only by the audit (:mod:`dptaucc.audit.methods`); docs/audit.md explains each case.
 
-End to end: ``all_zero_row`` (its released document factor, labels). Call sites:
+End to end: ``all_zero_row`` (its released document factor, labels), and the power scenario
+(:func:`power_scenario`): :func:`two_words` with one topic, one epoch, ε =
+:data:`POWER_EPSILON`, δ = :data:`POWER_DELTA`, two fixed events on the released topic's
+weights of the two words (:func:`topic_leans_to_word_0`): above :data:`POWER_THRESHOLD` (the
+power) and above 0 (a release without noise leans to word 0 on D, to word 1 on D'). Why:
+with one epoch the whole budget is on one release, and with one topic and two words the
+W-step is exact post-processing, W = Π(B̄/Ā) (one 1/L step from any W, L = Ā), whose
+direction is B̄'s: the events read B̄₀ − B̄₁, which u's count moves by (w₀ + w₁)/N. Its
+limit: the random start's topic w (unit, non-negative) gives u the coefficient w₀ on D and w₁
+on D', so the release moves by at most √2/N of the 2√2/N charged (half, against 0.71 for the
+crafted call-site histories), and a Gaussian at δ keeps most of its loss in tails a few
+thousand fits do not reach: about 0.1 ε is measured.
+
+Call sites:
 :func:`replaced_document` under :func:`orthonormal_topics` (ε = 8, δ = 0.02 so that each
 epoch's (2, 0.005) is measurable): the release moves by 2/N, the largest move of one replaced
 document; and under :func:`short_topics`, where the coefficients' projection binds.
@@ -13,6 +26,7 @@ from __future__ import annotations
 import inspect
 
 import numpy as np
+import scipy.sparse as sp
 
 from dptaucc.audit import events as ev
 from dptaucc.audit.bugs import Bug, delta_charged, fixed_argument, scale_argument
@@ -20,7 +34,8 @@ from dptaucc.audit.pairs import RowPair, all_zero_row, moved_count
 from dptaucc.audit.scenarios import AuditScenarios, CallSiteSetup, Scenario, label_events
 from dptaucc.audit.transcript import Call
 
-__all__ = ["scenarios", "replaced_document", "orthonormal_topics", "short_topics"]
+__all__ = ["scenarios", "replaced_document", "orthonormal_topics", "short_topics", "two_words",
+           "topic_leans_to_word_0", "power_scenario"]
 
 
 def replaced_document(n_per_cluster: int = 6, n_cols: int = 8, value: int = 2) -> RowPair:
@@ -84,18 +99,78 @@ def short_topics(history: list[Call]) -> list[Call]:
     return out
 
 
+#: the power scenario's claim (δ large enough for a few thousand fits to see a Gaussian)
+POWER_EPSILON = 8.0
+POWER_DELTA = 0.05
+#: its threshold on comp₀ − comp₁: the median of D's and D''s statistic is about ±0.03; chosen
+#: on 1,500 pilot fits per side whose seeds (10⁶ + i, 2·10⁶ + i) the audit never uses
+POWER_THRESHOLD = 0.055
+
+
+def two_words(n_others: int = 24) -> RowPair:
+    """(row-level relation) Two words: ``n_others`` documents with one count in each, and
+    document u with its one count in word 0 on D, in word 1 on D'.
+
+    >>> pair = two_words(n_others=2)
+    >>> pair.D.toarray().tolist(), pair.D_prime.toarray()[pair.u].tolist()
+    ([[1, 1], [1, 1], [1, 0]], [0, 1])
+    """
+    others = np.ones((n_others, 2), dtype=np.int64)
+    return RowPair("two_words", sp.csr_matrix(np.vstack([others, [[1, 0]]])),
+                   sp.csr_matrix(np.vstack([others, [[0, 1]]])), n_others, 1,
+                   "document u's one count moves from word 0 to word 1 (row-level)")
+
+
+def topic_leans_to_word_0(threshold: float = POWER_THRESHOLD) -> ev.Event:
+    """The first topic weighs word 0 more than word 1 by more than ``threshold``.
+
+    >>> from types import SimpleNamespace
+    >>> topic_leans_to_word_0(0.05)(SimpleNamespace(components_=np.array([[0.75, 0.66]])))
+    True
+    """
+    return ev.Event(f"components_[0, 0] − components_[0, 1] > {threshold:g}",
+                    lambda m: m.components_[0, 0] - m.components_[0, 1] > threshold,
+                    needs=("components_",))
+
+
+def power_scenario() -> Scenario:
+    """The power scenario (module docstring).
+
+    >>> s = power_scenario()
+    >>> s.pair.name, dict(s.params)["n_clusters"], dict(s.params)["n_epochs"], s.derive
+    ('two_words', 1, 1, False)
+    """
+    return Scenario(two_words(), (topic_leans_to_word_0(), topic_leans_to_word_0(0.0)),
+                    "document u's count moves from word 0 to word 1; one topic, one epoch: the "
+                    "released topic's direction is B̄'s; two fixed events (the power scenario)",
+                    share=2.0, derive=False,
+                    params=(("n_clusters", 1), ("n_epochs", 1), ("epsilon", POWER_EPSILON),
+                            ("delta", POWER_DELTA)))
+
+
 def _end_to_end() -> tuple[Scenario, ...]:
     p = all_zero_row()
     return (Scenario(p, (ev.slice_is_zero("coefficients_", (slice(None), p.u), label=f":, {p.u}"),
                          *label_events(p)),
-                     "a row with no counts: its released document factor, labels"),)
+                     "a row with no counts: its released document factor, labels"),
+            power_scenario())
+
+
+#: why every release stays below 0.9 of its charge (docs/audit.md)
+RELEASE_LIMIT = ("the release is charged for L2 sensitivity 2√2/N (the triangle inequality on "
+                 "each statistic), but no replaced document moves it by more than 2/N: with "
+                 "non-negative unit v, v′ and h, h′ in the unit ball, ‖hhᵀ − h′h′ᵀ‖² = ‖h‖⁴ + "
+                 "‖h′‖⁴ − 2(h·h′)² ≤ 2 and ‖vhᵀ − v′h′ᵀ‖² ≤ 2, with equality for the pair and "
+                 "history audited here; the Gaussian calibrated for (2, 0.005) at Δ has ε = 1.28 "
+                 "(0.64 of the charge) at Δ/√2, and 0.58 is measured")
 
 
 def _call_sites() -> tuple[CallSiteSetup, ...]:
+    limits = (("(HHᵀ/N, VHᵀ/N)", RELEASE_LIMIT),)
     return (CallSiteSetup(replaced_document(), (("epsilon", 8.0), ("delta", 0.02)),
-                          max_calls=2, first=1, craft=orthonormal_topics),
+                          max_calls=2, first=1, craft=orthonormal_topics, limits=limits),
             CallSiteSetup(replaced_document(), (("epsilon", 8.0), ("delta", 0.02)),
-                          max_calls=1, first=1, craft=short_topics))
+                          max_calls=1, first=1, craft=short_topics, limits=limits))
 
 
 # ------------------------------------------------------------------ known bugs

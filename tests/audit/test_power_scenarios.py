@@ -1,0 +1,81 @@
+"""The end-to-end power scenarios of DP-KMeans, colored noise and DPNMF: each fixed event
+reads the release the scenario moves, fires as designed on a release left without noise, and
+bounds the correct code below its claim."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dptaucc.audit.endtoend import audit_release
+from dptaucc.audit.experiment import AuditJob
+from dptaucc.audit.methods import call_site_setup, method_audits
+from dptaucc.audit.workers import bug_context
+
+
+def _power(method: str):
+    [scenario] = [s for s in method_audits(method) if not s.derive]
+    return scenario, AuditJob(method, "corrected", 1.0, 100).factory(scenario.params)
+
+
+def _fires(build, X, event, seeds) -> float:
+    return float(np.mean([event(build(seed).fit(X)) for seed in seeds]))
+
+
+def test_colored_noise_power_scenario_bounds_correct_code_below_its_claim():
+    scenario, build = _power("colored_noise")
+    claim = dict(scenario.params)["epsilon"]
+    result = audit_release(build, scenario.pair.D, scenario.pair.D_prime, scenario.events,
+                           n_fits=400, alpha=0.05, claim=claim,
+                           delta=dict(scenario.params)["delta"], derive=False)
+    assert 0.3 < result.epsilon_lower <= claim
+
+
+def test_colored_noise_power_event_sees_a_release_without_noise(monkeypatch):
+    from dptaucc.baselines.colored_noise import estimator
+
+    scenario, build = _power("colored_noise")
+    original = estimator.public_domain_variances
+    monkeypatch.setattr(estimator, "public_domain_variances",
+                        lambda *a, **k: original(*a, **k) * 1e-12)
+    half = scenario.events[1]  # "> 0.5": D's exact difference is +1, D''s −1
+    assert _fires(build, scenario.pair.D, half, range(20)) == 1.0
+    assert _fires(build, scenario.pair.D_prime, half, range(20)) == 0.0
+
+
+def test_dp_kmeans_power_event_is_the_likelihood_ratio_of_the_release():
+    scenario, build = _power("dp_kmeans")
+    event = scenario.events[0]
+    on_d = _fires(build, scenario.pair.D, event, range(150))
+    on_dp = _fires(build, scenario.pair.D_prime, event, range(150, 300))
+    tau = float(event.name.rsplit(" ", 1)[1])
+    # every release in the event is at least e^τ times likelier on D (up to sampling)
+    assert on_d > 0.1 and on_dp * math.exp(tau) <= on_d + 0.05
+
+
+def test_dp_kmeans_power_events_see_exact_counts():
+    scenario, build = _power("dp_kmeans")
+    ratio, exact = scenario.events
+    with bug_context("dp_kmeans.exact_counts"):
+        models = [(build(s).fit(scenario.pair.D), build(s + 60).fit(scenario.pair.D_prime))
+                  for s in range(60)]
+    assert all(exact(d) and not exact(dp) for d, dp in models)
+    on_d, on_dp = (np.mean([ratio(m[side]) for m in models]) for side in (0, 1))
+    assert on_d > 0.2 > 0.05 > on_dp
+
+
+@pytest.mark.parametrize("side, fires", [("D", True), ("D_prime", False)])
+def test_dpnmf_power_event_reads_the_direction_of_the_released_topic(side, fires):
+    scenario, build = _power("dpnmf")
+    params = {**dict(scenario.params), "epsilon": 1e9}  # (almost) no noise
+    job = AuditJob("dpnmf", "corrected", 1.0, 100)
+    nearly_exact = job.factory(tuple(params.items()))
+    leans = scenario.events[1]  # "> 0": D's exact direction leans to word 0, D''s to word 1
+    assert _fires(nearly_exact, getattr(scenario.pair, side), leans, range(10)) == float(fires)
+
+
+def test_dpnmf_release_limit_is_declared_for_every_setup():
+    for setup in call_site_setup("dpnmf"):
+        assert "2/N" in setup.limit_of("epoch 2: (HHᵀ/N, VHᵀ/N)")
