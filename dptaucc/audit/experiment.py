@@ -32,6 +32,7 @@ from __future__ import annotations
 import functools
 import math
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -49,7 +50,8 @@ from .scenarios import Scenario
 from .stats import cp_lower, cp_upper
 from .workers import bug_context
 
-__all__ = ["AuditJob", "load_config", "plan", "run_job", "run_all", "estimate", "measurable_max",
+__all__ = ["AuditJob", "load_config", "plan", "job_alpha", "run_job", "run_all", "estimate",
+           "measurable_max",
            "violations", "RECORD_COLUMNS"]
 
 RECORD_COLUMNS = [
@@ -472,6 +474,24 @@ def _write(records: list[dict], out: Path, size: str) -> None:
     tmp.replace(out)
 
 
+def job_alpha(alpha: float, job: AuditJob, jobs: Sequence[AuditJob]) -> float:
+    """The α one job is run at: a method's gate (its corrected jobs, call sites and end to end,
+    every ε) holds at ``alpha`` in all, so each of its ``k`` corrected jobs gets ``alpha / k``
+    (Bonferroni); other jobs (paper mode, not DP, the fresh samplers) keep ``alpha``.
+
+    >>> jobs = [AuditJob("dp_taucc", "corrected", None, 10, scope="call-site"),
+    ...         AuditJob("dp_taucc", "corrected", 1.0, 10), AuditJob("dp_taucc", "paper", 1.0, 10)]
+    >>> [job_alpha(0.05, job, jobs) for job in jobs]
+    [0.025, 0.025, 0.05]
+    """
+    def gated(j: AuditJob) -> bool:
+        return j.mode == "corrected" and j.scope != "sampler"
+
+    if not gated(job):
+        return alpha
+    return alpha / sum(1 for j in jobs if gated(j) and j.method == job.method)
+
+
 def run_all(cfg: dict, jobs: list[AuditJob], out: Path | None, *, n_jobs: int | None,
             progress: bool = True, bug: str | None = None,
             stop_at_violation: bool = False, ledger_only: bool = False) -> list[dict]:
@@ -488,7 +508,8 @@ def run_all(cfg: dict, jobs: list[AuditJob], out: Path | None, *, n_jobs: int | 
     """
     records: list[dict[str, Any]] = []
     for k, job in enumerate(jobs, 1):
-        recs = run_job(job, seed=int(cfg.get("seed", 0)), alpha=float(cfg.get("alpha", 0.05)),
+        recs = run_job(job, seed=int(cfg.get("seed", 0)),
+                       alpha=job_alpha(float(cfg.get("alpha", 0.05)), job, jobs),
                        n_jobs=n_jobs, progress=progress, bug=bug,
                        looks=int(cfg.get("looks", 2)), stop_at_violation=stop_at_violation,
                        ledger_only=ledger_only)

@@ -109,3 +109,22 @@ def test_the_documented_example_runs(path):
     """The audit example of docs/audit.md and of the README runs as written (fewer fits)."""
     code = _python_block(path, "from dptaucc.audit import").replace("n_fits=500", "n_fits=30")
     exec(compile(code, path, "exec"), {"__name__": "example"})
+
+
+def test_a_methods_gate_holds_at_alpha_in_all(monkeypatch):
+    """The corrected jobs of one method (call sites and every ε end to end) share the
+    config's α; paper-mode and non-private jobs keep it whole."""
+    import dptaucc.audit.experiment as experiment
+
+    cfg = load_config("full")
+    cfg.update(epsilons=[0.5, 1.0])
+    jobs = plan(cfg, ["dp_taucc", "dp_kmeans", "fast_taucc"])
+    seen = []
+    monkeypatch.setattr(experiment, "run_job", lambda job, **kw: seen.append(
+        (job, kw["alpha"])) or [])
+    run_all(cfg, jobs, None, n_jobs=1, progress=False)
+    for method in ("dp_taucc", "dp_kmeans"):
+        corrected = [a for job, a in seen if job.method == method and job.mode == "corrected"]
+        assert len(corrected) == 3 and sum(corrected) == pytest.approx(0.05)
+        assert all(a == 0.05 for job, a in seen if job.method == method and job.mode == "paper")
+    assert [a for job, a in seen if job.method == "fast_taucc"] == [0.05]
