@@ -12,7 +12,7 @@ from dptaucc.baselines.dphd.testing import have_octave
 from dptaucc.baselines.nmf_dp import DPNMF
 
 from dptaucc import DPTauCC, DPTauCCRow
-from dptaucc.audit.bugs import CATALOGUE, bugs_of
+from dptaucc.audit.catalogue import CATALOGUE, bugs_of
 from dptaucc.privacy import fitted_attributes
 
 
