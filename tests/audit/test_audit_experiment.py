@@ -128,3 +128,29 @@ def test_a_methods_gate_holds_at_alpha_in_all(monkeypatch):
         assert len(corrected) == 3 and sum(corrected) == pytest.approx(0.05)
         assert all(a == 0.05 for job, a in seen if job.method == method and job.mode == "paper")
     assert [a for job, a in seen if job.method == "fast_taucc"] == [0.05]
+
+
+def test_every_method_is_audited_on_both_input_forms():
+    """A method's first call-site setup is also audited on its pair's twin in the other input
+    form (a sparse pair filled, a half-full one widened), with the relation unchanged."""
+    import numpy as np
+    from dptaucc.baselines.dpm import rows
+
+    from dptaucc.audit.experiment import AuditJob, _n_units
+    from dptaucc.audit.pairs import DENSE_FILL
+
+    assert DENSE_FILL == rows.DENSE_FILL  # the threshold the twin crosses is the methods' own
+    for method, form in (("dp_taucc", "(filled)"), ("dpm", "(widened)")):
+        units = _n_units(AuditJob(method, "corrected", None, 10, scope="call-site"), None)
+        twins = [(setup, call) for setup, call in units if setup.pair.name.endswith(form)]
+        assert len(twins) == 2, [s.pair.name for s, _ in units]
+        setup = twins[0][0]
+        first = next(s for s, _ in units if not s.pair.name.endswith(form))
+        D, Dp = setup.pair.D, setup.pair.D_prime
+        filled = D.nnz >= DENSE_FILL * D.shape[0] * D.shape[1]
+        assert filled == (form == "(filled)")
+        n = min(D.shape[0], Dp.shape[0])
+        change = (Dp[:n, :first.pair.D.shape[1]] - D[:n, :first.pair.D.shape[1]]).toarray()
+        want = (first.pair.D_prime[:n] - first.pair.D[:n]).toarray()
+        assert np.array_equal(change, want)
+        assert setup.limit_of("any step").startswith("the other-form twin")
