@@ -105,7 +105,7 @@ def centre_toward(pair: RowPair, bound: float = 10.0) -> ev.Event:
 
     def fn(m):
         c = np.asarray(m.cluster_centers_, dtype=float)[0]
-        return bool(c[0] == 0.0 and c[1] * n >= bound)
+        return bool(c[0] == 0.0 and c[1] * n >= bound * (1 - 1e-9))  # rounding
     return ev.Event(f"centre = 0 in column 0, >= {bound:g}/n in column 1", fn,
                     needs=("cluster_centers_",))
 
@@ -272,6 +272,9 @@ BUGS = (
     Bug("dphd.sums_sensitivity_halved", "dphd", "sensitivity off by 2",
         "the recover steps' cluster sums noised for half their sensitivity",
         ((_DPHD, "__call__", _request(_halve_sensitivity("recover sums"))),)),
+    Bug("dphd.sizes_sensitivity_halved", "dphd", "sensitivity off by 2",
+        "the recover steps' cluster sizes noised for half their sensitivity",
+        ((_DPHD, "__call__", _request(_halve_sensitivity("recover sizes"))),)),
     Bug("dphd.partition_counts_sensitivity_halved", "dphd", "sensitivity off by 2",
         "the partition tree's bucket counts noised for half their sensitivity",
         ((_DPHD, "__call__", _request(_halve_sensitivity("level"))),)),
@@ -296,7 +299,7 @@ def scenarios() -> AuditScenarios:
 
     >>> s = scenarios()
     >>> s.main.pair.name, [c.pair.name for c in s.call_sites], len(s.bugs)
-    ('new_column_maximum', ['disjoint_rows', 'disjoint_rows'], 6)
+    ('new_column_maximum', ['disjoint_rows', 'disjoint_rows'], 7)
     >>> power = s.end_to_end[1]
     >>> power.pair.name, dict(power.params)["epsilon"], power.derive
     ('row_among_zeros', 6.0, False)

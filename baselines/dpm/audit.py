@@ -22,6 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from dptaucc.audit import events as ev
+from dptaucc.audit.bugs import Bug, double_epsilon_unlogged, scale_argument
 from dptaucc.audit.pairs import NeighbouringPair, added_row, all_zero_row
 from dptaucc.audit.reachability import laplace_reachable
 from dptaucc.audit.scenarios import AuditScenarios, CallSiteSetup, Scenario, label_events
@@ -177,12 +178,24 @@ SPLIT_LIMIT = (
     "the attainable loss is a fraction of the charge (the bound is loose, not wrong)")
 
 
+_TREE = "dptaucc.baselines.dpm.tree"
+
+BUGS = (
+    Bug("dpm.count_sensitivity_halved", "dpm", "sensitivity off by 2",
+        "the tree's noisy counts drawn for L1 sensitivity 1/2 instead of 1",
+        ((_TREE, "discrete_laplace_mechanism", scale_argument("sensitivity", 0.5)),)),
+    Bug("dpm.count_epsilon_doubled", "dpm", "ε split spends 2ε, ledger unchanged",
+        "the tree's noisy counts drawn at 2ε per level while the ledger records ε",
+        ((_TREE, "discrete_laplace_mechanism", double_epsilon_unlogged()),)),
+)
+
+
 def scenarios() -> AuditScenarios:
     """DPM's audit (module docstring).
 
     >>> s = scenarios()
-    >>> s.main.pair.name, s.call_sites[0].pair.name, s.bugs
-    ('all_zero_row', 'added_row', ())
+    >>> s.main.pair.name, s.call_sites[0].pair.name, [b.name for b in s.bugs]
+    ('all_zero_row', 'added_row', ['dpm.count_sensitivity_halved', 'dpm.count_epsilon_doubled'])
     >>> power = s.end_to_end[1]
     >>> power.pair.name, dict(power.params)["epsilon"], power.derive
     ('row_between_leaves', 8.0, False)
@@ -199,4 +212,4 @@ def scenarios() -> AuditScenarios:
                   share=20.0, params=POWER_PARAMS, derive=False)),
         (CallSiteSetup(added_row(n_per_cluster=100), (("epsilon", 200.0),), max_calls=4,
                        skip=("interval_size",), max_draws=100_000,
-                       limits=(("split_level", SPLIT_LIMIT),)),))  # a redraw costs ~2 ms
+                       limits=(("split_level", SPLIT_LIMIT),)),), BUGS)  # a redraw costs ~2 ms
