@@ -166,12 +166,12 @@ def _end_to_end() -> tuple[Scenario, ...]:
 
 #: why DPHD's local-search picks stay far below their charge (docs/audit.md)
 LOCAL_SEARCH_LIMIT = (
-    "measured: no evidence at 100 000 draws. Each pick is an exponential mechanism over "
-    "−loss/Λ² charged for range sensitivity 2, i.e. for a replaced row that moves one centre "
-    "set's loss by Λ² = (‖G‖ρ + max‖candidate‖)²; a row within the public bounds (‖x‖ ≤ ρ, "
-    "non-negative counts) moves a loss by at most about ρ² + 2ρ·max‖candidate‖ and moves "
-    "every centre set's loss alike when the sets share a near centre, so no pair of rows "
-    "realises the bound the charge covers (the bound is loose, not wrong)")
+    "measured: no evidence at 300 000 draws. Each pick is an exponential mechanism over "
+    "−loss/Λ², charged for range sensitivity 2: a replaced row moving one centre set's loss by "
+    "+Λ² and another's by −Λ², Λ = ‖G‖ρ + max‖candidate‖. Two rows of norm ρ with the same "
+    "nearest centre c move that set's loss by 2(y − y′)·c, at most 2√2·ρ·‖c‖ < Λ², and every "
+    "set sharing that centre moves alike, so no pair of rows within the public bounds "
+    "realises what the charge covers (the bound is loose, not wrong)")
 #: why the sizes at ε = 8 are audited again at ε = 85
 SIZES_LIMIT = ("charged 0.094 at ε = 8: below the resolution of 100 000 draws (the bound "
                "loses about 0.05 to its confidence interval); each sizes call is audited at a "
