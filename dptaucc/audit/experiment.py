@@ -233,7 +233,7 @@ def _base(job: AuditJob, seed: int, bug: str | None) -> dict:
 
 def _n_units(job: AuditJob, bug: str | None) -> list:
     if job.scope == "end-to-end":
-        return list(method_audits(job.method))
+        return [s for s in method_audits(job.method) if not s.modes or job.mode in s.modes]
     units = []
     for setup in call_site_setup(job.method):
         calls = call_sites(job.factory(setup.params), setup.pair.D, bug)

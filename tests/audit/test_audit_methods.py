@@ -183,3 +183,15 @@ def test_dphd_power_event_is_exact_on_noiseless_fits():
     np.testing.assert_allclose(fits[0].cluster_centers_, [[10 / n, 0.0]])
     np.testing.assert_allclose(fits[1].cluster_centers_, [[0.0, 10 / n]])
     assert [event(m) for m in fits] == [False, True]
+
+
+def test_a_scenario_runs_only_in_its_modes():
+    """DPHD's power scenario sets a row bound and budget weights, which paper mode refuses:
+    it is audited in corrected mode only (not as a row of fits that all raised)."""
+    from dptaucc.audit.experiment import _n_units
+
+    def pairs(mode):
+        return [s.pair.name for s in _n_units(AuditJob("dphd", mode, 1.0, 10), None)]
+
+    assert "row_among_zeros" in pairs("corrected")
+    assert "row_among_zeros" not in pairs("paper") and "new_column_maximum" in pairs("paper")
