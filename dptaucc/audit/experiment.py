@@ -260,7 +260,7 @@ def other_form_twin(setup: CallSiteSetup) -> CallSiteSetup | None:
 
 def _n_units(job: AuditJob, bug: str | None) -> list:
     if job.scope == "end-to-end":
-        return list(method_audits(job.method))
+        return [s for s in method_audits(job.method) if not s.modes or job.mode in s.modes]
     units = []
     setups = list(call_site_setup(job.method))
     for setup in setups:
