@@ -1,4 +1,4 @@
-function R = dphd_fit(D, k, epsilon, T, M, B1, paper, trace)
+function R = dphd_fit(D, k, epsilon, T, M, B1, paper, trace, W)
   % DPHD (Balcan, Dick, Liang, Mou, Zhang, ICML 2017) as run in the DP-tauCC experiments:
   % T rounds of [JL projection -> candidate set -> private local search -> recover -> 3 Lloyd
   % steps with recover], then a choice among the rounds by their loss.
@@ -13,7 +13,9 @@ function R = dphd_fit(D, k, epsilon, T, M, B1, paper, trace)
   % paper mode adds the labels, the centres they were assigned to, the losses and the log L
   % of its nominal charges (replayed by the Python wrapper). trace = true (tests) adds, per
   % round, the projection G, the candidates, the first centre set of the local search and
-  % the round's centres.
+  % the round's centres. W (corrected mode, optional): 6 positive weights of a round's stages
+  % (candidates, local search, initial recover, Lloyd 1, Lloyd 2, Lloyd 3), normalised; empty
+  % or absent: the paper's proportions 2/3 : 1/12 : 1/6 : 3 x 1/6.
   Xt = D.Xt;
   rowsq = D.rowsq;
   [d, n] = size(Xt);
@@ -50,13 +52,21 @@ function R = dphd_fit(D, k, epsilon, T, M, B1, paper, trace)
     eps_r = (epsilon - eps_sel) / T;
     eps_p = eps_r * 8 / 17 / 3;
     eps_ls = eps_r / 17;
-    eps_rec = eps_r * 2 / 17;
-    eps_lloyd = eps_r * 2 / 17;
+    if nargin >= 9 && ~isempty(W)
+      W = W(:).' / sum(W);
+      eps_p = eps_r * W(1) / 3;
+      eps_ls = eps_r * W(2);
+      eps_rec = eps_r * W(3);
+      eps_lloyd = eps_r * W(4:6);
+    else
+      eps_rec = eps_r * 2 / 17;
+      eps_lloyd = repmat(eps_r * 2 / 17, 1, 3);
+    end
     % Cluster sums are released in units of a public power of two P.grid: 2^24 finer than
     % their noise scale (coarser only if needed so that every sum of n rows stays an exact
     % integer in a double). Each row is floored to the grid (a public per-row map, so rows
     % stay within their L1 bound B1); whole counts are multiples of a grid <= 1 already.
-    b_sum = 2 * B1 / ((1 - P.count_share) * eps_rec);
+    b_sum = 2 * B1 / ((1 - P.count_share) * max([eps_rec, eps_lloyd]));
     P.grid = pow2(max(floor(log2(b_sum)) - 24, ceil(log2(n * B1)) - 52));
     if D.integral && P.grid <= 1
       % the same numbers as floor(Xt / P.grid), without a pass over Xt: the sums in data
@@ -126,7 +136,8 @@ function R = dphd_fit(D, k, epsilon, T, M, B1, paper, trace)
     for it = 1:3
       Zprev = Z;
       lab = dphd_assign(Xt, rowsq, Z);
-      [Z, L] = dphd_recover(Xt, lab, k, eps_lloyd, P, paper, L, sprintf('%sLloyd %d ', tag, it));
+      [Z, L] = dphd_recover(Xt, lab, k, eps_lloyd(min(it, end)), P, paper, L, ...
+                            sprintf('%sLloyd %d ', tag, it));
     end
     if paper
       % loss of the last assignment against the last centres; the clusters returned are the

@@ -55,8 +55,12 @@ function dphd_main(req_path, resp_path)
           P = msg.params;
           rand('state', P.seed_rand);
           randn('state', P.seed_randn);
+          W = [];
+          if isfield(P, 'budget_weights')
+            W = P.budget_weights;
+          end
           R = dphd_fit(D, P.k, P.epsilon, P.n_rounds, P.max_value, P.row_l1_bound, ...
-                       P.paper, P.trace);
+                       P.paper, P.trace, W);
           answer(fo, struct('op', 'done', 'result', R));
         case 'call'
           out = cell(1, msg.nargout);

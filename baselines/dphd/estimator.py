@@ -40,8 +40,9 @@ and is **not private**. The fit is ε-DP when one row of X is replaced by any ot
 5. round selection (T > 1): an exponential mechanism over −loss_r/(ρ + min_j‖z_j‖)² (each row
    adds at most 1, range sensitivity 2), charged;
 6. budget: 5 % to the selection (T > 1), the rest split evenly over rounds and, inside a
-   round, in the paper's proportions 2/3 : 1/12 : 1/6 : 3×1/6 normalised to 1; the ledger is
-   strict and totals exactly ε.
+   round, in the paper's proportions 2/3 : 1/12 : 1/6 : 3×1/6 normalised to 1 (or the six
+   public ``budget_weights`` given: candidates, local search, initial recover, each Lloyd
+   step's recover); the ledger is strict and totals exactly ε.
 
 Randomness. Every mechanism's noise comes from the fit's sampler in Python: seeded from
 ``random_state`` (106-bit uniforms: a discrete-Laplace variate is never larger than 74.2
@@ -202,6 +203,10 @@ class DPHD(ClusterMixin, PrivateEstimator):
         source of every random choice (mechanism noise and Octave's seeds).
     secure : corrected mode only: draw every mechanism's noise from OpenDP's exact samplers
         with OS randomness (``random_state`` must be None). For releases you publish.
+    budget_weights : corrected mode only: None (the paper's proportions 2/3 : 1/12 : 1/6 :
+        1/6 : 1/6 : 1/6) or six positive weights of a round's stages — candidates, local
+        search, initial recover, Lloyd 1, 2 and 3 recovers — normalised to the round's budget.
+        A public choice (the privacy audit puts most of ε on the last recover with it).
     timeout : seconds a fit may take in Octave (start-up and sending the matrix included)
         before Octave is killed and the fit raises
         :class:`~dptaucc.baselines.dphd.octave.OctaveTimeoutError`; None waits forever.
@@ -239,6 +244,7 @@ class DPHD(ClusterMixin, PrivateEstimator):
         "random_state": RANDOM_STATE,
         "secure": SECURE,
         "timeout": [None, Interval(Real, 0, None, closed="neither")],
+        "budget_weights": [None, "array-like"],
     }
 
     _release_kinds = {
@@ -259,7 +265,7 @@ class DPHD(ClusterMixin, PrivateEstimator):
     def __init__(self, n_clusters: int = 8, epsilon: float = 1.0, n_rounds: int = 4,
                  mode: str = "corrected", max_value: float | None = None,
                  row_l1_bound: float | None = None, random_state=None, secure: bool = False,
-                 timeout: float | None = octave.DEFAULT_TIMEOUT):
+                 timeout: float | None = octave.DEFAULT_TIMEOUT, budget_weights=None):
         self.n_clusters = n_clusters
         self.epsilon = epsilon
         self.n_rounds = n_rounds
@@ -269,6 +275,7 @@ class DPHD(ClusterMixin, PrivateEstimator):
         self.random_state = random_state
         self.secure = secure
         self.timeout = timeout
+        self.budget_weights = budget_weights
 
     # -- validation -------------------------------------------------------------------------
     _domain = METHOD.domain
@@ -278,6 +285,22 @@ class DPHD(ClusterMixin, PrivateEstimator):
         super()._check_parameters()
         if self.mode == "paper" and self.row_l1_bound is not None:
             raise ValueError("row_l1_bound is a corrected-mode bound; leave it None in paper mode")
+        self._weights()
+
+    def _weights(self) -> np.ndarray:
+        """``budget_weights`` as Octave takes them: an empty array for the paper's
+        proportions, else the six positive finite weights (checked)."""
+        if self.budget_weights is None:
+            return np.zeros((1, 0))
+        if self.mode == "paper":
+            raise ValueError("budget_weights is a corrected-mode setting; leave it None in "
+                             "paper mode")
+        w = np.asarray(self.budget_weights, dtype=float).reshape(-1)
+        if w.size != 6 or not np.all(np.isfinite(w)) or np.any(w <= 0):
+            raise ValueError("budget_weights must be 6 positive finite numbers (candidates, "
+                             "local search, initial recover, Lloyd 1-3 recovers), got "
+                             f"{self.budget_weights!r}")
+        return w.reshape(1, 6)
 
     def _check_params(self, n: int) -> int:
         """Checks scikit-learn's constraints cannot express (the data's shape, combinations)."""
@@ -318,7 +341,7 @@ class DPHD(ClusterMixin, PrivateEstimator):
 
         params = {"k": k, "epsilon": float(self.epsilon), "n_rounds": int(self.n_rounds),
                   "max_value": max_value, "row_l1_bound": row_l1_bound, "paper": paper,
-                  "trace": False}
+                  "trace": False, "budget_weights": self._weights()}
         out, ledger = self._run(key, build, params, sampler)
         if paper and self.max_value is None:
             ledger.mark_non_private(

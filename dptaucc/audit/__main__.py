@@ -88,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     methods = [m for m in args.methods.split(",") if m] if args.methods else None
     workers = _workers(args.jobs)
     if args.bug:
-        from .bugs import find_bug
+        from .catalogue import find_bug
 
         try:
             bug = find_bug(args.bug)

@@ -2,7 +2,8 @@
 
 Each method declares its bugs beside itself, in its audit scenarios
 (:class:`~dptaucc.audit.scenarios.AuditScenarios` ``bugs``; e.g.
-:mod:`dptaucc.baselines.dp_kmeans_audit`); :func:`catalogue` gathers the built-in ones. Each
+:mod:`dptaucc.baselines.dp_kmeans_audit`); :func:`dptaucc.audit.catalogue.catalogue` gathers
+the built-in ones. Each
 :class:`Bug` is a one-line mistake of a kind developers really make (a sensitivity or a
 noise scale off by two, an ε that spends twice what the ledger says, entries released without
 noise, a released value read from the raw data, data-dependent bounds, an empty-cluster leak,
@@ -16,11 +17,8 @@ The audit runs each catalogue bug (``python -m dptaucc.audit --bug NAME``, or ev
 the correct code is no evidence. Worker processes must enter :meth:`Bug.applied` themselves
 (a patch made in the parent does not reach a fresh process).
 
->>> from dptaucc.audit.bugs import CATALOGUE
->>> len(CATALOGUE) >= 12
-True
->>> {"dp_kmeans", "dp_taucc", "dphd"} <= {bug.method for bug in CATALOGUE.values()}
-True
+The lookups by name (``catalogue``, ``find_bug``, ``bugs_of``, ``CATALOGUE``) live in
+:mod:`dptaucc.audit.catalogue`, which reads the methods' declarations; this module reads none.
 """
 
 from __future__ import annotations
@@ -33,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Bug", "catalogue", "find_bug", "bugs_of", "UnderChargingLedger",
+__all__ = ["Bug", "UnderChargingLedger",
            "with_arguments", "scale_argument", "double_epsilon_unlogged", "fixed_argument",
            "exact_values_released", "after_fit"]
 
@@ -48,6 +46,15 @@ class Bug:
     the module docstring; ``patches`` are ``(owner, attribute, make)`` triples: while
     :meth:`applied` is entered, ``owner.attribute`` (owner a module path, or ``module:Class``)
     is replaced by ``make(original)``.
+
+    >>> import math
+    >>> bug = Bug("demo.pi_doubled", "demo", "constant off by 2", "π twice as large",
+    ...           (("math", "pi", lambda original: 2 * original),))
+    >>> with bug.applied():
+    ...     round(math.pi, 4)
+    6.2832
+    >>> round(math.pi, 4)  # undone on exit
+    3.1416
     """
 
     name: str
@@ -82,7 +89,14 @@ def _replaced(obj, attribute: str, make: Callable[[Callable], Callable]) -> Iter
 
 
 class UnderChargingLedger:
-    """A ledger seen through a bug: every charge records half the ε really spent."""
+    """A ledger seen through a bug: every charge records half the ε really spent.
+
+    >>> from dptaucc.privacy.ledger import PrivacyLedger
+    >>> ledger = UnderChargingLedger(PrivacyLedger())
+    >>> _ = ledger.charge("step", "laplace", 1.0)
+    >>> ledger.epsilon_spent  # one call of ε = 1, recorded as 0.5
+    0.5
+    """
 
     def __init__(self, ledger):
         self._ledger = ledger
@@ -232,63 +246,3 @@ def after_fit(change: Callable) -> Callable[[Callable], Callable]:
             return self
         return fit
     return make
-
-
-def catalogue() -> dict[str, Bug]:
-    """Every built-in method's bugs by name (each declared beside its method, in its audit
-    scenarios: :mod:`dptaucc.audit.methods`).
-
-    >>> bugs = catalogue()
-    >>> bugs["dp_taucc.table_sensitivity_halved"].method
-    'dp_taucc'
-    >>> all(name.startswith(bug.method + ".") for name, bug in bugs.items())
-    True
-    """
-    from .methods import builtin_methods, scenarios_of
-
-    return {bug.name: bug for m in builtin_methods() for bug in scenarios_of(m).bugs}
-
-
-def find_bug(name: str) -> Bug:
-    """The bug ``"<method>.<bug>"``: a built-in one, or one a user's method declares.
-
-    >>> find_bug("dp_taucc.table_sensitivity_halved").kind
-    'sensitivity off by 2'
-    >>> find_bug("no_such_bug")
-    Traceback (most recent call last):
-    ...
-    ValueError: unknown bug 'no_such_bug'; known: [...]
-    """
-    known = catalogue()
-    if name in known:
-        return known[name]
-    method = name.partition(".")[0]
-    if method and method not in {b.method for b in known.values()}:
-        try:
-            return {b.name: b for b in bugs_of(method)}[name]
-        except (KeyError, ValueError):
-            pass
-    raise ValueError(f"unknown bug {name!r}; known: {sorted(known)}")
-
-
-def bugs_of(method: str) -> list[Bug]:
-    """The bugs a method declares (an algorithm config name; none for an unknown one).
-
-    >>> bugs = bugs_of("dp_taucc")
-    >>> len(bugs) > 0, all(b.method == "dp_taucc" for b in bugs)
-    (True, True)
-    >>> bugs_of("no_such_method")
-    []
-    """
-    from .methods import scenarios_of
-
-    try:
-        return list(scenarios_of(method).bugs)
-    except ValueError:  # no such algorithm config
-        return []
-
-
-def __getattr__(name: str):
-    if name == "CATALOGUE":  # every built-in bug by name, gathered when first asked for
-        return catalogue()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

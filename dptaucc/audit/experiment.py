@@ -29,9 +29,11 @@ Needs the ``[bench]`` extra (pandas, pyarrow).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -44,13 +46,14 @@ from .callsite import audit_call_site, call_sites
 from .endtoend import audit_release
 from .events import applicable
 from .methods import algorithm_config, call_site_setup, method_audit, method_audits
+from .pairs import other_form
 from .redrawn import audit_call_site_redrawn
-from .scenarios import Scenario
+from .scenarios import CallSiteSetup, Scenario
 from .stats import cp_lower, cp_upper
 from .workers import bug_context
 
-__all__ = ["AuditJob", "load_config", "plan", "run_job", "run_all", "estimate", "measurable_max",
-           "violations", "RECORD_COLUMNS"]
+__all__ = ["AuditJob", "load_config", "plan", "job_alpha", "other_form_twin", "run_job", "run_all",
+           "estimate", "measurable_max", "violations", "RECORD_COLUMNS"]
 
 RECORD_COLUMNS = [
     "method", "mode", "epsilon", "delta", "epsilon_spent", "end_to_end_dp", "epsilon_lower",
@@ -231,14 +234,49 @@ def _base(job: AuditJob, seed: int, bug: str | None) -> dict:
             "started_at": provenance.utc_now()}
 
 
+#: calls audited on a method's other-form twin (the first audited calls of its first setup: a
+#: slip on one input path upstream of the mechanisms, e.g. in a row embedding, moves every
+#: later call)
+TWIN_CALLS = 2
+
+
+def other_form_twin(setup: CallSiteSetup) -> CallSiteSetup | None:
+    """A method's first call-site setup on its pair's twin in the other input form
+    (:func:`dptaucc.audit.pairs.other_form`: a sparse pair filled, a half-full one widened), so
+    that the dense and the sparse input paths are both audited; the twin's calls are not a
+    worst case (declared as their limit). None for a setup sampled by redraw (slow fits).
+
+    >>> from dptaucc.audit.methods import call_site_setup
+    >>> twin = other_form_twin(call_site_setup("dp_taucc")[0])
+    >>> twin.pair.name, twin.limit_of("any step")[:42]
+    ('all_zero_row (filled)', 'the other-form twin of all_zero_row: audit')
+    """
+    if setup.redraw_samples:
+        return None
+    why = (f"the other-form twin of {setup.pair.name}: audits the other input path (dense or "
+           "sparse), not a worst case")
+    return dataclasses.replace(setup, pair=other_form(setup.pair), limits=(("", why),))
+
+
 def _n_units(job: AuditJob, bug: str | None) -> list:
     if job.scope == "end-to-end":
-        return list(method_audits(job.method))
+        return [s for s in method_audits(job.method) if not s.modes or job.mode in s.modes]
     units = []
-    for setup in call_site_setup(job.method):
+    setups = list(call_site_setup(job.method))
+    for setup in setups:
         calls = call_sites(job.factory(setup.params), setup.pair.D, bug)
         units += [(setup, c) for c in calls[setup.first:setup.first + setup.max_calls]
                   if not c.step.startswith(setup.skip)]
+    twin = other_form_twin(setups[0]) if setups else None
+    if twin is not None:
+        try:
+            calls = call_sites(job.factory(twin.params), twin.pair.D, bug)
+        except Exception as error:  # a setup's parameters may fix the input's shape
+            print(f"    {job.method}: no other-form twin ({twin.pair.name}: the fit raised "
+                  f"{type(error).__name__}: {error})", flush=True)
+            calls = []
+        units += [(twin, c) for c in calls[twin.first:twin.first + twin.max_calls]
+                  if not c.step.startswith(twin.skip)][:TWIN_CALLS]
     return units
 
 
@@ -472,6 +510,24 @@ def _write(records: list[dict], out: Path, size: str) -> None:
     tmp.replace(out)
 
 
+def job_alpha(alpha: float, job: AuditJob, jobs: Sequence[AuditJob]) -> float:
+    """The α one job is run at: a method's gate (its corrected jobs, call sites and end to end,
+    every ε) holds at ``alpha`` in all, so each of its ``k`` corrected jobs gets ``alpha / k``
+    (Bonferroni); other jobs (paper mode, not DP, the fresh samplers) keep ``alpha``.
+
+    >>> jobs = [AuditJob("dp_taucc", "corrected", None, 10, scope="call-site"),
+    ...         AuditJob("dp_taucc", "corrected", 1.0, 10), AuditJob("dp_taucc", "paper", 1.0, 10)]
+    >>> [job_alpha(0.05, job, jobs) for job in jobs]
+    [0.025, 0.025, 0.05]
+    """
+    def gated(j: AuditJob) -> bool:
+        return j.mode == "corrected" and j.scope != "sampler"
+
+    if not gated(job):
+        return alpha
+    return alpha / sum(1 for j in jobs if gated(j) and j.method == job.method)
+
+
 def run_all(cfg: dict, jobs: list[AuditJob], out: Path | None, *, n_jobs: int | None,
             progress: bool = True, bug: str | None = None,
             stop_at_violation: bool = False, ledger_only: bool = False) -> list[dict]:
@@ -488,7 +544,8 @@ def run_all(cfg: dict, jobs: list[AuditJob], out: Path | None, *, n_jobs: int | 
     """
     records: list[dict[str, Any]] = []
     for k, job in enumerate(jobs, 1):
-        recs = run_job(job, seed=int(cfg.get("seed", 0)), alpha=float(cfg.get("alpha", 0.05)),
+        recs = run_job(job, seed=int(cfg.get("seed", 0)),
+                       alpha=job_alpha(float(cfg.get("alpha", 0.05)), job, jobs),
                        n_jobs=n_jobs, progress=progress, bug=bug,
                        looks=int(cfg.get("looks", 2)), stop_at_violation=stop_at_violation,
                        ledger_only=ledger_only)

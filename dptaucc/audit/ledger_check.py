@@ -282,10 +282,10 @@ def filled(X):
     [[2.0, 1.0], [1.0, 2.0]]
     """
     import numpy as np
-    import scipy.sparse as sp
 
-    dense = X.toarray() if sp.issparse(X) else np.asarray(X)
-    return sp.csr_matrix(np.asarray(dense, dtype=np.float64) + 1.0)
+    from .pairs import fill
+
+    return fill(X).astype(np.float64)
 
 
 def ledger_record(build, D, D_prime, *, seed: int, bug: str | None = None) -> dict:

@@ -24,6 +24,12 @@ pair                      what changes between D and D'
                           to column 1: after a per-row L2 normalisation, e₀ becomes e₁
 ========================  ==========================================================
 
+:func:`other_form` gives any pair a twin in the other input form, D' − D (the neighbouring
+relation) unchanged: a sparse pair *filled* (one count more in every cell), a pair at least
+half full *widened* (zero columns appended). Estimators that process inputs at least
+:data:`DENSE_FILL` full as dense arrays (the row embeddings of DPM and colored noise) take the
+other path on the twin.
+
 :func:`replaced_row` is a :class:`RowPair`: neighbours under "replace one row", the relation
 of methods that say they protect whole rows (DP-KMeans), which covers the cell relation.
 Pairs made for one method's worst case live beside that method, in its audit module (e.g.
@@ -32,6 +38,7 @@ Pairs made for one method's worst case live beside that method, in its audit mod
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -41,8 +48,13 @@ import scipy.sparse as sp
 __all__ = [
     "NeighbouringPair", "moving_row", "empty_cluster", "new_column_maximum", "all_zero_row",
     "all_zero_column", "all_zero_matrix", "high_dimensional", "PAIRS", "make_pair", "RowPair",
-    "replaced_row", "row_at_bound", "added_row", "two_blocks", "moved_count",
+    "replaced_row", "row_at_bound", "added_row", "two_blocks", "fill", "widen", "other_form",
+    "DENSE_FILL", "moved_count",
 ]
+
+#: estimators process an input at least this full as a dense array (DPM's and colored noise's
+#: row embeddings; :data:`dptaucc.baselines.dpm.rows.DENSE_FILL` is checked to equal it)
+DENSE_FILL = 0.5
 
 
 @dataclass(frozen=True)
@@ -183,6 +195,55 @@ def _pair(name: str, dense: np.ndarray, cell: tuple[int, int], description: str,
     D = sp.csr_matrix(np.asarray(dense, dtype=np.int64))
     D.eliminate_zeros()
     return NeighbouringPair(name, D, (int(cell[0]), int(cell[1])), n_clusters, description)
+
+
+def fill(X) -> sp.csr_matrix:
+    """X with one more count in every cell (a CSR matrix): every cell non-zero.
+
+    >>> fill(np.eye(2, dtype=int)).toarray().tolist()
+    [[2, 1], [1, 2]]
+    """
+    dense = X.toarray() if sp.issparse(X) else np.asarray(X)
+    return sp.csr_matrix(dense + np.ones_like(dense))
+
+
+def widen(X) -> sp.csr_matrix:
+    """X with ``d + 1`` all-zero columns appended (a CSR matrix): less than half full.
+
+    >>> widen(np.ones((2, 2), dtype=int)).toarray().tolist()
+    [[1, 1, 0, 0, 0], [1, 1, 0, 0, 0]]
+    """
+    X = sp.csr_matrix(X)
+    return sp.csr_matrix(sp.hstack([X, sp.csr_matrix((X.shape[0], X.shape[1] + 1),
+                                                      dtype=X.dtype)]))
+
+
+def other_form(pair: NeighbouringPair | RowPair) -> NeighbouringPair | RowPair:
+    """The pair's twin in the other input form, with D' − D (the relation) unchanged: a pair
+    less than half full gets one count more in every cell (``"<name> (filled)"``: estimators
+    that process inputs at least :data:`DENSE_FILL` full as dense arrays take that path); a
+    fuller one gets d + 1 zero columns appended (``"<name> (widened)"``: the sparse path).
+
+    >>> pair = other_form(make_pair("all_zero_row"))
+    >>> pair.name, pair.D.nnz == pair.D.shape[0] * pair.D.shape[1]
+    ('all_zero_row (filled)', True)
+    >>> diff = (pair.D_prime - pair.D).tocoo()  # still one cell, by one count
+    >>> list(zip(diff.row.tolist(), diff.col.tolist(), diff.data.tolist())) == [(*pair.cell, 1)]
+    True
+    >>> rows = other_form(added_row(n_per_cluster=3))  # half full: widened, its extra row kept
+    >>> rows.name, rows.D.shape, rows.D_prime.shape, rows.D_prime.toarray()[-1].tolist()[:9]
+    ('added_row (widened)', (6, 17), (7, 17), [2, 0, 0, 0, 0, 0, 0, 0, 0])
+    """
+    n, d = pair.D.shape
+    dense = pair.D.nnz >= DENSE_FILL * n * d
+    change, what = (widen, "widened") if dense else (fill, "filled")
+    name = f"{pair.name} ({what})"
+    how = "d + 1 zero columns appended" if dense else "every cell one count more"
+    description = f"{pair.description}; {how} (the other input form)"
+    if isinstance(pair, NeighbouringPair):
+        return NeighbouringPair(name, change(pair.D), pair.cell, pair.n_clusters, description)
+    return dataclasses.replace(pair, name=name, D=change(pair.D), D_prime=change(pair.D_prime),
+                               description=description)
 
 
 def two_blocks(n_per_cluster: int, n_cols: int, value: int) -> np.ndarray:

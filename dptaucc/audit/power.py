@@ -14,7 +14,7 @@ import math
 import time
 from pathlib import Path
 
-from .bugs import bugs_of
+from .catalogue import bugs_of
 from .experiment import plan, run_all, violations
 
 __all__ = ["measure_power", "power_output", "power_section", "power_figure",
@@ -174,7 +174,7 @@ def power_figure(df):
         sub = df[df["method"] == method]
         ax.set_title(label(method), fontsize=10)
         if sub.empty:
-            from .bugs import bugs_of
+            from .catalogue import bugs_of
 
             declared = len(bugs_of(method))
             why = (f"{declared} known bug{'s' if declared != 1 else ''} declared, none in this "

@@ -58,6 +58,9 @@ class Scenario:
     share: float = 1.0
     params: tuple[tuple[str, object], ...] = ()
     derive: bool = True  # also the events derived from the releases
+    #: the modes it runs in (empty: every mode), e.g. ("corrected",) for settings paper mode
+    #: refuses
+    modes: tuple[str, ...] = ()
 
 
 #: the name this type had before the scenarios moved beside their methods

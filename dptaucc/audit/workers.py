@@ -30,7 +30,7 @@ def bug_context(bug: str | None):
     """
     if bug is None:
         return contextlib.nullcontext()
-    from .bugs import find_bug
+    from .catalogue import find_bug
 
     return find_bug(bug).applied()
 

@@ -12,7 +12,7 @@ A *decision* is one verdict the gate takes on correct code, with a fresh audit s
 * ``end-to-end``: one end-to-end scenario of a method, the same way.
 * ``method gate``: a whole method's audit (every record of its jobs): alarm when any record is
   a violation, i.e. ``python -m dptaucc.audit --methods NAME`` would exit 3. Nominal level: the
-  sum of its records' α (Bonferroni; one α per job of the method).
+  sum of its records' α (Bonferroni: the config's α per method, shared by its corrected jobs).
 
 Cost: the method audits run at reduced sizes (``--draws`` redraws per side at a call site,
 ``--fits`` fits per side end to end, instead of the quick size's 100 000 and 1 200) with the

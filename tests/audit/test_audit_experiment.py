@@ -109,3 +109,48 @@ def test_the_documented_example_runs(path):
     """The audit example of docs/audit.md and of the README runs as written (fewer fits)."""
     code = _python_block(path, "from dptaucc.audit import").replace("n_fits=500", "n_fits=30")
     exec(compile(code, path, "exec"), {"__name__": "example"})
+
+
+def test_a_methods_gate_holds_at_alpha_in_all(monkeypatch):
+    """The corrected jobs of one method (call sites and every ε end to end) share the
+    config's α; paper-mode and non-private jobs keep it whole."""
+    import dptaucc.audit.experiment as experiment
+
+    cfg = load_config("full")
+    cfg.update(epsilons=[0.5, 1.0])
+    jobs = plan(cfg, ["dp_taucc", "dp_kmeans", "fast_taucc"])
+    seen = []
+    monkeypatch.setattr(experiment, "run_job", lambda job, **kw: seen.append(
+        (job, kw["alpha"])) or [])
+    run_all(cfg, jobs, None, n_jobs=1, progress=False)
+    for method in ("dp_taucc", "dp_kmeans"):
+        corrected = [a for job, a in seen if job.method == method and job.mode == "corrected"]
+        assert len(corrected) == 3 and sum(corrected) == pytest.approx(0.05)
+        assert all(a == 0.05 for job, a in seen if job.method == method and job.mode == "paper")
+    assert [a for job, a in seen if job.method == "fast_taucc"] == [0.05]
+
+
+def test_every_method_is_audited_on_both_input_forms():
+    """A method's first call-site setup is also audited on its pair's twin in the other input
+    form (a sparse pair filled, a half-full one widened), with the relation unchanged."""
+    import numpy as np
+    from dptaucc.baselines.dpm import rows
+
+    from dptaucc.audit.experiment import AuditJob, _n_units
+    from dptaucc.audit.pairs import DENSE_FILL
+
+    assert DENSE_FILL == rows.DENSE_FILL  # the threshold the twin crosses is the methods' own
+    for method, form in (("dp_taucc", "(filled)"), ("dpm", "(widened)")):
+        units = _n_units(AuditJob(method, "corrected", None, 10, scope="call-site"), None)
+        twins = [(setup, call) for setup, call in units if setup.pair.name.endswith(form)]
+        assert len(twins) == 2, [s.pair.name for s, _ in units]
+        setup = twins[0][0]
+        first = next(s for s, _ in units if not s.pair.name.endswith(form))
+        D, Dp = setup.pair.D, setup.pair.D_prime
+        filled = D.nnz >= DENSE_FILL * D.shape[0] * D.shape[1]
+        assert filled == (form == "(filled)")
+        n = min(D.shape[0], Dp.shape[0])
+        change = (Dp[:n, :first.pair.D.shape[1]] - D[:n, :first.pair.D.shape[1]]).toarray()
+        want = (first.pair.D_prime[:n] - first.pair.D[:n]).toarray()
+        assert np.array_equal(change, want)
+        assert setup.limit_of("any step").startswith("the other-form twin")

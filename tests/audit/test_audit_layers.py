@@ -40,7 +40,7 @@ def test_transcript_reads_the_ledger_and_replay_forces_the_history():
 
 
 def test_the_ledger_not_the_argument_is_the_claim():
-    from dptaucc.audit.bugs import CATALOGUE
+    from dptaucc.audit.catalogue import CATALOGUE
 
     with CATALOGUE["dp_taucc.table_epsilon_doubled"].applied():
         calls = record(TAUCC(1), PAIR.D)

@@ -131,3 +131,67 @@ def test_disjoint_rows_moves_every_dphd_release_by_its_sensitivity():
     assert diff.tolist() == [p.u]
     assert np.abs(D[p.u] - Dp[p.u]).sum() == 2 * 10  # disjoint supports at the L1 bound
     assert np.log(D.shape[0]) <= 2  # one grid level: the same 15 calls in every fit
+
+
+def test_dpm_power_event_is_exact_on_exact_counts():
+    """The power scenario's event reads the leaf counts against the replayed tree: a fitted
+    tree whose leaf counts are set to the exact sizes on D never fires it, set to the exact
+    sizes on D' it fires exactly when u's two leaves are at depth 2 (some trees do that)."""
+    from dptaucc.baselines.dpm.audit import POWER_PARAMS, leaf_counts_toward, row_between_leaves
+
+    p = row_between_leaves()
+    event = leaf_counts_toward(p, min_depth=2)
+    fired = []
+    for seed in range(40):
+        m = DPM(random_state=seed, **dict(POWER_PARAMS)).fit(p.D_prime)
+        on_d, on_dp = leaf_sizes(m, p.D), leaf_sizes(m, p.D_prime)
+        m.leaf_counts_ = np.array([size for size, _ in on_d])
+        assert not event(m)
+        m.leaf_counts_ = np.array([size for size, _ in on_dp])
+        moved = [a for a, b in zip(on_d, on_dp, strict=True) if a != b]
+        deep = len(moved) == 2 and all(depth == 2 for _, depth in moved)
+        assert event(m) == deep
+        fired.append(deep)
+    assert any(fired) and not all(fired)
+
+
+def test_dpm_power_event_separates_d_from_d_prime_at_its_epsilon():
+    """At the scenario's ε = 5 the event is far likelier on D' (the two counts' loss, 0.44·ε,
+    a ratio of e^2.2 ≈ 9, over about a fifth of the trees): 400 fits per side."""
+    from dptaucc.baselines.dpm.audit import POWER_PARAMS, leaf_counts_toward, row_between_leaves
+
+    p = row_between_leaves()
+    event = leaf_counts_toward(p, min_depth=2)
+    counts = [sum(event(DPM(random_state=s, **dict(POWER_PARAMS)).fit(X)) for s in range(400))
+              for X in (p.D, p.D_prime)]
+    assert counts[1] >= 30 and counts[1] >= 3 * (counts[0] + 1), counts
+
+
+@pytest.mark.octave
+@pytest.mark.skipif(not HAVE_OCTAVE, reason="GNU Octave (octave-cli) not installed")
+def test_dphd_power_event_is_exact_on_noiseless_fits():
+    """With no noise DPHD's one centre is u's row over n: (B/n, 0) on D, (0, B/n) on D'; the
+    event fires on D' only."""
+    from dptaucc.baselines.dphd import DPHD
+    from dptaucc.baselines.dphd.audit import POWER_PARAMS, centre_toward, row_among_zeros
+
+    p = row_among_zeros()
+    event = centre_toward(p)
+    fits = [DPHD(random_state=ScaledSampler(3, factor=0.0), **dict(POWER_PARAMS)).fit(X)
+            for X in (p.D, p.D_prime)]
+    n = p.D.shape[0]
+    np.testing.assert_allclose(fits[0].cluster_centers_, [[10 / n, 0.0]])
+    np.testing.assert_allclose(fits[1].cluster_centers_, [[0.0, 10 / n]])
+    assert [event(m) for m in fits] == [False, True]
+
+
+def test_a_scenario_runs_only_in_its_modes():
+    """DPHD's power scenario sets a row bound and budget weights, which paper mode refuses:
+    it is audited in corrected mode only (not as a row of fits that all raised)."""
+    from dptaucc.audit.experiment import _n_units
+
+    def pairs(mode):
+        return [s.pair.name for s in _n_units(AuditJob("dphd", mode, 1.0, 10), None)]
+
+    assert "row_among_zeros" in pairs("corrected")
+    assert "row_among_zeros" not in pairs("paper") and "new_column_maximum" in pairs("paper")

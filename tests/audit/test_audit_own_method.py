@@ -53,6 +53,9 @@ def test_own_method_is_audited_from_its_own_files(tmp_path):
     assert ok.returncode == 0, ok.stdout[-3000:] + ok.stderr[-3000:]
     table = pd.read_parquet(tmp_path / "results" / "quick" / "audit.parquet")
     sites = table[table["scope"] == "call-site"]
+    twin = sites["pair"].str.endswith(("(filled)", "(widened)"))
+    assert twin.sum() == 2  # its first setup's first two calls on the other input form, too
+    sites = sites[~twin]
     assert sorted(sites["step"].str.split(" ").str[1]) == ["column", "row"]
     # the same power rules: each call site reaches most of its charge of 2 on correct code
     assert (sites["epsilon_lower"] >= 0.8 * sites["epsilon_claimed"]).all(), sites

@@ -9,10 +9,11 @@ import scipy.sparse as sp
 from dptaucc.baselines.colored_noise import ColoredNoiseKMeans
 from dptaucc.baselines.dp_kmeans import DPKMeans
 from dptaucc.baselines.dphd.testing import have_octave
+from dptaucc.baselines.dpm import DPM
 from dptaucc.baselines.nmf_dp import DPNMF
 
 from dptaucc import DPTauCC, DPTauCCRow
-from dptaucc.audit.bugs import CATALOGUE, bugs_of
+from dptaucc.audit.catalogue import CATALOGUE, bugs_of
 from dptaucc.privacy import fitted_attributes
 
 
@@ -30,6 +31,7 @@ FACTORIES = {
     "dpnmf": [lambda: DPNMF(3, 0.5, random_state=7),
               lambda: DPNMF(2, 5.0, random_state=7)],  # 2 topics for 3 blocks: ‖h‖ ≤ 1 binds
     "colored_noise": [lambda: ColoredNoiseKMeans(3, epsilon=2.0, random_state=7)],
+    "dpm": [lambda: DPM(epsilon=2.0, max_depth=2, random_state=7)],
     # B = 20, below the rows' masses: unbounded rows change the tables
     "dp_taucc_row": [lambda: DPTauCCRow(3, 3, epsilon=50.0, n_iterations=2, row_bound=20,
                                         random_state=7)],

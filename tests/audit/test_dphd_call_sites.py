@@ -15,7 +15,7 @@ from dptaucc.baselines.dphd import DPHD, octave
 from dptaucc.baselines.dphd.audit import disjoint_rows
 from dptaucc.baselines.dphd.testing import have_octave
 
-from dptaucc.audit.bugs import CATALOGUE
+from dptaucc.audit.catalogue import CATALOGUE
 from dptaucc.audit.redrawn import audit_call_site_redrawn, sample_call
 from dptaucc.audit.transcript import record, replay
 from dptaucc.privacy.hook import MECHANISM_HOOK

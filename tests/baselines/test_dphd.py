@@ -4,6 +4,8 @@ test_dphd_privacy.py, the Octave process in test_dphd_octave.py."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -156,6 +158,34 @@ def test_corrected_ledger_totals_epsilon(data, n_rounds):
     assert {e.composition for e in led.entries} <= {"sequential", "parallel"}
 
 
+@octave_test
+def test_budget_weights_split_each_round_as_given(data):
+    """Six public weights (candidates, local search, initial recover, Lloyd 1-3) share a
+    round's budget; each entry's noise scale is its sensitivity over its ε; the total is ε.
+    None keeps the paper's proportions."""
+    X, _ = data
+    eps, w = 3.0, np.array([1.0, 2.0, 3.0, 4.0, 5.0, 9.0])
+    share = w / w.sum()
+    led = DPHD(n_clusters=3, epsilon=eps, n_rounds=1, budget_weights=tuple(w),
+               random_state=0).fit(X).privacy_ledger_
+    by_step: dict[str, float] = {}
+    for e in led.entries:
+        stage = e.step.split(": ", 1)[1]
+        key = ("partition" if stage.startswith("partition") else
+               "local search" if stage.startswith("local search") else
+               stage.rsplit(" recover", 1)[0])
+        by_step[key] = by_step.get(key, 0.0) + e.epsilon
+        if not np.isnan(e.noise_scale):
+            assert e.noise_scale == pytest.approx(e.sensitivity / e.epsilon, rel=1e-12)
+    expected = dict(zip(["partition", "local search", "initial", "Lloyd 1", "Lloyd 2",
+                         "Lloyd 3"], eps * share, strict=True))
+    assert by_step == pytest.approx(expected, rel=1e-12)
+    assert led.epsilon_spent == pytest.approx(eps, rel=1e-12)
+    paper_split = DPHD(n_clusters=3, epsilon=eps, n_rounds=1, random_state=0).fit(X)
+    last = [e.epsilon for e in paper_split.privacy_ledger_.entries if "Lloyd 3" in e.step]
+    assert math.fsum(last) == pytest.approx(eps * 2 / 17, rel=1e-12)
+
+
 # -- paper quirks ----------------------------------------------------------------------------
 @octave_test
 def test_paper_mode_collapses_on_cstr_like_data():
@@ -232,6 +262,13 @@ def test_missing_octave_gives_clear_error(no_octave, data):
         (np.ones((4, 3)), {"n_clusters": 2, "mode": "paper", "secure": True}, "secure"),
         (np.ones((4, 3)), {"n_clusters": 2, "secure": True, "random_state": 0}, "random_state"),
         (np.ones((2, 3)), {"n_clusters": 1}, "at least 3 rows"),
+        (np.ones((4, 3)), {"n_clusters": 2, "budget_weights": (1, 2)}, "budget_weights"),
+        (np.ones((4, 3)), {"n_clusters": 2, "budget_weights": (1, 1, 1, 1, 1, 0)},
+         "budget_weights"),
+        (np.ones((4, 3)), {"n_clusters": 2, "budget_weights": (1, 1, 1, 1, 1, np.nan)},
+         "budget_weights"),
+        (np.ones((4, 3)), {"n_clusters": 2, "mode": "paper", "budget_weights": (1,) * 6},
+         "budget_weights"),
     ],
 )
 def test_bad_input_raises_before_octave(no_octave, X, params, match):
