@@ -278,7 +278,8 @@ def power_scenario() -> Scenario:
                     "row u at the bound leaves the top cluster for the zero one at every "
                     "iteration: the last release's counts and top sum move by their "
                     "sensitivity; one fixed event, many fits (the power scenario)",
-                    share=4.0, derive=False, params=(("epsilon", POWER_EPSILON),))
+                    share=4.0, derive=False, params=(("epsilon", POWER_EPSILON),),
+                    modes=("corrected",))
 
 
 def _end_to_end() -> tuple[Scenario, ...]:

@@ -155,7 +155,7 @@ def power_scenario() -> Scenario:
                     "row u's count moves from column 0 to 1 (e₀ → e₁ after normalisation), one "
                     "cluster, one iteration: the one release moves by e₀ − e₁; two fixed "
                     "events, many cheap fits (the power scenario)",
-                    share=12.0, derive=False,
+                    share=12.0, derive=False, modes=("corrected",),
                     params=(("n_clusters", 1), ("n_iter", 1), ("epsilon", POWER_EPSILON),
                             ("delta", POWER_DELTA)))
 

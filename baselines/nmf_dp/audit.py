@@ -145,7 +145,7 @@ def power_scenario() -> Scenario:
     return Scenario(two_words(), (topic_leans_to_word_0(), topic_leans_to_word_0(0.0)),
                     "document u's count moves from word 0 to word 1; one topic, one epoch: the "
                     "released topic's direction is B̄'s; two fixed events (the power scenario)",
-                    share=3.0, derive=False,
+                    share=3.0, derive=False, modes=("corrected",),
                     params=(("n_clusters", 1), ("n_epochs", 1), ("epsilon", POWER_EPSILON),
                             ("delta", POWER_DELTA)))
 
