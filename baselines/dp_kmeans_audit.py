@@ -23,7 +23,7 @@ at d = 1) is reached at every output and the top sum's ε_coord (0.16 ε) only a
 its range. That is about 0.2 ε at best (measured at ε = 12 with 2,000 fits per side), but
 then no bound a few thousand fits allow (about 6) could exceed the claim, so no bug could
 show: the scenario runs at ε = 5, where exact sizes exceed it (the second event), and reaches
-about 0.1 ε on correct code (docs/audit.md).
+0.15 ε on correct code at the quick size (docs/audit.md).
 
 Call sites (ε = 6.35, d = 1, two iterations, public bound :data:`CALL_BOUND`): the second
 iteration on :func:`row_across_boundary` with the history crafted by :func:`boundary_history`
