@@ -6,7 +6,7 @@ its part (no score is shown that was not measured).
 
 >>> import tempfile
 >>> lines = audit_score_section(tempfile.mkdtemp())  # no tables yet
->>> print(lines[4].split(":")[0], lines[-2].split(":")[0], sep="\n")
+>>> print(lines[4].split(":")[0], lines[-2].split(":")[0], sep="\\n")
 No mutation run is stored (`audit_mutants.parquet` absent)
 No false-alarm run is stored (`audit_false_alarms.parquet` absent)
 """
@@ -149,7 +149,45 @@ def false_alarm_lines(df: pd.DataFrame) -> list[str]:
     lines += ["", ("Above nominal (the interval lies above α): " + ", ".join(worst) + "."
                    if worst else "No kind of decision alarms significantly more often than its "
                    "nominal α (every interval reaches down to α or below).")]
-    return lines + [""]
+    return lines + _coinciding(df) + [""]
+
+
+def _coinciding(df: pd.DataFrame) -> list[str]:
+    """A note when decisions at one seed coincide (the same ε_lower and event: the same
+    outputs drawn), with the rate over the distinct decisions only: the interval assumes
+    independent decisions, and coinciding ones are not.
+
+    >>> df = pd.DataFrame({"kind": ["primitive"] * 4, "name": ["a", "b", "a", "b"],
+    ...                    "seed": [1, 1, 2, 2], "epsilon_lower": [0.9, 0.9, 0.8, 0.7],
+    ...                    "event": ["e", "e", "e", "e"], "alarm": [False] * 4})
+    >>> note = _coinciding(df)[-1]
+    >>> note.split(";")[0]
+    '- primitive: 3 distinct of 4 decisions (at one seed, a and b coincided 1 time(s))'
+    >>> note.split(";")[1]
+    ' over the distinct ones 0 alarms, rate 0.0000 [0.0000, 0.7076].'
+    """
+    if not {"seed", "epsilon_lower", "event"} <= set(df.columns):
+        return []
+    out = []
+    for kind, g in df.groupby("kind", sort=False):
+        keyed = g.assign(_key=list(zip(g["seed"], g["epsilon_lower"].round(12), g["event"],
+                                       strict=True)))
+        distinct = keyed.drop_duplicates("_key")
+        if len(distinct) == len(g):
+            continue
+        pairs = keyed[keyed.duplicated("_key", keep=False)].groupby("_key")["name"].apply(
+            lambda names: " and ".join(sorted(set(names))))
+        together = "; ".join(f"{names} coincided {n} time(s)"
+                             for names, n in pairs.value_counts().items())
+        k, n = int(distinct["alarm"].sum()), len(distinct)
+        lo, hi = clopper_pearson(k, n)
+        out.append(f"{kind}: {n} distinct of {len(g)} decisions (at one seed, {together}); "
+                   f"over the distinct ones {k} alarms, rate {k / n:.4f} [{lo:.4f}, {hi:.4f}].")
+    if not out:
+        return []
+    return ["", "Decisions that coincide (the same outputs drawn at one seed: the same ε_lower "
+            "and event) are not independent, and the interval above assumes they are:", ""
+            ] + [f"- {line}" for line in out]
 
 
 def audit_score_section(results_dir: str | os.PathLike = "results") -> list[str]:
@@ -163,7 +201,7 @@ def audit_score_section(results_dir: str | os.PathLike = "results") -> list[str]
     ...     lines = audit_score_section(d)
     >>> lines[0], lines[4].startswith("No mutation run is stored")  # no mutant table
     ('## How good is the audit (measured)', True)
-    >>> lines[7].startswith("`make audit-false-alarms`")
+    >>> lines[8].startswith("`make audit-false-alarms`")
     True
     """
     results = Path(results_dir)
