@@ -1,12 +1,14 @@
 """The REPORT section of the audit's measured quality: mutation score and false alarms.
 
 Read from the stored tables ``<results>/audit_mutants.parquet`` (:mod:`.mutants`) and
-``<results>/audit_false_alarms.parquet`` (:mod:`.false_alarms`); a missing table leaves its
-part out.
+``<results>/audit_false_alarms.parquet`` (:mod:`.false_alarms`); a missing table is said so in
+its part (no score is shown that was not measured).
 
 >>> import tempfile
->>> audit_score_section(tempfile.mkdtemp())  # no tables yet
-[]
+>>> lines = audit_score_section(tempfile.mkdtemp())  # no tables yet
+>>> print(lines[4].split(":")[0], lines[-2].split(":")[0], sep="\\n")
+No mutation run is stored (`audit_mutants.parquet` absent)
+No false-alarm run is stored (`audit_false_alarms.parquet` absent)
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .false_alarms import summarise
+from .false_alarms import clopper_pearson, summarise
 from .judgements import load_judgements
 from .mutants import score
 
@@ -60,16 +62,20 @@ def mutants_lines(df: pd.DataFrame) -> list[str]:
     df = _with_current_judgements(df)
     s = score(df)
     run = s["run"]
+    groups = ", ".join(sorted(set(df["group"])))
+    seconds = float(df["audit_s"].fillna(0).sum() + df["tests_s"].fillna(0).sum())
     lines = [
         "### Power on bugs nobody wrote by hand (mutation run)", "",
         f"`make audit-mutants` (`python -m dptaucc.auditscore.mutants`), tree "
-        f"{df['tree_hash'].iloc[0]}: {s['population']} mutants of the privacy code "
-        "(constants ×2, ÷2, ±1; operators and arguments swapped; a noisy value replaced by its "
-        "exact input; a draw reused), a stratified sample of "
-        f"{s['sampled']} (seed {int(df['sample_seed'].iloc[0])}, group × operator), "
-        f"{run} run. Each mutant is judged by the audit alone (the quick gate of its method, "
-        "the primitives audit for `dptaucc/privacy`) and by the tests alone (those that "
-        "execute the mutated statement), in a scratch copy of the tree.", "",
+        f"{df['tree_hash'].iloc[0]}: a stratified sample of {s['sampled']} of the "
+        f"{s['population']} mutants of the release code of {groups} (seed "
+        f"{int(df['sample_seed'].iloc[0])}, strata group × operator; constants ×2, ÷2, ±1; "
+        "operators and arguments swapped; a noisy value replaced by its exact input; a draw "
+        f"reused), {run} run ({seconds / 60:.0f} min of audits and tests). **A sample, not a "
+        "census**: the shares below estimate the population's, within the interval given for "
+        "the score. Each mutant is judged by the audit alone (the quick gate of its method, "
+        "the primitives audit, seeded and secure, for `dptaucc/privacy`) and by the tests "
+        "alone (those that execute the mutated statement), in a scratch copy of the tree.", "",
         "| | mutants |", "|---|---|",
         f"| killed by the audit | {_pct(s['killed_audit'], run)} (violation "
         f"{s['audit_violation']}, error {s['audit_error']}, timeout {s['audit_timeout']}) |",
@@ -84,9 +90,15 @@ def mutants_lines(df: pd.DataFrame) -> list[str]:
     if s["score_n"]:
         killed = _pct(s["score_killed"], s["score_n"])
         by_violation = _pct(s["score_violations"], s["score_n"])
+        lo, hi = clopper_pearson(s["score_killed"], s["score_n"])
         lines += [f"**Score** (goal ≥ 90 %): the audit alone kills {killed} of the "
-                  f"non-equivalent mutants on paths it reaches ({by_violation} by a violation, "
-                  "the rest because the mutant made the code raise or hang).", ""]
+                  f"{s['score_n']} non-equivalent mutants of the sample on paths it reaches "
+                  f"(95 % Clopper–Pearson interval {100 * lo:.0f}–{100 * hi:.0f} %; "
+                  f"{by_violation} by a violation, the rest because the mutant made the code "
+                  "raise or hang).", ""]
+    else:
+        lines += ["**Score**: no non-equivalent mutant of the sample reached an audit: no "
+                  "evidence.", ""]
     surv = df[df["audit"] == "survived"]
     if len(surv):
         lines += ["Survivors of the audit:", "",
@@ -108,31 +120,78 @@ def false_alarm_lines(df: pd.DataFrame) -> list[str]:
     >>> decisions = pd.DataFrame({"kind": ["primitive"] * 3, "name": ["a", "b", "c"],
     ...                           "alarm": [False, True, False], "alpha": [0.125] * 3,
     ...                           "config": ["n=100"] * 3})
-    >>> false_alarm_lines(decisions)[-2]
+    >>> lines = false_alarm_lines(decisions)
+    >>> lines[-4]
     '| primitive | 3 | 1 | 0.3333 [0.0084, 0.9057] | 0.12 | 0.4 |'
+    >>> lines[-2].startswith("No kind of decision alarms significantly")
+    True
     """
     summary = summarise(df)
     n = int(summary["decisions"].sum())
     sizes = "; ".join(f"{kind}: {', '.join(sorted(set(g['config'])))}"
                       for kind, g in df.groupby("kind", sort=False)) if "config" in df else ""
+    seeds = (f", seeds {int(df['seed'].min())}–{int(df['seed'].max())}"
+             if "seed" in df and len(df) else "")
     lines = ["### False alarms on correct code", "",
              f"`make audit-false-alarms` (`python -m dptaucc.auditscore.false_alarms`): {n} "
-             "decisions of the gate on the correct code, each with a fresh audit seed, at "
-             f"these sizes ({sizes}; the gate's: primitives n=400000, call sites 100000 draws, "
-             "end to end 1200 fits; smaller sizes keep the same decision rule: docs/audit.md). "
-             "Rate with its 95 % Clopper–Pearson interval against the nominal level of one "
-             "decision.", "",
+             f"decisions of the gate on the correct code, each with a fresh audit seed{seeds}, "
+             f"at these sizes ({sizes}; the gate's: primitives n=400000, call sites 100000 "
+             "draws, end to end 1200 fits; smaller sizes keep the same decision rule: "
+             "docs/audit.md). Rate with its 95 % Clopper–Pearson interval against the nominal "
+             "level of one decision.", "",
              "| decision | decisions | alarms | observed rate (95 % CI) | nominal α | alarms "
              "expected at nominal |", "|---|---|---|---|---|---|"]
     for _, r in summary.iterrows():
         lines.append(f"| {r['kind']} | {r['decisions']} | {r['alarms']} | {r['rate']:.4f} "
                      f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}] | {r['nominal_alpha']:.2g} | "
                      f"{r['expected_at_nominal']:.1f} |")
-    return lines + [""]
+    worst = summary.loc[summary["ci_low"] > summary["nominal_alpha"], "kind"].tolist()
+    lines += ["", ("Above nominal (the interval lies above α): " + ", ".join(worst) + "."
+                   if worst else "No kind of decision alarms significantly more often than its "
+                   "nominal α (every interval reaches down to α or below).")]
+    return lines + _coinciding(df) + [""]
+
+
+def _coinciding(df: pd.DataFrame) -> list[str]:
+    """A note when decisions at one seed coincide (the same ε_lower and event: the same
+    outputs drawn), with the rate over the distinct decisions only: the interval assumes
+    independent decisions, and coinciding ones are not.
+
+    >>> df = pd.DataFrame({"kind": ["primitive"] * 4, "name": ["a", "b", "a", "b"],
+    ...                    "seed": [1, 1, 2, 2], "epsilon_lower": [0.9, 0.9, 0.8, 0.7],
+    ...                    "event": ["e", "e", "e", "e"], "alarm": [False] * 4})
+    >>> note = _coinciding(df)[-1]
+    >>> note.split(";")[0]
+    '- primitive: 3 distinct of 4 decisions (at one seed, a and b coincided 1 time(s))'
+    >>> note.split(";")[1]
+    ' over the distinct ones 0 alarms, rate 0.0000 [0.0000, 0.7076].'
+    """
+    if not {"seed", "epsilon_lower", "event"} <= set(df.columns):
+        return []
+    out = []
+    for kind, g in df.groupby("kind", sort=False):
+        keyed = g.assign(_key=list(zip(g["seed"], g["epsilon_lower"].round(12), g["event"],
+                                       strict=True)))
+        distinct = keyed.drop_duplicates("_key")
+        if len(distinct) == len(g):
+            continue
+        pairs = keyed[keyed.duplicated("_key", keep=False)].groupby("_key")["name"].apply(
+            lambda names: " and ".join(sorted(set(names))))
+        together = "; ".join(f"{names} coincided {n} time(s)"
+                             for names, n in pairs.value_counts().items())
+        k, n = int(distinct["alarm"].sum()), len(distinct)
+        lo, hi = clopper_pearson(k, n)
+        out.append(f"{kind}: {n} distinct of {len(g)} decisions (at one seed, {together}); "
+                   f"over the distinct ones {k} alarms, rate {k / n:.4f} [{lo:.4f}, {hi:.4f}].")
+    if not out:
+        return []
+    return ["", "Decisions that coincide (the same outputs drawn at one seed: the same ε_lower "
+            "and event) are not independent, and the interval above assumes they are:", ""
+            ] + [f"- {line}" for line in out]
 
 
 def audit_score_section(results_dir: str | os.PathLike = "results") -> list[str]:
-    """Both parts, from the tables under ``results_dir`` (empty when neither exists).
+    """Both parts, from the tables under ``results_dir`` (a missing table says so).
 
     >>> import tempfile
     >>> decisions = pd.DataFrame({"kind": ["primitive"], "name": ["a"], "alarm": [False],
@@ -140,15 +199,25 @@ def audit_score_section(results_dir: str | os.PathLike = "results") -> list[str]
     >>> with tempfile.TemporaryDirectory() as d:
     ...     decisions.to_parquet(Path(d) / "audit_false_alarms.parquet")
     ...     lines = audit_score_section(d)
-    >>> lines[0], lines[2]  # the false alarms only: no mutant table stored
-    ('## How good is the audit (measured)', '### False alarms on correct code')
+    >>> lines[0], lines[4].startswith("No mutation run is stored")  # no mutant table
+    ('## How good is the audit (measured)', True)
+    >>> lines[8].startswith("`make audit-false-alarms`")
+    True
     """
     results = Path(results_dir)
-    lines: list[str] = []
+    lines = ["## How good is the audit (measured)", ""]
     mutants = results / "audit_mutants.parquet"
     if mutants.exists():
         lines += mutants_lines(pd.read_parquet(mutants))
+    else:
+        lines += ["### Power on bugs nobody wrote by hand (mutation run)", "",
+                  f"No mutation run is stored (`{mutants.name}` absent): no mutation score. "
+                  "`make audit-mutants` measures it.", ""]
     alarms = results / "audit_false_alarms.parquet"
     if alarms.exists():
         lines += false_alarm_lines(pd.read_parquet(alarms))
-    return (["## How good is the audit (measured)", ""] + lines) if lines else []
+    else:
+        lines += ["### False alarms on correct code", "",
+                  f"No false-alarm run is stored (`{alarms.name}` absent): no measured "
+                  "false-alarm rate. `make audit-false-alarms` measures it.", ""]
+    return lines

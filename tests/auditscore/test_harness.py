@@ -134,8 +134,45 @@ def test_table_score_and_report(tmp_path):
             for a in (True, False, False, False)]
     pd.DataFrame(rows).to_parquet(tmp_path / "audit_false_alarms.parquet")
     text = "\n".join(audit_score_section(tmp_path))
-    assert "2/3 (67 %) of the non-equivalent mutants" in text
+    assert "2/3 (67 %) of the 3 non-equivalent mutants" in text
     assert "| primitive | 4 | 1 | 0.2500" in text and "primitive: n=100" in text
+
+
+def test_the_report_section_is_read_from_the_tables_and_follows_them(tmp_path):
+    """The REPORT section says when a table is absent, and its numbers come from the stored
+    tables: a changed outcome or a changed alarm changes the text."""
+    absent = "\n".join(audit_score_section(tmp_path))
+    assert "No mutation run is stored" in absent and "No false-alarm run is stored" in absent
+    assert "Score" not in absent and "observed rate" not in absent
+
+    sample = mutants_of("dptaucc/privacy/m.py", "def f(x):\n    return x * 2 + 1\n")[:4]
+    store = Store(tmp_path / "store" / "results.jsonl")
+    for m in sample:
+        store.put({"id": m.id, "tree_hash": "t", "audit": "violation", "tests": "failed",
+                   "audits_run": ["primitives"], "audit_s": 30.0, "tests_s": 30.0})
+    mutant_table(sample, store, "t", {}, 1328, 7).to_parquet(tmp_path / "audit_mutants.parquet")
+    decisions = pd.DataFrame({"kind": ["primitive"] * 200, "name": ["p"] * 200,
+                              "alarm": [False] * 200, "alpha": [0.05] * 200,
+                              "config": ["n=50000"] * 200, "seed": range(200)})
+    decisions.to_parquet(tmp_path / "audit_false_alarms.parquet")
+    first = "\n".join(audit_score_section(tmp_path))
+    assert "a stratified sample of 4 of the 1328 mutants" in first and "(seed 7" in first
+    assert "A sample, not a census" in first and "4 min of audits and tests" in first
+    assert "kills 4/4 (100 %) of the 4 non-equivalent mutants" in first
+    assert "interval 40–100 %" in first  # Clopper–Pearson for 4 of 4
+    assert "| primitive | 200 | 0 | 0.0000 [0.0000, 0.0183] | 0.05 | 10.0 |" in first
+    assert "No kind of decision alarms significantly" in first and "seeds 0–199" in first
+
+    store.put({"id": sample[0].id, "tree_hash": "t", "audit": "survived", "tests": "failed",
+               "audits_run": ["primitives"], "audit_s": 30.0, "tests_s": 30.0})
+    mutant_table(sample, store, "t", {}, 1328, 7).to_parquet(tmp_path / "audit_mutants.parquet")
+    decisions.loc[:39, "alarm"] = True  # 40 alarms in 200 at α = 0.05: too many
+    decisions.to_parquet(tmp_path / "audit_false_alarms.parquet")
+    second = "\n".join(audit_score_section(tmp_path))
+    assert "kills 3/4 (75 %) of the 4 non-equivalent mutants" in second
+    assert "unjudged" in second and sample[0].id in second  # the survivor is listed
+    assert "| primitive | 200 | 40 | 0.2000 [" in second
+    assert "Above nominal (the interval lies above α): primitive." in second
 
 
 def test_clopper_pearson_and_the_false_alarm_summary():
