@@ -98,3 +98,15 @@ def test_bad_input_is_refused():
     with pytest.raises(ValueError, match="finite"):
         exact_choose(np.array([[0.0, np.nan]]), 1.0)
     assert exact_choose(np.zeros((0, 3)), 1.0).shape == (0,)
+
+
+def test_many_choices_per_row_are_accepted_below_the_64_bit_limit():
+    """Rows of thousands of choices (a wide column assignment) draw normally; only
+    2**29 choices or more are refused (their proposal weights would overflow 64 bits)."""
+    import numpy as np
+
+    from dptaucc.privacy.exact import exact_choose
+
+    scores = np.zeros((3, 5000))
+    scores[:, 4321] = 1000.0  # every other choice has probability e^-1000
+    assert exact_choose(scores, 1.0).tolist() == [4321] * 3

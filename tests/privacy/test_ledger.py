@@ -62,3 +62,11 @@ def test_running_totals_are_math_fsum_of_the_entries():
     assert ledger.epsilon_mechanisms == 0.75
     ledger.entries.pop()
     assert ledger.epsilon_mechanisms == 0.25
+
+
+@pytest.mark.parametrize("delta", [-0.1, 1.5, 2.0])
+def test_a_charge_with_delta_outside_zero_one_is_refused(delta):
+    from dptaucc.privacy.ledger import PrivacyLedger
+
+    with pytest.raises(ValueError, match="invalid charge"):
+        PrivacyLedger().charge("step", "gaussian", 1.0, delta)
