@@ -295,7 +295,9 @@ def ledger_record(build, D, D_prime, *, seed: int, bug: str | None = None) -> di
     cost of what was drawn, plus the entries no call drew), as ``epsilon_claimed`` the ε the
     ledger reports (a ratio above 1: the ledger under-reports); the problems as ``event``.
     D and D' are also checked :func:`filled` (every cell + 1), which takes the methods' dense
-    paths where the pair itself is sparse.
+    paths where the pair itself is sparse. A fit that raises is named in the event and left
+    out (the end-to-end layer counts "fit raised"); when none finishes the verdict is "no
+    evidence".
 
     >>> import numpy as np
     >>> from dptaucc import DPTauCC
@@ -313,10 +315,21 @@ def ledger_record(build, D, D_prime, *, seed: int, bug: str | None = None) -> di
     """
     from .workers import bug_context
 
-    checks = []
+    checks, raised = [], []
     with bug_context(bug):
-        for k, X in enumerate((D, D_prime, filled(D), filled(D_prime))):
-            checks.append(check_fit(build(seed + k), X))
+        for k, (name, X) in enumerate((("D", D), ("D'", D_prime), ("D filled", filled(D)),
+                                       ("D' filled", filled(D_prime)))):
+            try:
+                checks.append(check_fit(build(seed + k), X))
+            except Exception as error:  # a fit that refuses an input leaves no ledger to check
+                raised.append(f"the fit on {name} raised {type(error).__name__}: {error}")
+    if not checks:
+        return {"scope": "ledger", "epsilon": math.nan, "delta": math.nan,
+                "epsilon_spent": math.nan, "end_to_end_dp": False, "epsilon_claimed": math.nan,
+                "epsilon_lower": math.nan, "verdict": "no evidence", "step": "no fit finished",
+                "event": "; ".join(raised), "n_fits": 0, "epsilon_lower_max": math.nan,
+                "events": "", "time_s": 0.0}
+
     def excess(c: LedgerCheck) -> float:
         spent = c.epsilon_spent
         return c.epsilon_recomputed / spent if 0 < spent < math.inf else math.inf
@@ -329,7 +342,7 @@ def ledger_record(build, D, D_prime, *, seed: int, bug: str | None = None) -> di
             "epsilon_claimed": worst.epsilon_spent, "epsilon_lower": worst.epsilon_recomputed,
             "verdict": "violation" if problems else "ok",
             "step": f"{sum(len(c.calls) for c in checks)} calls on D, D' (sparse and filled)",
-            "event": "; ".join(dict.fromkeys(problems)) or worst.summary(),
+            "event": "; ".join(dict.fromkeys(problems + raised)) or worst.summary(),
             "n_fits": len(checks), "epsilon_lower_max": math.nan, "events": "", "time_s": 0.0}
 
 

@@ -316,3 +316,33 @@ def test_a_capped_row_budget_still_spends_the_epsilon_given(name):
     check = lc.check_fit(build(0), pair.D)
     check.raise_for_problems()
     assert check.epsilon_spent == 1000.0
+
+
+def test_a_fit_that_raises_is_named_not_fatal():
+    """A fit that refuses an input (e.g. a bound read from an all-zero matrix) leaves that
+    input's ledger unchecked and says so; the others are still checked; none: no evidence."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    from dptaucc import DPTauCC
+    from dptaucc.audit.ledger_check import ledger_record
+
+    class Picky(DPTauCC):
+        def fit(self, X, y=None):
+            if sp.csr_matrix(X).sum() < 5:
+                raise ValueError("too few counts")
+            return super().fit(X)
+
+    class Refuses(DPTauCC):
+        def fit(self, X, y=None):
+            raise ValueError("never")
+
+    D = np.zeros((6, 4), dtype=int)
+    D_prime = D.copy()
+    D_prime[0, 0] = 1
+    rec = ledger_record(lambda s: Picky(2, 2, epsilon=1.0, random_state=s), D, D_prime, seed=0)
+    assert rec["verdict"] == "ok" and rec["n_fits"] == 2
+    assert "the fit on D raised ValueError: too few counts" in rec["event"]
+    none = ledger_record(lambda s: Refuses(2, 2, epsilon=1.0, random_state=s), D, D_prime,
+                         seed=0)
+    assert none["verdict"] == "no evidence" and none["n_fits"] == 0
