@@ -160,6 +160,23 @@ def power_scenario() -> Scenario:
                             ("delta", POWER_DELTA)))
 
 
+def exact_sizes_scenario() -> Scenario:
+    """One row added, one cluster, one iteration: D's exact cluster size is n, D''s n + 1, so
+    centres divided by the exact size equal ``cluster_sums_ / n`` on every fit on D and on
+    none on D' (the released counts are Gaussian: the correct code never gives that equality).
+
+    >>> s = exact_sizes_scenario()
+    >>> s.pair.name, dict(s.params)["n_clusters"], [e.name for e in s.events][1]
+    ('added_row', 1, 'cluster_centers_ = cluster_sums_ / exact sizes of D')
+    """
+    pair = added_row(n_per_cluster=50)
+    return Scenario(pair, _recomputed(pair.D)[:2],
+                    "one row added, one cluster: the exact size moves by one, so a division "
+                    "by exact sizes after the mechanism shows on every fit",
+                    share=0.5, derive=False, modes=("corrected",),
+                    params=(("n_clusters", 1), ("n_iter", 1)))
+
+
 def scenarios() -> AuditScenarios:
     """Colored noise's audit (module docstring).
 
@@ -171,6 +188,6 @@ def scenarios() -> AuditScenarios:
     return AuditScenarios(
         (Scenario(p, (*_recomputed(p.D), *label_events(p)),
                   "a row balanced between two large clusters: labels, counts and centres from "
-                  "the raw rows"), power_scenario()),
+                  "the raw rows"), power_scenario(), exact_sizes_scenario()),
         (CallSiteSetup(added_row(), (("epsilon", 4.0), ("delta", 0.5), ("n_iter", 1)),
                        max_calls=1),), BUGS)

@@ -16,7 +16,7 @@ from dptaucc.audit.workers import bug_context
 
 
 def _power(method: str):
-    [scenario] = [s for s in method_audits(method) if not s.derive]
+    scenario = next(s for s in method_audits(method) if not s.derive)  # the first: the power one
     return scenario, AuditJob(method, "corrected", 1.0, 100).factory(scenario.params)
 
 
@@ -79,3 +79,17 @@ def test_dpnmf_power_event_reads_the_direction_of_the_released_topic(side, fires
 def test_dpnmf_release_limit_is_declared_for_every_setup():
     for setup in call_site_setup("dpnmf"):
         assert "2/N" in setup.limit_of("epoch 2: (HHᵀ/N, VHᵀ/N)")
+
+
+def test_colored_noise_centres_over_exact_sizes_show_on_every_fit():
+    """One row added, one cluster: with the released centres divided by exact sizes the event
+    fires on every fit on D and on none on D'; the correct code fires on neither."""
+    [scenario] = [s for s in method_audits("colored_noise") if s.pair.name == "added_row"]
+    build = AuditJob("colored_noise", "corrected", 1.0, 100).factory(scenario.params)
+    event = scenario.events[1]
+    seeds = range(6)
+    D, D_prime = scenario.pair.D, scenario.pair.D_prime
+    assert _fires(build, D, event, seeds) == _fires(build, D_prime, event, seeds) == 0.0
+    with bug_context("colored_noise.centres_over_exact_sizes"):
+        assert _fires(build, D, event, seeds) == 1.0
+        assert _fires(build, D_prime, event, seeds) == 0.0
