@@ -188,8 +188,10 @@ POWER_LLR = 0.2
 def _folded_log_pmf(size: int, count: int, eps_count: float) -> float:
     """log P(released size) for a true ``count``: discrete Laplace of scale 1/ε_count (the
     counts' L1 sensitivity 2 at 2·ε_count), folded about ½ (n ↦ 1 − n below 1)."""
-    q = math.exp(-eps_count)
-    return math.log((1 - q) / (1 + q) * (q ** abs(size - count) + q ** abs(1 - size - count)))
+    from dptaucc.privacy.checks import discrete_laplace_pmf
+
+    return math.log(float(discrete_laplace_pmf(np.array([size - count, 1 - size - count]),
+                                               1.0 / eps_count).sum()))
 
 
 @functools.lru_cache(maxsize=256)
