@@ -11,7 +11,7 @@ coefficients H (K×n). Each of the I epochs updates H, releases ``Ā = HHᵀ/N``
   parameters, σ and the ledger. Nothing else: no coefficients, loss or training labels.
 * Neighbouring relation: one document replaced (N fixed), which covers the suite's one-cell
   change. Every document is scaled to unit L2 norm and every column of H kept in
-  {h ≥ 0, ‖h‖ ≤ 1}; so one document moves the pair by at most Δ = 2√2/N (proof in
+  {h ≥ 0, ‖h‖ ≤ 1}; so one document moves the pair by at most Δ = 2/N (proof in
   :mod:`~dptaucc.baselines.nmf_dp.release`). One joint Gaussian release per epoch at
   (ε/I, δ/I), σ from the analytic Gaussian mechanism, snapped to a data-independent grid;
   I epochs compose to (ε, δ).

@@ -5,14 +5,22 @@ Corrected (:func:`release_statistics`), the privacy argument:
 * Neighbours: X and X' differ in one document (one row replaced, N fixed). Changing one cell
   of the count matrix, the suite's neighbouring relation, changes one row, so it is a special
   case and the guarantee carries over unchanged.
-* Every document is scaled to unit L2 norm (‖v_i‖ ≤ 1; an empty one stays 0), and every
-  column of H lies in {h ≥ 0, ‖h‖ ≤ 1}. Column i of H is computed from document i and the
-  previously released statistics only (:func:`~.updates.local_coefficients`), so between
-  neighbours only (v_i, h_i) differs.
-* Then ``HHᵀ/N`` moves by ``(h_i h_iᵀ − h_i' h_i'ᵀ)/N``, of Frobenius norm
-  ≤ (‖h_i‖² + ‖h_i'‖²)/N ≤ 2/N, and ``VHᵀ/N`` by ``(v_i h_iᵀ − v_i' h_i'ᵀ)/N``, of norm
-  ≤ (‖v_i‖‖h_i‖ + ‖v_i'‖‖h_i'‖)/N ≤ 2/N: the pair moves by at most Δ = 2√2/N in L2.
-  (For non-negative vectors the true maximum is 2/N; the bound keeps the margin.)
+* Every document is scaled to unit L2 norm (‖v_i‖ ≤ 1; an empty one stays 0) and has no
+  negative entry (the input check refuses negative values); every column of H lies in
+  {h ≥ 0, ‖h‖ ≤ 1}. Column i of H is computed from document i and the previously released
+  statistics only (:func:`~.updates.local_coefficients`), so between neighbours only
+  (v_i, h_i) differs.
+* Then the pair moves by ``(h hᵀ − h′h′ᵀ, v hᵀ − v′h′ᵀ)/N`` (writing v, h for v_i, h_i on
+  one side, v′, h′ on the other), whose squared Frobenius norm times N² is
+  ``‖h‖⁴ + ‖h′‖⁴ − 2(h·h′)²  +  ‖v‖²‖h‖² + ‖v′‖²‖h′‖² − 2(v·v′)(h·h′)``.
+  (h·h′)² ≥ 0 whatever the signs, and v·v′ ≥ 0, h·h′ ≥ 0 because all four vectors are
+  non-negative, so both subtracted terms are ≥ 0 and the sum is at most 1 + 1 + 1 + 1 = 4:
+  the pair moves by at most Δ = 2/N in L2 (:func:`statistics_sensitivity`). Equality needs
+  h ⊥ h′ and v ⊥ v′, all of unit norm: two documents on disjoint words whose coefficients
+  are orthogonal unit vectors (the audit's ``orthonormal_topics`` history realises it). The
+  triangle inequality on each statistic gives the looser 2√2/N (charged by earlier versions
+  of this code); a signed document (v′ = −v, h·h′ = ½) would move it by
+  3/(√2·N), which is why the non-negativity matters.
 * One Gaussian release of the pair per epoch, σ from the analytic Gaussian mechanism
   (Balle & Wang 2018) at (ε/I, δ/I), through :func:`dptaucc.privacy.gaussian_mechanism`
   (snapped to a grid finer than σ by 2²⁴, so no low-order bit carries the data). The epochs
@@ -24,8 +32,6 @@ floating point, on raw counts.
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 import scipy.sparse as sp
@@ -59,20 +65,20 @@ def statistics(V: sp.csr_matrix | np.ndarray, H: np.ndarray) -> tuple[np.ndarray
 
 
 def statistics_sensitivity(n_documents: int) -> float:
-    """L2 sensitivity of the pair (HHᵀ/N, VHᵀ/N) for one replaced document: 2√2/N.
+    """L2 sensitivity of the pair (HHᵀ/N, VHᵀ/N) for one replaced non-negative unit-norm
+    document with coefficients in {h ≥ 0, ‖h‖ ≤ 1}: 2/N (proof in the module docstring).
 
-    >>> import math
-    >>> math.isclose(statistics_sensitivity(4), math.sqrt(2) / 2)
-    True
+    >>> statistics_sensitivity(4)
+    0.5
     """
-    return 2.0 * math.sqrt(2.0) / n_documents
+    return 2.0 / n_documents
 
 
 def statistics_sigma(n_documents: int, epsilon: float, delta: float) -> float:
-    """σ of one corrected release: analytic Gaussian at (ε, δ) for Δ = 2√2/N.
+    """σ of one corrected release: analytic Gaussian at (ε, δ) for Δ = 2/N.
 
     >>> from dptaucc.baselines.nmf_dp.gaussian import analytic_gaussian_sigma
-    >>> statistics_sigma(10, 1.0, 1e-5) == analytic_gaussian_sigma(2 * 2**0.5 / 10, 1.0, 1e-5)
+    >>> statistics_sigma(10, 1.0, 1e-5) == analytic_gaussian_sigma(2 / 10, 1.0, 1e-5)
     True
     """
     return analytic_gaussian_sigma(statistics_sensitivity(n_documents), epsilon, delta)
@@ -112,10 +118,11 @@ def release_statistics(V: sp.csr_matrix, H: np.ndarray, epsilon: float, delta: f
 
 
 def paper_sensitivity(n_documents: int) -> float:
-    """The authors' Δ = 2/N per release (valid only for documents of norm ≤ 1).
+    """The authors' Δ = 2/N for each of their two releases (valid only for documents of norm
+    ≤ 1; the corrected mode's one joint release has the same Δ for both statistics at once).
 
-    >>> paper_sensitivity(4), paper_sensitivity(4) < statistics_sensitivity(4)
-    (0.5, True)
+    >>> paper_sensitivity(4)
+    0.5
     """
     return 2.0 / n_documents
 

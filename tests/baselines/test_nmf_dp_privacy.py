@@ -2,10 +2,10 @@
 the release at its own ε = 1, and regression tests for the audit's findings (non-private SVD
 initialisation, global early stop, per-document outputs on the model).
 
-Expected values are written out here from the method's math — the L2 sensitivity 2√2/N of
-(HHᵀ/N, VHᵀ/N) for one replaced unit-norm document, the per-epoch budget (ε/I, δ/I) and the
-exact Gaussian privacy profile of Balle & Wang (2018, Thm 8) — never read back from the code
-under test.
+Expected values are written out here from the method's math — the L2 sensitivity 2/N of
+(HHᵀ/N, VHᵀ/N) for one replaced non-negative unit-norm document, the per-epoch budget
+(ε/I, δ/I) and the exact Gaussian privacy profile of Balle & Wang (2018, Thm 8) — never read
+back from the code under test.
 """
 
 import math
@@ -36,8 +36,9 @@ def _unit_documents(X):
 
 
 def _sensitivity(n):
-    """One document replaced: ‖ΔHHᵀ‖_F ≤ 2/N and ‖ΔVHᵀ‖_F ≤ 2/N (unit-norm v_i, h_i)."""
-    return math.hypot(2.0 / n, 2.0 / n)
+    """One document replaced (non-negative v_i, h_i of norm ≤ 1): N²‖Δ(HHᵀ/N, VHᵀ/N)‖² =
+    ‖h‖⁴ + ‖h′‖⁴ − 2(h·h′)² + ‖v‖²‖h‖² + ‖v′‖²‖h′‖² − 2(v·v′)(h·h′) ≤ 4, as h·h′, v·v′ ≥ 0."""
+    return 2.0 / n
 
 
 def _bw_delta(sigma, sens, eps):
@@ -143,7 +144,7 @@ def _hits(V, H, u, mid, runs, seed, eps, delta):
 @pytest.mark.slow
 def test_release_neighbours_at_its_own_epsilon(monkeypatch, broken):
     """One release at (ε, δ) = (1, 0.01) on the worst neighbour pair, event = the half-space
-    through the midpoint of the two statistics. With σ calibrated for Δ = 2√2/N the event's
+    through the midpoint of the two statistics. With σ calibrated for Δ = 2/N the event's
     log-ratio is L(s/σ), L(μ) = log Φ(μ/2) − log Φ(−μ/2), s = 2/N the pair's shift, and no
     calibrated mechanism can exceed L(Δ/σ). Half the noise (the broken variant, what a halved
     sensitivity or scale does) gives L(2s/σ) > L(Δ/σ), which the test must flag."""
@@ -231,3 +232,31 @@ def test_corrected_fit_is_dp_end_to_end_and_keeps_nothing_per_document():
             assert not hasattr(m, attr)
     assert a.n_h_steps_ == b.n_h_steps_
     assert a.noise_std_ == b.noise_std_
+
+
+def test_no_replaced_document_moves_the_release_by_more_than_two_over_n():
+    """The proof of Δ = 2/N (release.py) checked on random non-negative documents and
+    coefficients (v of unit norm, h in the unit ball, many of them near-orthogonal pairs), and
+    its premise: with signed documents the same move exceeds 2/N."""
+    rng = np.random.default_rng(0)
+    n, k, m = 7, 3, 5
+
+    def move(v, h, v2, h2):
+        return math.sqrt(np.linalg.norm(np.outer(h, h) - np.outer(h2, h2)) ** 2
+                         + np.linalg.norm(np.outer(v, h) - np.outer(v2, h2)) ** 2) / n
+
+    worst = 0.0
+    for _ in range(20000):
+        v, v2 = rng.random(m) ** 8, rng.random(m) ** 8  # sparse-ish: near-orthogonal pairs
+        h, h2 = rng.random(k) ** 8, rng.random(k) ** 8
+        v, v2 = v / np.linalg.norm(v), v2 / np.linalg.norm(v2)
+        h = h / max(np.linalg.norm(h), 1.0) if rng.random() < 0.5 else h / np.linalg.norm(h)
+        h2 = h2 / np.linalg.norm(h2)
+        worst = max(worst, move(v, h, v2, h2))
+    assert 0.95 * release_mod.statistics_sensitivity(n) < worst
+    assert worst <= release_mod.statistics_sensitivity(n) * (1 + 1e-12)
+    e0, e1 = np.eye(2)
+    assert move(e0, e0, e1, e1) == pytest.approx(2.0 / n)  # attained: h ⊥ h′, v ⊥ v′
+    half = np.array([0.5, math.sqrt(0.75)])  # h·h′ = ½, v′ = −v: 4 − 2c² + 2c = 4.5
+    signed = move(e0, e0, -e0, half)
+    assert signed == pytest.approx(math.sqrt(4.5) / n)  # > 2/N: why V ≥ 0 is needed
