@@ -76,6 +76,17 @@ def test_dpnmf_power_event_reads_the_direction_of_the_released_topic(side, fires
     assert _fires(nearly_exact, getattr(scenario.pair, side), leans, range(10)) == float(fires)
 
 
+def test_dpnmf_power_scenario_bounds_correct_code_below_its_claim():
+    """The released topic's lean bounds the correct code well above 0 (about 0.6 at 500 fits
+    per side; an event or pair that misses the move gives no bound) and below ε = 5."""
+    scenario, build = _power("dpnmf")
+    claim = dict(scenario.params)["epsilon"]
+    result = audit_release(build, scenario.pair.D, scenario.pair.D_prime, scenario.events,
+                           n_fits=500, alpha=0.05, claim=claim,
+                           delta=dict(scenario.params)["delta"], derive=False)
+    assert 0.3 < result.epsilon_lower <= claim
+
+
 def test_dpnmf_release_limit_is_declared_for_every_setup():
     for setup in call_site_setup("dpnmf"):
         assert "2/N" in setup.limit_of("epoch 2: (HHᵀ/N, VHᵀ/N)")
