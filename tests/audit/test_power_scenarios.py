@@ -55,6 +55,18 @@ def test_dp_kmeans_power_event_is_the_likelihood_ratio_of_the_release():
     assert on_d > 0.1 and on_dp * math.exp(tau) <= on_d + 0.05
 
 
+def test_dp_kmeans_power_scenario_puts_the_budget_on_one_release():
+    """One iteration (``n_iter=1``): 300 fits per side already bound the correct code above
+    a fifth of its claim (1.20 of 5 measured); with diffprivlib's rule (two iterations, the
+    last released) the same fits bound it at 0."""
+    scenario, build = _power("dp_kmeans")
+    claim = dict(scenario.params)["epsilon"]
+    assert dict(scenario.params)["n_iter"] == 1
+    result = audit_release(build, scenario.pair.D, scenario.pair.D_prime, scenario.events,
+                           n_fits=300, alpha=0.05, claim=claim, derive=False)
+    assert 0.2 * claim < result.epsilon_lower <= claim
+
+
 def test_dp_kmeans_power_events_see_exact_counts():
     scenario, build = _power("dp_kmeans")
     ratio, exact = scenario.events
@@ -93,3 +105,20 @@ def test_colored_noise_centres_over_exact_sizes_show_on_every_fit():
     with bug_context("colored_noise.centres_over_exact_sizes"):
         assert _fires(build, D, event, seeds) == 1.0
         assert _fires(build, D_prime, event, seeds) == 0.0
+
+
+def test_dp_kmeans_centres_over_exact_sizes_show_on_every_fit():
+    """One zero row added, one cluster, one iteration: with the released centres divided by
+    the exact size, centres × D's size lie on the sums' grid at every fit on D and rarely on
+    D' (the noisy sum divisible by n + 1); the correct code gives it only when the noisy count
+    is n, on D and D' alike."""
+    [scenario] = [s for s in method_audits("dp_kmeans") if s.pair.name == "zero_row_added"]
+    build = AuditJob("dp_kmeans", "corrected", 1.0, 100).factory(scenario.params)
+    [event] = scenario.events
+    D, D_prime = scenario.pair.D, scenario.pair.D_prime
+    assert D_prime.shape[0] == D.shape[0] + 1
+    on_d, on_dp = _fires(build, D, event, range(40)), _fires(build, D_prime, event, range(40, 80))
+    assert 0.0 < on_d < 0.5 and 0.0 < on_dp < 0.5  # ñ = n, about tanh(ε_count/2) of the fits
+    with bug_context("dp_kmeans.centres_over_exact_sizes"):
+        assert _fires(build, D, event, range(40)) == 1.0
+        assert _fires(build, D_prime, event, range(40, 80)) <= 0.05
