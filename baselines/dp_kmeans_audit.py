@@ -25,10 +25,10 @@ the claim (5.9 for exact sizes: every fit of D, none of D'), at ε ≥ 6 it coul
 at the quick size: 0.38 ε (docs/audit.md); with diffprivlib's rule (two iterations at least,
 the last released) the same pair reached only 0.14 ε.
 
-The exact-sizes scenario (:func:`exact_sizes_scenario`): :func:`zero_row_added`, one cluster,
-one iteration, ε = 1: a division by the exact cluster size after the sums' mechanism puts the
-released centre times D's exact size on the sums' public grid at every fit on D, and at about
-one fit in n + 1 on D' (:func:`centres_on_sum_grid`).
+The exact-sizes scenario (:func:`exact_sizes_scenario`): :func:`zero_row_added`, one
+iteration, ε = 1: a division by the exact cluster sizes after the sums' mechanism puts the
+released centres times D's exact sizes on the sums' public grid at every fit on D, and at
+about one fit in n + 1 on D' (:func:`centres_on_sum_grid`).
 
 Call sites (ε = 6.35, d = 1, two iterations, public bound :data:`CALL_BOUND`): the second
 iteration on :func:`row_across_boundary` with the history crafted by :func:`boundary_history`
@@ -66,7 +66,8 @@ __all__ = ["scenarios", "row_across_boundary", "row_leaves_the_top", "boundary_h
            "exact_sizes_scenario"]
 
 
-#: rows of :func:`zero_row_added` (D' divisible by n + 1 about once in n + 1 fits) and the
+#: zero rows of :func:`zero_row_added` (a noisy sum divisible by n + 1 about once in n + 1
+#: fits) and the
 #: share of the method's fits its scenario gets
 EXACT_SIZES_ROWS = 50
 EXACT_SIZES_SHARE = 0.25
@@ -115,22 +116,26 @@ def row_leaves_the_top(n_top: int = 4, n_zero: int = 4) -> RowPair:
                        "row u at the bound replaced by a zero row (row-level)")
 
 
-def zero_row_added(n_rows: int = EXACT_SIZES_ROWS) -> RowPair:
-    """(one row added) One column: ``n_rows`` rows at 5 in D; D' has one more row, all zero.
-    With one cluster and a fixed number of iterations the only release the added row moves
-    is the count, by 1 (its sums are unchanged: the row is zero), so the pair's loss is the
-    counts' ε_count per iteration, a quarter of what the counts are charged: the claim ε
-    holds for this pair although DP-KMeans' relation is "one row replaced". What the pair
-    changes is the exact cluster size: n on D, n + 1 on D'.
+def zero_row_added(n_zero: int = EXACT_SIZES_ROWS, n_top: int = EXACT_SIZES_ROWS) -> RowPair:
+    """(one row added) One column: ``n_top`` rows at 5 and ``n_zero`` zero rows in D; D' has
+    one more zero row. Any two distinct centres in the box put 0 and 5 in different clusters,
+    and the added row joins the zero rows' cluster: with a fixed number of iterations the only
+    release it moves is that cluster's count, by 1 (its sums are unchanged: the row is zero),
+    so the pair's loss is ε_count per iteration, half of what the counts are charged: the
+    claim ε holds for this pair although DP-KMeans' relation is "one row replaced". What the
+    pair changes is the zero cluster's exact size: n_zero on D, n_zero + 1 on D'. (With one
+    cluster the same pair would do, but DP-KMeans charges its sums for two clusters' values
+    even when there is one, an over-charge the ledger check would report as a deviation.)
 
-    >>> pair = zero_row_added(n_rows=3)
+    >>> pair = zero_row_added(n_zero=3, n_top=1)
     >>> pair.D.toarray().ravel().tolist(), pair.D_prime.toarray().ravel().tolist()
-    ([5, 5, 5], [5, 5, 5, 0])
+    ([5, 0, 0, 0], [5, 0, 0, 0, 0])
     """
-    D = np.full((n_rows, 1), 5, dtype=np.int64)
+    D = np.zeros((n_top + n_zero, 1), dtype=np.int64)
+    D[:n_top] = 5
     Dp = np.vstack([D, np.zeros((1, 1), dtype=np.int64)])
-    return RowPair("zero_row_added", sp.csr_matrix(D), sp.csr_matrix(Dp), n_rows, 1,
-                   "one zero row added, one cluster (the exact size moves by one)")
+    return RowPair("zero_row_added", sp.csr_matrix(D), sp.csr_matrix(Dp), n_top + n_zero, 2,
+                   "one zero row added (the zero rows' exact cluster size moves by one)")
 
 
 def boundary_history(n_top: int = 4, n_zero: int = 4) -> Callable[[list[Call]], list[Call]]:
@@ -217,11 +222,11 @@ def centres_on_sum_grid(D) -> ev.Event:
     centre is ``s·g/ñ`` (ñ the noisy count), on that grid times n only when ñ divides s·n.
 
     >>> from types import SimpleNamespace
-    >>> pair = zero_row_added(n_rows=3)
-    >>> def fitted(centre):
-    ...     return SimpleNamespace(cluster_centers_=np.array([[centre]]), epsilon_coord_=1.0,
-    ...                            bounds_=(np.zeros(1), np.full(1, 5.0)),
-    ...                            predict=lambda X: np.zeros(X.shape[0], dtype=int))
+    >>> pair = zero_row_added(n_zero=3, n_top=1)
+    >>> def fitted(zero_centre):  # cluster 0 holds the row at 5 with sum 5 (5120 steps)
+    ...     return SimpleNamespace(cluster_centers_=np.array([[5.0], [zero_centre]]),
+    ...                            epsilon_coord_=1.0, bounds_=(np.zeros(1), np.full(1, 5.0)),
+    ...                            predict=lambda X: (np.asarray(X.todense())[:, 0] < 2.5) * 1)
     >>> event = centres_on_sum_grid(pair.D)
     >>> event(fitted(1001 / 1024 / 3)), event(fitted(1001 / 1024 / 4))  # s = 1001 over 3, over 4
     (True, False)
@@ -239,22 +244,22 @@ def centres_on_sum_grid(D) -> ev.Event:
 
 
 def exact_sizes_scenario() -> Scenario:
-    """:func:`zero_row_added` (``EXACT_SIZES_ROWS`` rows), one cluster, one iteration, ε = 1:
-    centres divided by the exact size show on every fit on D (the event
-    :func:`centres_on_sum_grid`) and on about one in n + 1 on D' (the noisy sum divisible by
-    n + 1); the correct code gives the event with about the probability that the noisy count
-    equals n, on D and D' alike up to e^ε_count.
+    """:func:`zero_row_added` (``EXACT_SIZES_ROWS`` zero rows), two clusters, one iteration,
+    ε = 1: centres divided by the exact sizes show on every fit on D (the event
+    :func:`centres_on_sum_grid`) and on about one in n + 1 on D' (the zero cluster's noisy
+    sum divisible by n + 1); the correct code gives the event when each noisy count divides
+    its sum times the exact size (mostly: equals it), on D and D' alike up to e^ε_count.
 
     >>> s = exact_sizes_scenario()
     >>> s.pair.name, dict(s.params)["n_clusters"], dict(s.params)["n_iter"], s.derive
-    ('zero_row_added', 1, 1, False)
+    ('zero_row_added', 2, 1, False)
     """
     pair = zero_row_added()
     return Scenario(pair, (centres_on_sum_grid(pair.D),),
-                    "one zero row added, one cluster, one iteration: the exact size moves by "
-                    "one, so centres divided by exact sizes after the mechanism show on every "
-                    "fit", share=EXACT_SIZES_SHARE, derive=False, modes=("corrected",),
-                    params=(("n_clusters", 1), ("n_iter", 1)))
+                    "one zero row added, one iteration: the zero rows' exact cluster size "
+                    "moves by one, so centres divided by exact sizes after the mechanism show "
+                    "on every fit", share=EXACT_SIZES_SHARE, derive=False, modes=("corrected",),
+                    params=(("n_clusters", 2), ("n_iter", 1)))
 
 
 #: the power scenario's ε and event threshold (a fraction of ε; docs/audit.md)

@@ -108,17 +108,17 @@ def test_colored_noise_centres_over_exact_sizes_show_on_every_fit():
 
 
 def test_dp_kmeans_centres_over_exact_sizes_show_on_every_fit():
-    """One zero row added, one cluster, one iteration: with the released centres divided by
-    the exact size, centres × D's size lie on the sums' grid at every fit on D and rarely on
-    D' (the noisy sum divisible by n + 1); the correct code gives it only when the noisy count
-    is n, on D and D' alike."""
+    """One zero row added, one iteration: with the released centres divided by the exact
+    sizes, centres × D's sizes lie on the sums' grid at every fit on D and rarely on D' (the
+    zero cluster's noisy sum divisible by n + 1, or 0); the correct code gives it only when
+    each noisy count divides its sum times the exact size, on D and D' alike."""
     [scenario] = [s for s in method_audits("dp_kmeans") if s.pair.name == "zero_row_added"]
     build = AuditJob("dp_kmeans", "corrected", 1.0, 100).factory(scenario.params)
     [event] = scenario.events
     D, D_prime = scenario.pair.D, scenario.pair.D_prime
     assert D_prime.shape[0] == D.shape[0] + 1
-    on_d, on_dp = _fires(build, D, event, range(40)), _fires(build, D_prime, event, range(40, 80))
-    assert 0.0 < on_d < 0.5 and 0.0 < on_dp < 0.5  # ñ = n, about tanh(ε_count/2) of the fits
+    assert _fires(build, D, event, range(40)) < 0.2
+    assert _fires(build, D_prime, event, range(40, 80)) < 0.2
     with bug_context("dp_kmeans.centres_over_exact_sizes"):
         assert _fires(build, D, event, range(40)) == 1.0
-        assert _fires(build, D_prime, event, range(40, 80)) <= 0.05
+        assert _fires(build, D_prime, event, range(40, 80)) <= 0.15
