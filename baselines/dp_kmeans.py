@@ -11,15 +11,18 @@ compare our split, iteration rule, bounds and samplers with its code.
 Both modes start from diffprivlib's data-independent centres (uniform in the bounds, kept apart)
 and run ``iters = int(max(min(ε/ε_m, 7), 2))`` DPLloyd iterations (diffprivlib's rule; 2 on
 every dataset of the paper): assign every row to its nearest centre, then release a noisy
-count and noisy coordinate sums per cluster and divide.
+count and noisy coordinate sums per cluster and divide. ``n_iter`` (an int ≥ 1) replaces the
+rule by that many iterations in either mode; the split below uses it in place of ``iters``,
+so the ledger still sums to ε. Only the last iteration is released: one iteration puts the
+whole budget on the release (the privacy audit's power scenario uses it).
 
 Threat model of corrected mode
 ------------------------------
 What is protected: the rows of the non-negative matrix X (n×d). Neighbours differ in one row,
 replaced by any other row; this covers the suite's relation ``X' = X + e_u e_vᵀ`` (one cell
-plus one). Public: n, d, k, ε, ``bounds_max``, the code. Released (the fitted attributes):
-``cluster_centers_`` and ``cluster_sizes_`` of the last iteration, and the ledger. Nothing in
-the fitted model reads the data outside the mechanisms; ``predict(X)``,
+plus one). Public: n, d, k, ε, ``bounds_max``, ``n_iter``, the code. Released (the fitted
+attributes): ``cluster_centers_`` and ``cluster_sizes_`` of the last iteration, and the
+ledger. Nothing in the fitted model reads the data outside the mechanisms; ``predict(X)``,
 ``evaluation_row_labels(X)`` and ``score(X)`` read the rows you pass and are *not* private.
 Randomness: ``random_state`` seeds every draw (research: whoever knows the seed can replay the
 noise); ``secure=True`` draws the noise from OpenDP's exact discrete Laplace with the operating
@@ -436,6 +439,8 @@ class DPKMeans(ClusterMixin, PrivateEstimator):
         see the module docstring.
     bounds_max : public maximum count per cell for corrected mode (default
         :data:`DEFAULT_BOUNDS_MAX`); ignored in paper mode, whose bounds come from the data.
+    n_iter : None (default: diffprivlib's rule :func:`calc_iters`, 2 to 7 iterations) or a
+        public number of DPLloyd iterations ≥ 1; ε is split evenly over them.
     random_state : None, int, numpy Generator or a :class:`~dptaucc.privacy.Sampler`; the
         single source of randomness (seeded path).
     secure : draw the noise from OpenDP's exact samplers with the operating system's
@@ -466,6 +471,9 @@ class DPKMeans(ClusterMixin, PrivateEstimator):
     >>> model = DPKMeans(n_clusters=2, epsilon=1.0, random_state=0).fit(X)
     >>> model.cluster_centers_.shape, round(model.epsilon_spent_, 9)
     ((2, 6), 1.0)
+    >>> one = DPKMeans(n_clusters=2, epsilon=1.0, n_iter=1, random_state=0).fit(X)
+    >>> one.n_iter_, len(one.privacy_ledger_.entries), round(one.epsilon_spent_, 9)
+    (1, 2, 1.0)
     """
 
     _parameter_constraints = {
@@ -473,6 +481,7 @@ class DPKMeans(ClusterMixin, PrivateEstimator):
         "epsilon": EPSILON,
         "mode": MODE,
         "bounds_max": [None, Interval(Real, 0, None, closed="neither")],
+        "n_iter": [None, Interval(Integral, 1, None, closed="left")],
         "random_state": RANDOM_STATE,
         "secure": SECURE,
     }
@@ -505,11 +514,13 @@ class DPKMeans(ClusterMixin, PrivateEstimator):
         return kinds
 
     def __init__(self, n_clusters: int = 8, epsilon: float = 1.0, mode: str = "corrected",
-                 bounds_max: float | None = None, random_state=None, secure: bool = False):
+                 bounds_max: float | None = None, random_state=None, secure: bool = False,
+                 n_iter: int | None = None):
         self.n_clusters = n_clusters
         self.epsilon = epsilon
         self.mode = mode
         self.bounds_max = bounds_max
+        self.n_iter = n_iter
         self.random_state = random_state
         self.secure = secure
 
@@ -524,7 +535,7 @@ class DPKMeans(ClusterMixin, PrivateEstimator):
                                         else self.bounds_max)
         n, d = X.shape
         k = check_n_clusters(self.n_clusters, n, "n_clusters", "rows")
-        iters = calc_iters(epsilon, k, n, d)
+        iters = calc_iters(epsilon, k, n, d) if self.n_iter is None else int(self.n_iter)
         share_count, share_coord = su_split(epsilon, d, iters)
         if not paper:
             grid = sum_grid(share_coord / 2.0, bmax)  # refuses a hopeless ε before any work

@@ -172,6 +172,21 @@ def test_paper_mode_ledger_records_true_spend():
     np.testing.assert_array_equal(hi, X.max(axis=0))
 
 
+@pytest.mark.parametrize("n_iter", [1, 3])
+def test_paper_mode_runs_the_iterations_it_is_given(n_iter):
+    """``n_iter`` replaces diffprivlib's rule in paper mode too: the swapped split over
+    ``n_iter`` iterations, two mechanism entries each."""
+    X, _ = blobs()
+    d = X.shape[1]
+    with pytest.warns(PrivacyLeakWarning):
+        m = DPKMeans(3, 1.0, mode="paper", n_iter=n_iter, random_state=0).fit(X)
+    c = np.cbrt(4 * d * 0.225**2)
+    assert m.n_iter_ == n_iter
+    assert m.epsilon_count_ == pytest.approx(1.0 / (n_iter * (d + c)))
+    assert len([e for e in m.privacy_ledger_.entries if e.composition != "non-private"]) \
+        == 2 * n_iter
+
+
 def test_paper_mode_keeps_the_authors_labels_and_inertia():
     X, _ = blobs()
     m = fit(X, n_clusters=3, epsilon=3.0, mode="paper", random_state=2)
@@ -249,15 +264,19 @@ def _spy(monkeypatch):
     return calls, inits
 
 
-@pytest.mark.parametrize("eps,bmax,k", [(1.0, 5.0, 3), (40.0, 3.0, 4), (300.0, 12.0, 3)])
+@pytest.mark.parametrize("eps,bmax,k,n_iter", [(1.0, 5.0, 3, None), (40.0, 3.0, 4, None),
+                                                (300.0, 12.0, 3, None), (2.0, 5.0, 3, 1),
+                                                (3.0, 4.0, 2, 9)])
 def test_every_mechanism_call_draws_at_the_scale_the_method_prescribes(monkeypatch, eps, bmax,
-                                                                      k):
+                                                                      k, n_iter):
     X, _ = blobs(seed=5, n=240, d=12)
     n, d = X.shape
     calls, inits = _spy(monkeypatch)
     rec = RecordingSampler(seeded(7))
-    m = DPKMeans(k, eps, bounds_max=bmax, random_state=rec).fit(X)
-    iters = DplKMeans(n_clusters=k, epsilon=eps, accountant=BudgetAccountant())._calc_iters(d, n)
+    m = DPKMeans(k, eps, bounds_max=bmax, random_state=rec, n_iter=n_iter).fit(X)
+    iters = n_iter or DplKMeans(n_clusters=k, epsilon=eps,
+                                accountant=BudgetAccountant())._calc_iters(d, n)
+    assert m.n_iter_ == iters
     c = np.cbrt(4 * d * 0.225**2)
     N = eps / (iters * (d + c))
     eps_count, eps_coord = c * N / 2, N / 2
@@ -492,6 +511,11 @@ def test_bad_input():
     for bad in (0, math.inf, -2.0):
         with pytest.raises(ValueError, match="bounds_max"):
             DPKMeans(3, bounds_max=bad).fit(X)
+    for bad in (0, -1, 1.5, "2"):
+        with pytest.raises(ValueError, match="n_iter"):
+            DPKMeans(3, n_iter=bad).fit(X)
+    with pytest.raises(TypeError, match="n_iter"):
+        DPKMeans(3, n_iter=True).fit(X)
     with pytest.raises(ValueError, match="n_clusters"):
         DPKMeans(0).fit(X)
     with pytest.raises(ValueError, match="secure"):
