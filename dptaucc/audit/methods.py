@@ -155,9 +155,9 @@ def method_audits(method: str) -> tuple[Scenario, ...]:
     for a private method, the all-zero matrix (unless declared).
 
     >>> [s.pair.name for s in scenarios_of("dp_kmeans").end_to_end]
-    ['new_column_maximum', 'row_at_bound', 'replaced_row', 'row_leaves_the_top']
+    ['new_column_maximum', 'row_at_bound', 'replaced_row', 'row_leaves_the_top', 'zero_row_added']
     >>> [s.pair.name for s in method_audits("dp_kmeans")][-2:]  # the all-zero matrix added
-    ['row_leaves_the_top', 'all_zero_matrix']
+    ['zero_row_added', 'all_zero_matrix']
     >>> [s.pair.name for s in method_audits("fast_taucc")]  # non-private: nothing added
     ['moving_row']
     """
