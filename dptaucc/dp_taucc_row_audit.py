@@ -270,8 +270,9 @@ INIT_COLUMN_LIMIT = (
     "history can force) and one row replaced changes only its own entry of each column's "
     "profile, by at most B: the charge 2B·Δ(W) is reached only as two columns moving by half of "
     "it each, and the privacy loss nears it only on the joint event of two rare labels (joint "
-    "events found: the projection and orthants of both columns' labels). Even at the best "
-    "utilities and with the best event, Clopper–Pearson at the audit's level bounds it at 0.83 "
+    "events found: the projection and orthants of both columns' labels). With two clusters per "
+    "column, even at the best utilities and with the best event, Clopper–Pearson at the "
+    "audit's level bounds it at 0.83 "
     "of the charge with the quick size's 300,000 held-out draws per side, 0.87 with the full "
     "size's 1,000,000 (0.90 needs about 3,000,000): a limit of the draws, not of the mechanism")
 
