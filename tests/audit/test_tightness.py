@@ -157,9 +157,9 @@ def test_dp_taucc_row_first_column_assignment_needs_a_joint_event():
     """DP-τCC (row), the first column assignment (charge 2): one row replaced changes only its
     own coordinate of each column's profile, by at most B, so no single column's label moves
     by more than half the charge (log ratio ≤ 1); the audit's joint events on both columns'
-    labels (orthants, the estimated log-likelihood ratio) see more. Without them (the joint
-    candidates removed from ``derived.select_tails``: broken on purpose once) the bound stays
-    at or below half the charge."""
+    labels (the projection on the mean difference, orthants, the estimated log-likelihood
+    ratio) see more: 0.63 of it. Without them (the projection and the joint candidates removed
+    from ``derived.select_tails``: broken on purpose once) the bound fell to 0.36."""
     res = _site("dp_taucc_row", 0, 0, 400_000)
     assert res.step == "init/column-assignment" and math.isclose(res.epsilon_claimed, 2.0)
     assert 0.55 * res.epsilon_claimed <= res.epsilon_lower <= res.epsilon_claimed, res
