@@ -92,6 +92,9 @@ class CallSiteSetup:
     max_draws: int | None = None  # a cap on the job's draws per call (slow samplers)
     skip: tuple[str, ...] = ()  # steps whose mechanism output is not comparable across D, D'
     redraw_samples: int = 0  # > 0: sample each call by redraw (dptaucc.audit.redrawn)
+    #: candidate histories (fit seeds) tried with pilot draws, the best kept: more where the
+    #: call's worst case hangs on data-independent randomness no history can force
+    n_histories: int = 3
     #: (step fragment, reason): calls known to stay below 0.9 of their charge, and why
     limits: tuple[tuple[str, str], ...] = ()
 

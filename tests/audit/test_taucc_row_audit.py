@@ -1,6 +1,7 @@
 """The audit of DP-τCC's row variant puts its calls at their worst: under the crafted history
 every table of a fit on ``row_moves_column`` moves by its full L1 sensitivity 2B, and the
-second column assignment's utilities move by the call's whole sensitivity 2B·Δ(W)."""
+second column assignment's utilities move by the call's whole sensitivity 2B·Δ(W) — on
+``row_changes_label`` nearly all of it in one column."""
 
 from __future__ import annotations
 
@@ -9,7 +10,14 @@ import pytest
 
 from dptaucc import DPTauCCRow
 from dptaucc.audit.transcript import record, replay
-from dptaucc.dp_taucc_row_audit import ROW_BOUND, row_moves_column, split_columns_history
+from dptaucc.dp_taucc_row_audit import (
+    LABEL_BOUND,
+    ROW_BOUND,
+    label_flip_history,
+    row_changes_label,
+    row_moves_column,
+    split_columns_history,
+)
 from dptaucc.privacy.checks import RecordingSampler, ScaledSampler
 
 STEPS = ["init/column-assignment", "iter1/table-before-rows", "iter1/table-after-rows",
@@ -21,8 +29,8 @@ def _noiseless(seed):
     return RecordingSampler(ScaledSampler(seed, 0.0))
 
 
-def _build(sampler):
-    return DPTauCCRow(2, 2, epsilon=8.0, n_iterations=2, h=0.5, row_bound=ROW_BOUND,
+def _build(sampler, bound=ROW_BOUND):
+    return DPTauCCRow(2, 2, epsilon=8.0, n_iterations=2, h=0.5, row_bound=bound,
                       random_state=sampler)
 
 
@@ -60,3 +68,21 @@ def test_second_column_assignment_moves_by_its_whole_sensitivity(history):
     # weights of the diagonal table: Δ(W) = 1; two columns carry B·Δ(W) each
     assert sorted(ranges[ranges > 0].tolist()) == [ROW_BOUND, ROW_BOUND]
     assert ranges.sum() == pytest.approx(2 * ROW_BOUND * 1.0)
+
+
+def test_one_count_flips_the_label_and_one_column_carries_the_charge():
+    """On ``row_changes_label`` under ``label_flip_history`` (the second column assignment's
+    setup) row u's one count in the other half flips its internal label: column 0's profile
+    loses B in row cluster 0 and gains B − 1 in cluster 1, a utility range of (2B − 1)·Δ(W)
+    (Δ(W) = 1), column 2 moves by 1·Δ(W): 2B in total, the call's whole sensitivity."""
+    pair = row_changes_label()
+    crafted = label_flip_history()(record(_build(0, LABEL_BOUND), pair.D))
+    assert [c.step for c in crafted] == STEPS
+    scores = []
+    for X in (pair.D, pair.D_prime):
+        sampler = _noiseless(1)
+        replay(_build(sampler, LABEL_BOUND), X, crafted, 3)
+        scores.append(sampler.of_kind("choose")[-1].inputs)
+    change = scores[1] - scores[0]
+    ranges = change.max(axis=1) - change.min(axis=1)
+    assert ranges.tolist() == [2 * LABEL_BOUND - 1, 0, 1, 0]

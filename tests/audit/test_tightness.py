@@ -135,3 +135,31 @@ def test_dp_kmeans_counts_at_their_worst(bug):
         assert 0.9 * res.epsilon_claimed <= res.epsilon_lower <= res.epsilon_claimed, res
     else:
         assert res.verdict == "violation", res
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("bug", [None, "dp_taucc_row.column_sensitivity_B"])
+def test_dp_taucc_row_second_column_assignment_at_its_worst(bug):
+    """DP-τCC (row), iteration 2's joint column assignment (charge 2) on ``row_changes_label``:
+    one count of row u flips its internal label, so column 0 alone carries 127/128 of the
+    charge and its rare cluster is one label (0.97 of the charge exactly): audited at ≥ 0.9 of
+    it; calibrated for B instead of 2B (the loss doubles) it is a violation. With the two
+    columns of ``row_moves_column`` instead (the split history: broken on purpose once) the
+    bound stayed at 0.49 of the charge."""
+    res = _site("dp_taucc_row", 1, 3, 600_000, bug)
+    assert (res.step, res.epsilon_claimed) == ("iter2/column-assignment", 2.0)
+    tight = 1.8 <= res.epsilon_lower <= 2.0
+    assert res.verdict == "violation" if bug else tight, res
+
+
+@pytest.mark.slow
+def test_dp_taucc_row_first_column_assignment_needs_a_joint_event():
+    """DP-τCC (row), the first column assignment (charge 2): one row replaced changes only its
+    own coordinate of each column's profile, by at most B, so no single column's label moves
+    by more than half the charge (log ratio ≤ 1); the audit's joint events on both columns'
+    labels (the projection on the mean difference, orthants, the estimated log-likelihood
+    ratio) see more: 0.63 of it. Without them (the projection and the joint candidates removed
+    from ``derived.select_tails``: broken on purpose once) the bound fell to 0.36."""
+    res = _site("dp_taucc_row", 0, 0, 400_000)
+    assert res.step == "init/column-assignment" and math.isclose(res.epsilon_claimed, 2.0)
+    assert 0.55 * res.epsilon_claimed <= res.epsilon_lower <= res.epsilon_claimed, res
