@@ -24,13 +24,12 @@ def count_above(t):
 
 
 def test_detects_laplace_at_half_its_charged_scale():
-    """Claimed ε = 1, noise at scale 1/2 (true ε = 2): ε_lower > 1 within a few seconds."""
-    t0 = time.perf_counter()
+    """Claimed ε = 1, noise at scale 1/2 (true ε = 2): ε_lower > 1 (its speed is a benchmark's
+    business, not a unit test's: a wall-clock bound fails on a busy machine)."""
     res = audit(LaplaceCount(epsilon=1.0, noise_factor=0.5), D, D1,
                 [count_above(t) for t in THRESHOLDS], n_fits=3000, seed=1, progress=False)
     assert res.epsilon_lower > 1.0
     assert res.epsilon_lower <= 2.0  # and never above the truth (this seed)
-    assert time.perf_counter() - t0 < 10
 
 
 def test_correct_laplace_stays_below_its_claim_and_is_tight():
