@@ -46,7 +46,7 @@ data: ## fetch (or copy from $$DPTAUCC_MIRROR) every available CLUTO matrix into
 	$(PY) -m dptaucc.datasets fetch --all
 
 test: ## run the test suite (what CI runs)
-	$(PY) -m pytest -q --durations=25
+	$(PY) -m pytest -q -n auto --dist loadfile --durations=25
 
 #: the library's unit tests, the input contract, the docs' pointers and the doctests; no slow,
 #: Octave, engine or audit tests
