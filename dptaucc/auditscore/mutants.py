@@ -51,7 +51,7 @@ from .scratch import ScratchTree, run, tree_hash
 from .targets import GROUPS, Group, group_of, is_release_function
 
 __all__ = ["population", "stratified_sample", "judge_mutant", "mutant_table",
-           "merge_tables"]
+           "merge_tables", "rejudge"]
 
 VIOLATION = 3
 
@@ -312,6 +312,29 @@ def score(df) -> dict:
     }
 
 
+def rejudge(df, judgements: dict):
+    """The table with every survivor's judgement and reason as ``judgements`` has them now
+    (a judgement written after the run, or after another group's run, counts without running
+    the mutant again); a survivor ``judgements`` does not name keeps its own, or reads
+    *unjudged*.
+
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"id": ["a", "b"], "audit": ["survived", "violation"],
+    ...                    "judgement": ["gap", ""], "reason": ["old", ""]})
+    >>> rejudge(df, {"a": {"verdict": "out of reach", "reason": "2^-53"}}).values.tolist()
+    [['a', 'survived', 'out of reach', '2^-53'], ['b', 'violation', '', '']]
+    """
+    df = df.copy()
+    for i in df.index[df["audit"] == "survived"]:
+        j = judgements.get(df.at[i, "id"])
+        if j is not None:
+            df.at[i, "judgement"] = j["verdict"]
+            df.at[i, "reason"] = " ".join(str(j.get("reason", "")).split())
+        elif not df.at[i, "judgement"]:
+            df.at[i, "judgement"] = "unjudged"
+    return df
+
+
 def merge_tables(old, new, *, by_id_only: bool = False):
     """``new`` rows in place of ``old``'s: every old row of a group ``new`` covers is dropped
     (a new sample of that group), or with ``by_id_only`` only the old rows of ``new``'s ids
@@ -462,7 +485,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if out.exists():  # this run's rows replace their own, every other row stays
         import pandas as pd
 
-        df = merge_tables(pd.read_parquet(out), df, by_id_only=bool(ids))
+        df = rejudge(merge_tables(pd.read_parquet(out), df, by_id_only=bool(ids)), judgements)
     df.to_parquet(out, index=False)
     s = score(df)
     print(json.dumps(s, indent=1))

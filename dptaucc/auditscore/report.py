@@ -20,25 +20,13 @@ import pandas as pd
 
 from .false_alarms import clopper_pearson, summarise
 from .judgements import load_judgements
-from .mutants import score
+from .mutants import rejudge, score
 
 __all__ = ["audit_score_section", "mutants_lines", "false_alarm_lines"]
 
 
 def _pct(k: int, n: int) -> str:
     return f"{k}/{n} ({100 * k / n:.0f} %)" if n else "0/0"
-
-
-def _with_current_judgements(df: pd.DataFrame) -> pd.DataFrame:
-    """Survivors take their judgement from ``judgements.yaml`` as it is now (a judgement
-    written after the run counts without running the mutant again)."""
-    judged = load_judgements()
-    df = df.copy()
-    for i, r in df.iterrows():
-        j = judged.get(r["id"])
-        if r["audit"] == "survived" and j is not None:
-            df.at[i, "judgement"], df.at[i, "reason"] = j["verdict"], " ".join(j["reason"].split())
-    return df
 
 
 def mutants_lines(df: pd.DataFrame) -> list[str]:
@@ -59,11 +47,12 @@ def mutants_lines(df: pd.DataFrame) -> list[str]:
     >>> lines[lines.index("Survivors of the audit:") + 4].split(" | ")[-2]  # not judged yet
     'unjudged'
     """
-    df = _with_current_judgements(df)
+    df = rejudge(df, load_judgements())
     s = score(df)
     run = s["run"]
     groups = ", ".join(sorted(set(df["group"])))
     seconds = float(df["audit_s"].fillna(0).sum() + df["tests_s"].fillna(0).sum())
+    untested = int(((df["audit"] != "not run") & (df["tests"] == "not run")).sum())
     samples = df.groupby("group", sort=True).agg(
         n=("id", "size"), population=("population", "first"), seed=("sample_seed", "first"),
         trees=("tree_hash", lambda t: ", ".join(sorted(set(t)))))
@@ -88,7 +77,9 @@ def mutants_lines(df: pd.DataFrame) -> list[str]:
         "| | mutants |", "|---|---|",
         f"| killed by the audit | {_pct(s['killed_audit'], run)} (violation "
         f"{s['audit_violation']}, error {s['audit_error']}, timeout {s['audit_timeout']}) |",
-        f"| killed by the tests | {_pct(s['killed_tests'], run)} |",
+        f"| killed by the tests | {_pct(s['killed_tests'], run)}"
+        + (f" ({untested} of them run with `--skip-tests`: tests not run)" if untested else "")
+        + " |",
         f"| killed by both | {_pct(s['killed_both'], run)} |",
         f"| audit only / tests only / neither | {s['killed_audit_only']} / "
         f"{s['killed_tests_only']} / {s['killed_neither']} |",
@@ -150,10 +141,14 @@ def _by_group_lines(df: pd.DataFrame) -> list[str]:
             sc = f"{_pct(s['score_killed'], s['score_n'])}, {100 * lo:.0f}–{100 * hi:.0f} %"
         else:
             sc = "no evidence"
-        lines.append(f"| {group} | {s['run']} | {s['reached']} | {s['killed_audit']} | "
-                     f"{s['killed_tests']} | {s['killed_both']} | {s['killed_audit_only']} / "
-                     f"{s['killed_tests_only']} / {s['killed_neither']} | {s['equivalent']} / "
-                     f"{s['out_of_reach']} / {s['gaps']} | {sc} |")
+        ran = g[g["audit"] != "not run"]
+        if len(ran) and (ran["tests"] == "not run").all():  # a --skip-tests run
+            tests = "not run | not run | — / — / —"
+        else:
+            tests = (f"{s['killed_tests']} | {s['killed_both']} | {s['killed_audit_only']} / "
+                     f"{s['killed_tests_only']} / {s['killed_neither']}")
+        lines.append(f"| {group} | {s['run']} | {s['reached']} | {s['killed_audit']} | {tests} | "
+                     f"{s['equivalent']} / {s['out_of_reach']} / {s['gaps']} | {sc} |")
     return lines + [""]
 
 
