@@ -1,14 +1,17 @@
-"""Judgements of the mutants that survived the audit: equivalent, or a gap in the audit.
+"""Judgements of the mutants that survived the audit: equivalent, out of reach, or a gap.
 
 ``judgements.yaml`` beside this module maps a mutant id (:mod:`~dptaucc.auditscore.mutate`:
 stable under edits elsewhere in its file) to ``verdict`` (``equivalent``: no input and no seed
 can tell it from the original's privacy, e.g. a tie-break on a measure-zero event or a
-constant used only in an error message; ``gap``: a real privacy change the audit does not
-see) and a ``reason``, written by the person who read the mutant; ``where`` and ``mutation``
-repeat what the mutant is, for the reader. A survivor nobody judged yet reads *unjudged*.
+constant used only in an error message; ``out of reach``: a real privacy change that no
+sampling audit can resolve, e.g. a probability moved by about 2⁻⁵³, or one that only an
+invalid call or an input of gigabytes shows; ``gap``: a real privacy change the audit could
+see and does not) and a ``reason``, written by the person who read the mutant; ``where`` and
+``mutation`` repeat what the mutant is, for the reader. A survivor nobody judged yet reads
+*unjudged*.
 
 >>> judgements = load_judgements()
->>> all(j["verdict"] in ("equivalent", "gap") and j["reason"] for j in judgements.values())
+>>> all(j["verdict"] in VERDICTS and j["reason"] for j in judgements.values())
 True
 """
 
@@ -21,7 +24,7 @@ import yaml
 
 __all__ = ["load_judgements", "VERDICTS"]
 
-VERDICTS = ("equivalent", "gap")
+VERDICTS = ("equivalent", "out of reach", "gap")
 
 
 def load_judgements(path: str | Path | None = None) -> dict[str, dict]:
@@ -40,7 +43,7 @@ def load_judgements(path: str | Path | None = None) -> dict[str, dict]:
     ...     load_judgements(path)
     Traceback (most recent call last):
     ...
-    ValueError: judgement m1: verdict must be one of ('equivalent', 'gap')
+    ValueError: judgement m1: verdict must be one of ('equivalent', 'out of reach', 'gap')
     """
     text = (Path(path).read_text(encoding="utf-8") if path is not None else
             (resources.files("dptaucc.auditscore") / "judgements.yaml").read_text(

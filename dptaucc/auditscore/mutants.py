@@ -18,7 +18,11 @@ Results are stored per (mutant id, tree hash) in ``<store>/results.jsonl`` as th
 an interrupted run resumes where it stopped, a changed tree starts afresh. The table
 ``<results>/audit_mutants.parquet`` has one row per sampled mutant with both outcomes and,
 for a mutant that reached the audit and survived it, its judgement
-(:mod:`~dptaucc.auditscore.judgements`): *equivalent* or *gap*, with a reason.
+(:mod:`~dptaucc.auditscore.judgements`): *equivalent*, *out of reach* or *gap*, with a reason.
+A run updates the table it writes to (:func:`merge_tables`): its rows replace that table's
+rows of the groups it sampled (with ``--ids``: only the rows of those mutants, e.g. a mutant
+run again after the audit was strengthened); rows of other groups stay as they were, each
+with the tree hash and sample seed it was judged under.
 
 ``--dry-run`` prints the population, the sample and the estimated cost (from the stored
 correct-code runs, or the audit's own ``--dry-run`` estimate where none is stored) without
@@ -46,7 +50,8 @@ from .mutate import Mutant, mutants_of
 from .scratch import ScratchTree, run, tree_hash
 from .targets import GROUPS, Group, group_of, is_release_function
 
-__all__ = ["population", "stratified_sample", "judge_mutant", "mutant_table"]
+__all__ = ["population", "stratified_sample", "judge_mutant", "mutant_table",
+           "merge_tables", "rejudge"]
 
 VIOLATION = 3
 
@@ -297,6 +302,7 @@ def score(df) -> dict:
         "killed_tests_only": int((~done["killed_by_audit"] & done["killed_by_tests"]).sum()),
         "killed_neither": int((~done["killed_by_audit"] & ~done["killed_by_tests"]).sum()),
         "equivalent": int(equivalent.sum()),
+        "out_of_reach": int((reached["judgement"] == "out of reach").sum()),
         "gaps": int((reached["judgement"] == "gap").sum()),
         "unjudged": int((reached["judgement"] == "unjudged").sum()),
         "score_n": len(scored), "score_killed": int(killed_a.sum()),
@@ -304,6 +310,64 @@ def score(df) -> dict:
         # the same share counting only exit 3 (a crash or a hang of the mutant not as a kill)
         "score_violations": int((scored["audit"] == "violation").sum()),
     }
+
+
+def rejudge(df, judgements: dict):
+    """The table with every survivor's judgement and reason as ``judgements`` has them now
+    (a judgement written after the run, or after another group's run, counts without running
+    the mutant again); a survivor ``judgements`` does not name keeps its own, or reads
+    *unjudged*.
+
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"id": ["a", "b"], "audit": ["survived", "violation"],
+    ...                    "judgement": ["gap", ""], "reason": ["old", ""]})
+    >>> rejudge(df, {"a": {"verdict": "out of reach", "reason": "2^-53"}}).values.tolist()
+    [['a', 'survived', 'out of reach', '2^-53'], ['b', 'violation', '', '']]
+    """
+    df = df.copy()
+    for i in df.index[df["audit"] == "survived"]:
+        j = judgements.get(df.at[i, "id"])
+        if j is not None:
+            df.at[i, "judgement"] = j["verdict"]
+            df.at[i, "reason"] = " ".join(str(j.get("reason", "")).split())
+        elif not df.at[i, "judgement"]:
+            df.at[i, "judgement"] = "unjudged"
+    return df
+
+
+def merge_tables(old, new, *, by_id_only: bool = False):
+    """``new`` rows in place of ``old``'s: every old row of a group ``new`` covers is dropped
+    (a new sample of that group), or with ``by_id_only`` only the old rows of ``new``'s ids
+    (those mutants run again; they keep the sample seed and population of their old row).
+    Rows of other groups stay. Sorted by group and id.
+
+    >>> import pandas as pd
+    >>> old = pd.DataFrame({"id": ["a", "b", "c"], "group": ["privacy", "dpm", "dpm"],
+    ...                     "audit": ["error", "survived", "survived"],
+    ...                     "population": [9, 5, 5], "sample_seed": [1, 1, 1]})
+    >>> new = pd.DataFrame({"id": ["b"], "group": ["dpm"], "audit": ["violation"],
+    ...                     "population": [5], "sample_seed": [0]})
+    >>> merge_tables(old, new, by_id_only=True)[["id", "audit", "sample_seed"]].values.tolist()
+    [['b', 'violation', 1], ['c', 'survived', 1], ['a', 'error', 1]]
+    >>> merge_tables(old, new)["id"].tolist()  # a new sample of dpm: c is not in it
+    ['b', 'a']
+    """
+    import pandas as pd
+
+    if old is None or not len(old):
+        return new.reset_index(drop=True)
+    new = new.copy()
+    if by_id_only:
+        kept = old.set_index("id")
+        for col in ("population", "sample_seed"):
+            if col in old and col in new:
+                new[col] = [kept.at[i, col] if i in kept.index else v
+                            for i, v in zip(new["id"], new[col], strict=True)]
+        rest = old[~old["id"].isin(set(new["id"]))]
+    else:
+        rest = old[~old["group"].isin(set(new["group"]))]
+    out = pd.concat([rest, new], ignore_index=True)
+    return out.sort_values(["group", "id"], kind="stable").reset_index(drop=True)
 
 
 # ------------------------------------------------------------------------------ CLI
@@ -329,6 +393,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--sample", type=int, default=None,
                     help="mutants to run, stratified by group × operator (default: all)")
     ap.add_argument("--seed", type=int, default=0, help="the sample's seed")
+    ap.add_argument("--ids", help="comma-separated mutant ids to run (instead of a sample); "
+                    "their rows of the table are replaced, every other row kept")
     ap.add_argument("--results-dir", default=os.environ.get("DPTAUCC_RESULTS_DIR", "results"))
     ap.add_argument("--store", help="folder of stored runs (default <results>/audit_mutants)")
     ap.add_argument("--output", help="table (default <results>/audit_mutants.parquet)")
@@ -355,7 +421,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = Path(args.output) if args.output else results / "audit_mutants.parquet"
 
     pop = population(root, groups)
-    sample = stratified_sample(pop, args.sample, args.seed)
+    ids = [i for i in (args.ids or "").split(",") if i]
+    if ids:
+        missing = sorted(set(ids) - {m.id for m in pop})
+        if missing:
+            ap.error(f"mutant id(s) {missing} are not in the population of "
+                     f"{[g.name for g in groups]}")
+        sample = [m for m in pop if m.id in set(ids)]
+    else:
+        sample = stratified_sample(pop, args.sample, args.seed)
     strata = Counter((_group_name(m), m.operator) for m in pop)
     picked = Counter((_group_name(m), m.operator) for m in sample)
     print(f"population: {len(pop)} mutants in {len(strata)} strata; sample: {len(sample)} "
@@ -408,6 +482,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                       f"({rec['n_tests']} tests, {rec['tests_s']:.0f} s)", flush=True)
     df = mutant_table(sample, store, current, judgements, len(pop), args.seed)
     out.parent.mkdir(parents=True, exist_ok=True)
+    if out.exists():  # this run's rows replace their own, every other row stays
+        import pandas as pd
+
+        df = rejudge(merge_tables(pd.read_parquet(out), df, by_id_only=bool(ids)), judgements)
     df.to_parquet(out, index=False)
     s = score(df)
     print(json.dumps(s, indent=1))

@@ -20,25 +20,13 @@ import pandas as pd
 
 from .false_alarms import clopper_pearson, summarise
 from .judgements import load_judgements
-from .mutants import score
+from .mutants import rejudge, score
 
 __all__ = ["audit_score_section", "mutants_lines", "false_alarm_lines"]
 
 
 def _pct(k: int, n: int) -> str:
     return f"{k}/{n} ({100 * k / n:.0f} %)" if n else "0/0"
-
-
-def _with_current_judgements(df: pd.DataFrame) -> pd.DataFrame:
-    """Survivors take their judgement from ``judgements.yaml`` as it is now (a judgement
-    written after the run counts without running the mutant again)."""
-    judged = load_judgements()
-    df = df.copy()
-    for i, r in df.iterrows():
-        j = judged.get(r["id"])
-        if r["audit"] == "survived" and j is not None:
-            df.at[i, "judgement"], df.at[i, "reason"] = j["verdict"], " ".join(j["reason"].split())
-    return df
 
 
 def mutants_lines(df: pd.DataFrame) -> list[str]:
@@ -59,17 +47,27 @@ def mutants_lines(df: pd.DataFrame) -> list[str]:
     >>> lines[lines.index("Survivors of the audit:") + 4].split(" | ")[-2]  # not judged yet
     'unjudged'
     """
-    df = _with_current_judgements(df)
+    df = rejudge(df, load_judgements())
     s = score(df)
     run = s["run"]
     groups = ", ".join(sorted(set(df["group"])))
     seconds = float(df["audit_s"].fillna(0).sum() + df["tests_s"].fillna(0).sum())
+    untested = int(((df["audit"] != "not run") & (df["tests"] == "not run")).sum())
+    samples = df.groupby("group", sort=True).agg(
+        n=("id", "size"), population=("population", "first"), seed=("sample_seed", "first"),
+        trees=("tree_hash", lambda t: ", ".join(sorted(set(t)))))
+    if len(samples) == 1 and df["tree_hash"].nunique() == 1:
+        what = (f"tree {df['tree_hash'].iloc[0]}: a stratified sample of {s['sampled']} of the "
+                f"{s['population']} mutants of the release code of {groups} (seed "
+                f"{int(df['sample_seed'].iloc[0])}, ")
+    else:  # one sample per group, each run on the tree of its time
+        what = ("one stratified sample per group: " + "; ".join(
+            f"{g} {r['n']} of {int(r['population'])} (seed {int(r['seed'])}, tree {r['trees']})"
+            for g, r in samples.iterrows()) + f" ({s['sampled']} mutants; ")
     lines = [
         "### Power on bugs nobody wrote by hand (mutation run)", "",
-        f"`make audit-mutants` (`python -m dptaucc.auditscore.mutants`), tree "
-        f"{df['tree_hash'].iloc[0]}: a stratified sample of {s['sampled']} of the "
-        f"{s['population']} mutants of the release code of {groups} (seed "
-        f"{int(df['sample_seed'].iloc[0])}, strata group × operator; constants ×2, ÷2, ±1; "
+        f"`make audit-mutants` (`python -m dptaucc.auditscore.mutants`), {what}"
+        "strata group × operator; constants ×2, ÷2, ±1; "
         "operators and arguments swapped; a noisy value replaced by its exact input; a draw "
         f"reused), {run} run ({seconds / 60:.0f} min of audits and tests). **A sample, not a "
         "census**: the shares below estimate the population's, within the interval given for "
@@ -79,14 +77,18 @@ def mutants_lines(df: pd.DataFrame) -> list[str]:
         "| | mutants |", "|---|---|",
         f"| killed by the audit | {_pct(s['killed_audit'], run)} (violation "
         f"{s['audit_violation']}, error {s['audit_error']}, timeout {s['audit_timeout']}) |",
-        f"| killed by the tests | {_pct(s['killed_tests'], run)} |",
+        f"| killed by the tests | {_pct(s['killed_tests'], run)}"
+        + (f" ({untested} of them run with `--skip-tests`: tests not run)" if untested else "")
+        + " |",
         f"| killed by both | {_pct(s['killed_both'], run)} |",
         f"| audit only / tests only / neither | {s['killed_audit_only']} / "
         f"{s['killed_tests_only']} / {s['killed_neither']} |",
         f"| not reached by any audit (not run against it) | {s['unreached']} |",
-        f"| reached, survived the audit: equivalent / gap / unjudged | {s['equivalent']} / "
-        f"{s['gaps']} / {s['unjudged']} |", "",
+        f"| reached, survived the audit: equivalent / out of reach / gap / unjudged | "
+        f"{s['equivalent']} / {s['out_of_reach']} / {s['gaps']} / {s['unjudged']} |", "",
     ]
+    if len(samples) > 1:
+        lines += _by_group_lines(df)
     if s["score_n"]:
         killed = _pct(s["score_killed"], s["score_n"])
         by_violation = _pct(s["score_violations"], s["score_n"])
@@ -112,6 +114,42 @@ def mutants_lines(df: pd.DataFrame) -> list[str]:
                          f"{r['judgement']} | {r['reason']} |")
         lines.append("")
     return lines
+
+
+def _by_group_lines(df: pd.DataFrame) -> list[str]:
+    """One row per group: what ran, who killed it, how survivors were judged, its score.
+
+    >>> df = pd.DataFrame({"group": ["dpm", "dpm", "privacy"], "population": [9, 9, 5],
+    ...                    "audit": ["violation", "survived", "unreached"],
+    ...                    "tests": ["failed", "survived", "failed"],
+    ...                    "killed_by_audit": [True, False, False],
+    ...                    "killed_by_tests": [True, False, True],
+    ...                    "judgement": ["", "gap", "unreached"]})
+    >>> _by_group_lines(df)[-3]
+    '| dpm | 2 | 2 | 1 | 1 | 1 | 0 / 0 / 1 | 0 / 0 / 1 | 1/2 (50 %), 1–99 % |'
+    """
+    lines = ["By group (audit alone / tests alone / neither count mutants that were run; the "
+             "score and its 95 % Clopper–Pearson interval are over the non-equivalent "
+             "mutants the audit reaches):", "",
+             "| group | run | reached | killed by the audit | by the tests | by both | audit "
+             "only / tests only / neither | survivors: equivalent / out of reach / gap | "
+             "score |", "|---|---|---|---|---|---|---|---|---|"]
+    for group, g in df.groupby("group", sort=True):
+        s = score(g)
+        if s["score_n"]:
+            lo, hi = clopper_pearson(s["score_killed"], s["score_n"])
+            sc = f"{_pct(s['score_killed'], s['score_n'])}, {100 * lo:.0f}–{100 * hi:.0f} %"
+        else:
+            sc = "no evidence"
+        ran = g[g["audit"] != "not run"]
+        if len(ran) and (ran["tests"] == "not run").all():  # a --skip-tests run
+            tests = "not run | not run | — / — / —"
+        else:
+            tests = (f"{s['killed_tests']} | {s['killed_both']} | {s['killed_audit_only']} / "
+                     f"{s['killed_tests_only']} / {s['killed_neither']}")
+        lines.append(f"| {group} | {s['run']} | {s['reached']} | {s['killed_audit']} | {tests} | "
+                     f"{s['equivalent']} / {s['out_of_reach']} / {s['gaps']} | {sc} |")
+    return lines + [""]
 
 
 def false_alarm_lines(df: pd.DataFrame) -> list[str]:

@@ -14,7 +14,7 @@ import pytest
 from dptaucc.auditscore.baselines import AuditBaseline, TestMap, _junit, doctest_ids
 from dptaucc.auditscore.false_alarms import clopper_pearson, primitive_decisions, summarise
 from dptaucc.auditscore.judgements import load_judgements
-from dptaucc.auditscore.mutants import Store, mutant_table, score
+from dptaucc.auditscore.mutants import Store, merge_tables, mutant_table, score
 from dptaucc.auditscore.mutate import mutants_of
 from dptaucc.auditscore.report import audit_score_section
 from dptaucc.auditscore.scratch import ScratchTree, run, tree_hash
@@ -173,6 +173,35 @@ def test_the_report_section_is_read_from_the_tables_and_follows_them(tmp_path):
     assert "unjudged" in second and sample[0].id in second  # the survivor is listed
     assert "| primitive | 200 | 40 | 0.2000 [" in second
     assert "Above nominal (the interval lies above α): primitive." in second
+
+
+def test_a_run_of_one_group_keeps_the_other_groups_rows_and_the_report_splits_them(tmp_path):
+    """A table of two groups judged on different trees and seeds: a new run of one group (or of
+    some ids) replaces only its own rows; REPORT gives each group's sample and score."""
+    privacy = mutants_of("dptaucc/privacy/bounded.py", "def f(x):\n    return x * 2 + 1\n")[:3]
+    dpm = mutants_of("baselines/dpm/core.py", "def g(x):\n    return x - 3\n")[:2]
+    store = Store(tmp_path / "results.jsonl")
+    for m, audit in zip(privacy, ("violation", "survived", "error"), strict=True):
+        store.put({"id": m.id, "tree_hash": "t1", "audit": audit, "tests": "failed"})
+    old = mutant_table(privacy, store, "t1", {privacy[1].id: {"verdict": "out of reach",
+                                                               "reason": "2^-53"}}, 1328, 1)
+    for m in dpm:
+        store.put({"id": m.id, "tree_hash": "t2", "audit": "survived", "tests": "survived"})
+    table = merge_tables(old, mutant_table(dpm, store, "t2", {}, 1068, 1))
+    assert sorted(table["group"]) == ["dpm"] * 2 + ["privacy"] * 3
+    assert set(table.loc[table["group"] == "privacy", "tree_hash"]) == {"t1"}
+    store.put({"id": dpm[0].id, "tree_hash": "t3", "audit": "violation", "tests": "survived"})
+    again = merge_tables(table, mutant_table(dpm[:1], store, "t3", {}, 1068, 0), by_id_only=True)
+    assert len(again) == 5 and again.loc[again["id"] == dpm[0].id, "audit"].item() == "violation"
+    assert again.loc[again["id"] == dpm[0].id, "sample_seed"].item() == 1  # its sample's seed
+    assert again.loc[again["id"] == dpm[1].id, "audit"].item() == "survived"
+    assert score(again)["out_of_reach"] == 1 and score(again)["score_n"] == 5
+    again.to_parquet(tmp_path / "audit_mutants.parquet")
+    text = "\n".join(audit_score_section(tmp_path))
+    assert "one stratified sample per group: dpm 2 of 1068 (seed 1, tree t2, t3)" in text
+    assert "privacy 3 of 1328 (seed 1, tree t1)" in text
+    assert "| dpm | 2 | 2 | 1 | 0 | 0 | 1 / 0 / 1 | 0 / 0 / 0 | 1/2 (50 %), 1–99 % |" in text
+    assert "| privacy | 3 | 3 | 2 | 3 | 2 | 0 / 1 / 0 | 0 / 1 / 0 | 2/3 (67 %), 9–99 % |" in text
 
 
 def test_clopper_pearson_and_the_false_alarm_summary():

@@ -496,3 +496,19 @@ def test_secure_flag_runs_and_refuses_a_seed():
     assert m.privacy_ledger_.end_to_end_dp
     with pytest.raises(ValueError, match="random_state"):
         ColoredNoiseKMeans(2, secure=True, random_state=0).fit(X)
+
+
+@pytest.mark.parametrize("noise", ["diag", "white"])
+def test_the_declared_blocks_cover_an_added_row(noise):
+    """The change declared to the audit's privacy map, (y, 1) with ‖y‖ ≤ R per block, is the
+    one the covariance is calibrated for: the map recomputes the full charge (a smaller
+    declared block would make the audit's ledger check see less than the noise costs)."""
+    from dptaucc.audit.ledger_check import mapped, observing
+
+    with observing() as calls:
+        release_cluster_blocks(np.zeros((2, 5)), np.array([3, 4]), 1.0, 1e-5, "analytic",
+                               noise, SeededSampler(np.random.default_rng(0)), PrivacyLedger(),
+                               "iteration 0")
+    (call,) = mapped(calls)
+    assert call.epsilon_charged == 1.0
+    assert call.epsilon_cost == pytest.approx(1.0, rel=1e-6)
