@@ -48,6 +48,11 @@ SECURE_ALPHA = 1e-4
 #: the secure wide choice measured 0.45-0.62 over four runs of 200,000 outputs (fresh OS
 #: randomness each time, so its floor leaves room for that spread)
 SECURE_FLOOR = {"gaussian": 0.3, "exponential-wide": 0.3}
+#: the wide choice's secure audit picks its event on 10,000 outputs (its 50,000 per side, a fifth
+#: of them): in about 2-5 % of runs (1 in 60 seeded runs at the same size, 1 in 19 secure runs
+#: measured) the pick misses the informative event and the bound is ~0.01, so the floor asks
+#: for it in one of two independent runs (both below: about 1 run of the test in 500)
+SECURE_RUNS = {"exponential-wide": 2}
 SLOW_SECURE = {"discrete-laplace", "bounded-discrete-laplace", "gaussian",  # 3-5 s each
                "exponential-wide"}
 
@@ -56,10 +61,12 @@ SLOW_SECURE = {"discrete-laplace", "bounded-discrete-laplace", "gaussian",  # 3-
                                   if name in SLOW_SECURE else name
                                   for name in sorted(PRIMITIVES)])
 def test_secure_primitives_audit_near_epsilon_without_violation(name):
-    row = audit_primitive(name, 1.0, n=20_000 if name == "gaussian" else 200_000, secure=True,
-                          alpha=SECURE_ALPHA)
-    assert row["path"] == "secure"
-    assert SECURE_FLOOR.get(name, 0.7) <= row["epsilon_lower"] <= 1.0, row
+    n = 20_000 if name == "gaussian" else 200_000
+    runs = [audit_primitive(name, 1.0, n=n, secure=True, alpha=SECURE_ALPHA)
+            for _ in range(SECURE_RUNS.get(name, 1))]
+    for row in runs:  # no run above the claim
+        assert row["path"] == "secure" and row["epsilon_lower"] <= 1.0, row
+    assert max(r["epsilon_lower"] for r in runs) >= SECURE_FLOOR.get(name, 0.7), runs
 
 
 def test_the_secure_audit_has_power_against_a_halved_scale():
