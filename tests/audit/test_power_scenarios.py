@@ -24,13 +24,19 @@ def _fires(build, X, event, seeds) -> float:
     return float(np.mean([event(build(seed).fit(X)) for seed in seeds]))
 
 
-def test_colored_noise_power_scenario_bounds_correct_code_below_its_claim():
-    scenario, build = _power("colored_noise")
-    claim = dict(scenario.params)["epsilon"]
+def _power_bound(method: str, n_fits: int) -> tuple[float, float]:
+    """The power scenario's bound on the correct code, and its claim (the scenario's ε)."""
+    scenario, build = _power(method)
+    params = dict(scenario.params)
     result = audit_release(build, scenario.pair.D, scenario.pair.D_prime, scenario.events,
-                           n_fits=400, alpha=0.05, claim=claim,
-                           delta=dict(scenario.params)["delta"], derive=False)
-    assert 0.3 < result.epsilon_lower <= claim
+                           n_fits=n_fits, alpha=0.05, claim=params["epsilon"],
+                           delta=params.get("delta", 0.0), derive=False)
+    return result.epsilon_lower, params["epsilon"]
+
+
+def test_colored_noise_power_scenario_bounds_correct_code_below_its_claim():
+    lower, claim = _power_bound("colored_noise", 400)
+    assert 0.3 < lower <= claim
 
 
 def test_colored_noise_power_event_sees_a_release_without_noise(monkeypatch):
@@ -59,12 +65,9 @@ def test_dp_kmeans_power_scenario_puts_the_budget_on_one_release():
     """One iteration (``n_iter=1``): 300 fits per side already bound the correct code above
     a fifth of its claim (1.20 of 5 measured); with diffprivlib's rule (two iterations, the
     last released) the same fits bound it at 0."""
-    scenario, build = _power("dp_kmeans")
-    claim = dict(scenario.params)["epsilon"]
-    assert dict(scenario.params)["n_iter"] == 1
-    result = audit_release(build, scenario.pair.D, scenario.pair.D_prime, scenario.events,
-                           n_fits=300, alpha=0.05, claim=claim, derive=False)
-    assert 0.2 * claim < result.epsilon_lower <= claim
+    assert dict(_power("dp_kmeans")[0].params)["n_iter"] == 1
+    lower, claim = _power_bound("dp_kmeans", 300)
+    assert 0.2 * claim < lower <= claim
 
 
 def test_dp_kmeans_power_events_see_exact_counts():
@@ -91,12 +94,8 @@ def test_dpnmf_power_event_reads_the_direction_of_the_released_topic(side, fires
 def test_dpnmf_power_scenario_bounds_correct_code_below_its_claim():
     """The released topic's lean bounds the correct code well above 0 (about 0.6 at 500 fits
     per side; an event or pair that misses the move gives no bound) and below ε = 5."""
-    scenario, build = _power("dpnmf")
-    claim = dict(scenario.params)["epsilon"]
-    result = audit_release(build, scenario.pair.D, scenario.pair.D_prime, scenario.events,
-                           n_fits=500, alpha=0.05, claim=claim,
-                           delta=dict(scenario.params)["delta"], derive=False)
-    assert 0.3 < result.epsilon_lower <= claim
+    lower, claim = _power_bound("dpnmf", 500)
+    assert 0.3 < lower <= claim
 
 
 def test_dpnmf_release_limit_is_declared_for_every_setup():
