@@ -15,6 +15,7 @@ from scipy import optimize, stats
 
 from dptaucc.privacy import (
     PrivacyLedger,
+    SecureSampler,
     SeededSampler,
     bounded_discrete_laplace,
     bounded_discrete_laplace_epsilon,
@@ -219,3 +220,18 @@ def test_neighbour_test_has_power_against_half_the_noise():
     ha, hb = _bottom_hits(runs, 1, 10, 20, broken=True)
     lower, _ = neighbour_log_ratio_bounds(ha, runs, hb, runs)
     assert lower > 1.0
+
+
+def test_secure_bernoulli_reads_its_second_word_below_the_53_bit_grid(monkeypatch):
+    """The secure sampler's U = hi + lo·2⁻⁵³ from two OS words: with the first word at 0 the
+    decision falls to the second word's top 53 bits, read as a uniform on [0, 1)."""
+    import dptaucc.privacy.samplers as samplers_module
+
+    def words_then(second):
+        queue = [np.zeros(1, dtype=np.uint64), np.array([second], dtype=np.uint64)]
+        return lambda count: queue.pop(0)
+
+    tiny = 2.0**-60  # true when lo < 2⁻⁷, i.e. the second word below 2⁵⁷
+    for second, expected in ((np.uint64(2**56), True), (np.uint64(2**58), False)):
+        monkeypatch.setattr(samplers_module, "os_words", words_then(second))
+        assert bool(SecureSampler().bernoulli(np.array([tiny]))[0]) is expected
