@@ -6,9 +6,11 @@ coefficients H (K×n). Each of the I epochs updates H, releases ``Ā = HHᵀ/N``
 
 ``mode="corrected"`` (default): (ε, δ)-DP end to end for what the fitted model holds.
 
-* Released: the noisy statistics (Ā, B̄) of every epoch — used only inside ``fit`` — and
-  their post-processing: the topics ``components_`` and the W-step counts. Public: shapes,
-  parameters, σ and the ledger. Nothing else: no coefficients, loss or training labels.
+* Released: the noisy statistics (Ā, B̄) of every epoch — the last epoch's kept as
+  ``A_bar_`` and ``B_bar_``: the release the final topics are post-processed from, which a
+  user can publish or inspect with them — and their post-processing: the topics
+  ``components_`` and the W-step counts. Public: shapes, parameters, σ and the ledger.
+  Nothing else: no coefficients, loss or training labels.
 * Neighbouring relation: one document replaced (N fixed), which covers the suite's one-cell
   change. Every document is scaled to unit L2 norm and every column of H kept in
   {h ≥ 0, ‖h‖ ≤ 1}; so one document moves the pair by at most Δ = 2/N (proof in
@@ -52,6 +54,7 @@ from sklearn.utils._param_validation import Interval
 from dptaucc.base import EPSILON, MODE, RANDOM_STATE, SECURE, PrivateEstimator
 from dptaucc.methods import NON_NEGATIVE_REALS, MethodInfo
 from dptaucc.privacy import (
+    DP,
     LEDGER_ATTRIBUTES,
     NON_PRIVATE,
     POST_PROCESSING,
@@ -148,6 +151,10 @@ class DPNMF(ClusterMixin, TransformerMixin, PrivateEstimator):
     epsilon_noise_implied_ : the ε the noise added buys per basic composition (corrected:
         ε; paper: far larger, the under-noising).
     n_h_steps_, n_w_steps_ : H- and W-steps per epoch.
+    A_bar_, B_bar_ : the last epoch's released statistics, Ā = HHᵀ/N + noise (K×K,
+        symmetrised) and B̄ = VHᵀ/N + noise (m×K), from which its W-steps computed
+        ``components_`` (corrected: the DP release itself, no extra cost; earlier epochs'
+        releases are not kept). Paper mode keeps its last two releases there too.
     privacy_ledger_, epsilon_spent_, delta_spent_ : the fit's privacy accounting.
     n_features_in_ : m.
     Paper mode only (NON-PRIVATE): ``coefficients_`` (H, K×n), ``loss_`` (½‖V − WH‖²/N at the
@@ -179,12 +186,14 @@ class DPNMF(ClusterMixin, TransformerMixin, PrivateEstimator):
 
     _release_kinds = {
         "components_": POST_PROCESSING, "n_w_steps_": POST_PROCESSING,
+        "A_bar_": DP, "B_bar_": DP,
         "noise_std_": PUBLIC, "epsilon_noise_implied_": PUBLIC, "n_h_steps_": PUBLIC,
         "n_features_in_": PUBLIC,
         **LEDGER_ATTRIBUTES,
     }
     _paper_release_kinds = {
         "components_": NON_PRIVATE, "n_w_steps_": NON_PRIVATE, "n_h_steps_": NON_PRIVATE,
+        "A_bar_": NON_PRIVATE, "B_bar_": NON_PRIVATE,
         "coefficients_": NON_PRIVATE, "loss_": NON_PRIVATE, "row_labels_": NON_PRIVATE,
         "labels_": NON_PRIVATE, "n_row_clusters_": NON_PRIVATE, "row_labels_private_": PUBLIC,
     }
@@ -244,6 +253,7 @@ class DPNMF(ClusterMixin, TransformerMixin, PrivateEstimator):
                                stop=relative_improvement_stop)
             n_w.append(steps)
         self.components_ = W.T
+        self.A_bar_, self.B_bar_ = A, B                  # the last release (DP)
         self.noise_std_ = statistics_sigma(n, eps_e, delta_e)
         self.epsilon_noise_implied_ = n_epochs * eps_e   # calibrated exactly
         self.n_h_steps_ = [LOCAL_H_STEPS] * n_epochs
@@ -280,6 +290,7 @@ class DPNMF(ClusterMixin, TransformerMixin, PrivateEstimator):
                                 "the farthest topic of every raw row, ½‖V − WH‖²/N and H are "
                                 "kept on the model")
         self.components_ = W.T
+        self.A_bar_, self.B_bar_ = A, B
         self.coefficients_ = H
         self.loss_ = np.asarray(losses)
         std = paper_noise_std(paper_sensitivity(n), eps_e, delta_e)

@@ -81,21 +81,42 @@ def test_dp_kmeans_power_events_see_exact_counts():
     assert on_d > 0.2 > 0.05 > on_dp
 
 
+def _dpnmf_scenario(pair: str):
+    scenario = next(s for s in method_audits("dpnmf") if s.pair.name == pair)
+    return scenario, AuditJob("dpnmf", "corrected", 1.0, 100).factory(scenario.params)
+
+
+@pytest.mark.parametrize("pair, event", [("one_word", 1), ("two_words", 1)])
 @pytest.mark.parametrize("side, fires", [("D", True), ("D_prime", False)])
-def test_dpnmf_power_event_reads_the_direction_of_the_released_topic(side, fires):
-    scenario, build = _power("dpnmf")
+def test_dpnmf_power_events_read_a_release_without_noise(pair, event, side, fires):
+    """Ā + B̄ above the midpoint of its exact values (one_word), the topic's lean to word 0
+    (two_words): certain on D and impossible on D' when the release has (almost) no noise."""
+    scenario, _ = _dpnmf_scenario(pair)
     params = {**dict(scenario.params), "epsilon": 1e9}  # (almost) no noise
-    job = AuditJob("dpnmf", "corrected", 1.0, 100)
-    nearly_exact = job.factory(tuple(params.items()))
-    leans = scenario.events[1]  # "> 0": D's exact direction leans to word 0, D''s to word 1
-    assert _fires(nearly_exact, getattr(scenario.pair, side), leans, range(10)) == float(fires)
+    nearly_exact = AuditJob("dpnmf", "corrected", 1.0, 100).factory(tuple(params.items()))
+    fired = _fires(nearly_exact, getattr(scenario.pair, side), scenario.events[event], range(10))
+    assert fired == float(fires)
 
 
-def test_dpnmf_power_scenario_bounds_correct_code_below_its_claim():
-    """The released topic's lean bounds the correct code well above 0 (about 0.6 at 500 fits
-    per side; an event or pair that misses the move gives no bound) and below ε = 5."""
+def test_dpnmf_power_scenario_is_on_the_release_and_bounds_correct_code_below_its_claim():
+    """The power scenario (the first fixed-event one) reads the released (Ā, B̄), which u
+    moves by √2/N: 500 fits per side bound the correct code at 0.94 of ε = 5 (the topic
+    scenario about 0.6 at that size; a pair that does not move the release gives 0)."""
+    scenario, _ = _power("dpnmf")
+    assert scenario.pair.name == "one_word"
     lower, claim = _power_bound("dpnmf", 500)
-    assert 0.3 < lower <= claim
+    assert 0.7 < lower <= claim
+
+
+def test_dpnmf_topic_scenario_bounds_correct_code_below_its_claim():
+    """The released topic's lean bounds the correct code above 0 (about 0.6 at 500 fits per
+    side; an event or pair that misses the move gives no bound) and below ε = 5."""
+    scenario, build = _dpnmf_scenario("two_words")
+    params = dict(scenario.params)
+    result = audit_release(build, scenario.pair.D, scenario.pair.D_prime, scenario.events,
+                           n_fits=500, alpha=0.05, claim=params["epsilon"],
+                           delta=params["delta"], derive=False)
+    assert 0.3 < result.epsilon_lower <= params["epsilon"]
 
 
 def test_dpnmf_release_limit_is_declared_for_every_setup():

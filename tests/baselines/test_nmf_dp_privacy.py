@@ -260,3 +260,35 @@ def test_no_replaced_document_moves_the_release_by_more_than_two_over_n():
     half = np.array([0.5, math.sqrt(0.75)])  # h·h′ = ½, v′ = −v: 4 − 2c² + 2c = 4.5
     signed = move(e0, e0, -e0, half)
     assert signed == pytest.approx(math.sqrt(4.5) / n)  # > 2/N: why V ≥ 0 is needed
+
+
+@pytest.mark.parametrize("mode", ["corrected", "paper"])
+def test_the_model_keeps_its_last_release_and_the_topics_are_computed_from_it(monkeypatch,
+                                                                               mode):
+    """``A_bar_``, ``B_bar_`` are the last epoch's released (Ā, B̄), noise included, and not
+    an earlier epoch's or the exact statistics; with one topic the W-step is one 1/Ā step
+    from any start, so the topic is Π(max(0, B̄/Ā)) of that release alone."""
+    X = _counts()
+    releases = []
+    name = "release_statistics" if mode == "corrected" else "paper_release"
+    original = getattr(model_mod, name)
+
+    def recording(V, H, *args, **kwargs):
+        out = original(V, H, *args, **kwargs)
+        releases.append((out, H @ H.T / H.shape[1], (V @ H.T) / H.shape[1]))
+        return out
+
+    monkeypatch.setattr(model_mod, name, recording)
+    m = DPNMF(3, 0.5, n_epochs=3, mode=mode, random_state=4).fit(X)
+    (A, B), exact_A, exact_B = releases[-1]
+    assert len(releases) == 3
+    assert m.A_bar_ is A and m.B_bar_ is B and m.A_bar_.shape == (3, 3)
+    assert m.B_bar_.shape == (X.shape[1], 3)
+    assert not np.allclose(m.B_bar_, np.asarray(exact_B))  # the noisy release
+    assert not np.allclose(m.A_bar_, exact_A)
+    assert not np.allclose(m.B_bar_, releases[-2][0][1])
+    one = DPNMF(1, 5.0, n_epochs=2, random_state=1).fit(X)
+    assert one.A_bar_[0, 0] > 0
+    topic = np.maximum(one.B_bar_[:, 0] / one.A_bar_[0, 0], 0.0)
+    np.testing.assert_allclose(one.components_[0], topic / max(1.0, np.linalg.norm(topic)),
+                               rtol=1e-12, atol=1e-15)
