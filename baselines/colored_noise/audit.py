@@ -19,7 +19,9 @@ the claim at the population level, not the claim: a cell-level ε is two add/rem
 
 Call sites on ``added_row`` (ε = 4, δ = 0.5, one iteration): the
 added row, normalised to norm 1, moves its cluster's released (sum, count) block by (y, 1),
-exactly the change the public-domain covariance is calibrated for.
+exactly the change the public-domain covariance is calibrated for; once with the default
+full covariance and once with ``noise="white"`` (paper Thm. 3's isotropic variances), so that
+both calibrations are audited at their call and checked by the ledger's privacy map.
 """
 
 from __future__ import annotations
@@ -183,6 +185,8 @@ def scenarios() -> AuditScenarios:
     >>> s = scenarios()
     >>> s.main.pair.name, s.call_sites[0].pair.name, len(s.bugs)
     ('moving_row', 'added_row', 4)
+    >>> [dict(setup.params).get("noise", "full") for setup in s.call_sites]
+    ['full', 'white']
     """
     p = moving_row(n_per_cluster=200)  # many rows: accurate centres, so row u's label follows u
     return AuditScenarios(
@@ -190,4 +194,6 @@ def scenarios() -> AuditScenarios:
                   "a row balanced between two large clusters: labels, counts and centres from "
                   "the raw rows"), power_scenario(), exact_sizes_scenario()),
         (CallSiteSetup(added_row(), (("epsilon", 4.0), ("delta", 0.5), ("n_iter", 1)),
-                       max_calls=1),), BUGS)
+                       max_calls=1),
+         CallSiteSetup(added_row(), (("epsilon", 4.0), ("delta", 0.5), ("n_iter", 1),
+                                     ("noise", "white")), max_calls=1)), BUGS)

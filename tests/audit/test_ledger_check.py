@@ -346,3 +346,28 @@ def test_a_fit_that_raises_is_named_not_fatal():
     none = ledger_record(lambda s: Refuses(2, 2, epsilon=1.0, random_state=s), D, D_prime,
                          seed=0)
     assert none["verdict"] == "no evidence" and none["n_fits"] == 0
+
+
+def test_colored_noise_white_variances_are_checked_by_a_setup(monkeypatch):
+    """Colored noise's call-site setups include ``noise="white"`` (no other scenario uses it):
+    white variances halved (ε about 1.7× its charge) make that setup's ledger record a
+    violation, and the default full-covariance setup stays ok."""
+    import dptaucc.baselines.colored_noise.estimator as cn
+
+    setups = call_site_setup("colored_noise")
+    white = [s for s in setups if dict(s.params).get("noise") == "white"]
+    assert len(white) == 1
+    build = AuditJob("colored_noise", "corrected", 1.0, 1).factory(white[0].params)
+    pair = white[0].pair
+    assert lc.ledger_record(build, pair.D, pair.D_prime, seed=1)["verdict"] == "ok"
+    correct = cn.public_domain_variances
+
+    def halved_white(p, gamma, noise, radius=cn.DOMAIN_RADIUS):
+        var = correct(p, gamma, noise, radius)
+        return var / 2 if noise == "white" else var
+
+    monkeypatch.setattr(cn, "public_domain_variances", halved_white)
+    assert lc.ledger_record(build, pair.D, pair.D_prime, seed=1)["verdict"] != "ok"
+    full = setups[0]
+    build_full = AuditJob("colored_noise", "corrected", 1.0, 1).factory(full.params)
+    assert lc.ledger_record(build_full, full.pair.D, full.pair.D_prime, seed=1)["verdict"] == "ok"
