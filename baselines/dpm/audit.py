@@ -29,7 +29,42 @@ from dptaucc.audit.reachability import laplace_reachable
 from dptaucc.audit.scenarios import AuditScenarios, CallSiteSetup, Scenario, label_events
 
 __all__ = ["scenarios", "leaf_sizes", "leaf_counts_reachable", "row_between_leaves",
-           "leaf_counts_toward", "POWER_PARAMS"]
+           "leaf_counts_toward", "POWER_PARAMS", "scaled_rows", "best_root_split",
+           "released_root_split", "root_split_is_best", "tied_coordinates", "BEST_SPLIT_PARAMS",
+           "best_split_scenario"]
+
+
+def scaled_rows(model, X) -> np.ndarray:
+    """NOT PRIVATE (an event's raw recomputation): X's rows as a fitted DPM's tree sees them,
+    the public embedding mapped to [−SCALE, SCALE] per coordinate.
+
+    >>> from dptaucc.baselines.dpm import DPM
+    >>> model = DPM(epsilon=1.0, n_components=None, max_depth=1, random_state=0).fit(
+    ...     np.array([[1, 0], [0, 1], [0, 0]]))
+    >>> scaled_rows(model, np.array([[2, 0], [0, 0]])).tolist()  # unit rows on [0, 1]^2
+    [[100.0, -100.0], [-100.0, -100.0]]
+    """
+    from dptaucc.baselines.dpm.core import SCALE
+
+    Y = model._embed(sp.csr_matrix(X, dtype=np.float64), model.embedding_)
+    lo, hi = model._box(Y.shape[1])
+    return (Y - lo) * (2.0 * SCALE / (hi - lo)) - SCALE
+
+
+def _candidates(model) -> np.ndarray:
+    """The split candidates (bin centres, scaled units) of a fitted DPM's released grid."""
+    from dptaucc.baselines.dpm.core import SCALE
+
+    return -SCALE + (np.arange(model.n_bins_) + 0.5) * (2.0 * SCALE / model.n_bins_)
+
+
+def _candidate_index(model, threshold: float, p: int) -> int:
+    """The bin whose centre a released threshold (embedding units) is."""
+    from dptaucc.baselines.dpm.core import SCALE
+
+    lo, hi = model._box(p)
+    scaled = (threshold - lo) * (2.0 * SCALE / (hi - lo)) - SCALE
+    return int(np.argmin(np.abs(_candidates(model) - scaled)))
 
 
 def leaf_sizes(model, X) -> list[tuple[int, int]]:
@@ -43,14 +78,9 @@ def leaf_sizes(model, X) -> list[tuple[int, int]]:
     >>> len(sizes) == len(model.leaf_counts_), sum(size for size, _ in sizes), sizes[0]
     (True, 200, (170, 1))
     """
-    from dptaucc.baselines.dpm.core import SCALE
-
-    Y = model._embed(sp.csr_matrix(X, dtype=np.float64), model.embedding_)
-    lo, hi = model._box(Y.shape[1])
-    Z = (Y - lo) * (2.0 * SCALE / (hi - lo)) - SCALE
-    width = 2.0 * SCALE / model.n_bins_
-    centres = -SCALE + (np.arange(model.n_bins_) + 0.5) * width
-    unit = (hi - lo) / (2.0 * SCALE)
+    Z = scaled_rows(model, X)
+    lo, _ = model._box(Z.shape[1])
+    centres = _candidates(model)
     splits = list(model.split_tree_)
     nodes = [np.arange(Z.shape[0])]
     leaves: list[tuple[int, int]] = []
@@ -67,7 +97,7 @@ def leaf_sizes(model, X) -> list[tuple[int, int]]:
             if not used:
                 leaves.append((idx.size, level))
                 continue
-            thr = centres[np.argmin(np.abs(centres - ((thr_box - lo) / unit - SCALE)))]
+            thr = centres[_candidate_index(model, thr_box, Z.shape[1])]
             left = Z[idx, int(dim)] <= thr
             nxt += [idx[left], idx[~left]]
         nodes = nxt
@@ -162,6 +192,103 @@ def leaf_counts_toward(pair: NeighbouringPair, min_depth: int = 0) -> ev.Event:
                     needs=("leaf_counts_", "split_tree_", "embedding_"))
 
 
+def best_root_split(model, X) -> tuple[int, int]:
+    """NOT PRIVATE (an event's raw recomputation): the root split the non-private way, the
+    best of the scores of all X's rows (paper Defs. 5–7, the exact row count as N) on the
+    fit's released grid: ``(dimension, bin)``, the first best in the tree's candidate order.
+
+    >>> from dptaucc.baselines.dpm import DPM
+    >>> pair = tied_coordinates(n_group=3, n_zero=6)
+    >>> model = DPM(random_state=0, **dict(BEST_SPLIT_PARAMS)).fit(pair.D)
+    >>> model.n_bins_, best_root_split(model, pair.D), best_root_split(model, pair.D_prime)
+    (13, (0, 1), (1, 1))
+    """
+    from dptaucc.baselines.dpm.core import SCALE
+    from dptaucc.baselines.dpm.tree import TreeParams, node_utilities
+
+    Z = scaled_rows(model, X)
+    params = TreeParams(lo=-SCALE, hi=SCALE, n_bins=int(model.n_bins_), t=model.t, q=model.q,
+                        w_c=model.w_c, w_e=model.w_e, corrected=model.mode == "corrected")
+    best = int(np.argmax(node_utilities(Z, float(Z.shape[0]), params)))
+    return divmod(best, int(model.n_bins_))
+
+
+def released_root_split(model) -> tuple[int, int]:
+    """``(dimension, bin)`` of the released root split (``split_tree_[0]``, used or not)."""
+    level, dim, threshold, _ = model.split_tree_[0]
+    if level != 0:
+        raise ValueError("split_tree_ does not start with the root split")
+    return int(dim), _candidate_index(model, threshold, model.cluster_centers_.shape[1])
+
+
+def root_split_is_best(pair: NeighbouringPair) -> ev.Event:
+    """"The released root split equals D's best split, recomputed from D's exact rows the
+    non-private way" (:func:`best_root_split`, on the fit's released grid). A split choice
+    that returns the best candidate instead of sampling it fires it on every fit on D; on a
+    pair whose best split differs between D and D' (:func:`tied_coordinates`), on none of D'.
+    The correct choice fires it only when the exponential mechanism happens to pick that
+    candidate, at most e^ε more often on one side than on the other.
+
+    >>> from types import SimpleNamespace
+    >>> pair = tied_coordinates(n_group=3, n_zero=6)
+    >>> fit = SimpleNamespace(n_bins_=13, t=0.3, q=1 / 12, w_c=1.0, w_e=5.0, mode="corrected",
+    ...                       cluster_centers_=np.zeros((2, 2)), embedding_=None,
+    ...                       _box=lambda p: (0.0, 1.0), _embed=lambda X, e: X.toarray())
+    >>> event, width = root_split_is_best(pair), 1.0 / 13
+    >>> [event(SimpleNamespace(**vars(fit), split_tree_=[(0, d, 1.5 * width, False)]))
+    ...  for d in (0, 1)]  # bin 1 of coordinate 0 is D's best, of coordinate 1 D′'s
+    [True, False]
+    """
+    return ev.Event("split_tree_ root = D's best split (exact rows, released grid)",
+                    lambda m: released_root_split(m) == best_root_split(m, pair.D),
+                    needs=("split_tree_", "n_bins_", "cluster_centers_", "embedding_"))
+
+
+def tied_coordinates(n_group: int = 30, n_zero: int = 200) -> NeighbouringPair:
+    """A pair whose best root split is on coordinate 0 in D and on coordinate 1 in D', at
+    every grid the interval release can pick and every root count up to n + n_zero − 2.
+
+    Two columns, no projection: ``n_group`` rows (1, 0), ``n_group`` rows (0, 1) and
+    ``n_zero`` zero rows, row u (the first zero row) gets one count in column 1 in D'. Every
+    row sits at a corner of [0, 1]², so on each coordinate every candidate strictly inside
+    has an empty bin and the same rank r (the rows at 0), hence the same score; the best is
+    the first inner bin of the coordinate with the larger centreness, i.e. the larger
+    N − r (while r ≥ N/2, so for N ≤ 2(n − n_group − 1)). In D the two coordinates tie
+    (r = n − n_group) and the tree's order takes coordinate 0; in D' u moves to 1 on
+    coordinate 1, whose r drops by one: coordinate 1 wins. Neither depends on the grid
+    (the bins at 0 and 1 hold rows and score lower) nor on N: the noisy root count moves
+    every N − r alike.
+
+    >>> pair = tied_coordinates(n_group=3, n_zero=4)
+    >>> pair.D.shape, pair.D.toarray()[pair.u].tolist(), pair.D_prime.toarray()[pair.u].tolist()
+    ((10, 2), [0, 0], [0, 1])
+    """
+    rows = [[1, 0]] * n_group + [[0, 1]] * n_group + [[0, 0]] * n_zero
+    D = sp.csr_matrix(np.array(rows, dtype=np.int64))
+    return NeighbouringPair("tied_coordinates", D, (2 * n_group, 1), 2,
+                            "the best root split moves from coordinate 0 to coordinate 1")
+
+
+#: the best-split scenario's settings: no projection (rows at the corners of the unit
+#: square), one split level (ε = 1: its root count's noise, scale about 27, stays far below
+#: the 198 rows of margin of :func:`tied_coordinates`)
+BEST_SPLIT_PARAMS = (("epsilon", 1.0), ("n_components", None), ("max_depth", 1))
+
+
+def best_split_scenario() -> Scenario:
+    """The released root split against D's best split, on :func:`tied_coordinates`.
+
+    >>> s = best_split_scenario()
+    >>> s.pair.name, dict(s.params)["max_depth"], s.derive, s.modes, len(s.events)
+    ('tied_coordinates', 1, False, ('corrected',), 1)
+    """
+    pair = tied_coordinates()
+    return Scenario(pair, (root_split_is_best(pair),),
+                    "the best root split differs between D and D' at every grid: a split "
+                    "released as the best candidate (not sampled) shows on every fit on D",
+                    params=BEST_SPLIT_PARAMS, derive=False, modes=("corrected",))
+
+
 #: the power scenario's settings: the L1 line (two columns, no projection), two levels, 97 %
 #: of the budget on the noisy counts
 POWER_PARAMS = (("epsilon", 5.0), ("n_components", None), ("row_transform", "l1"),
@@ -210,7 +337,8 @@ def scenarios() -> AuditScenarios:
                    leaf_counts_toward(row_between_leaves())),
                   "row u moves between two leaves at depth 2 whose counts carry 0.44·ε; one "
                   "fixed event, many cheap fits (the power scenario)",
-                  share=20.0, params=POWER_PARAMS, derive=False)),
+                  share=20.0, params=POWER_PARAMS, derive=False),
+         best_split_scenario()),
         (CallSiteSetup(added_row(n_per_cluster=100), (("epsilon", 200.0),), max_calls=4,
                        skip=("interval_size",), max_draws=100_000,
                        limits=(("split_level", SPLIT_LIMIT),)),), BUGS)  # a redraw costs ~2 ms
