@@ -12,6 +12,11 @@ at depth 2, whose released counts carry the largest share of the count budget (0
 per level weights √(2^ℓ)); the remove-and-add that a one-cell change is moves both leaf counts
 by 1, a privacy loss of 2·0.45·0.97·ε/2 = 0.44 ε. The fixed event :func:`leaf_counts_toward`
 (both changed leaves' counts on D′'s side) realises it exactly for the discrete Laplace.
+The best-split scenario, :func:`tied_coordinates` at ε = 1: the best root split is on
+coordinate 0 for D and on coordinate 1 for D' at every grid and root count the fit can draw,
+and :func:`root_split_is_best` fires when the released root split is D's best split,
+recomputed from D's exact rows: a split released as the best candidate rather than sampled
+fires it on every fit of D and on none of D'.
 Call sites on ``added_row`` (its calls are charged per added/removed row), ε = 200 so that the
 tree's count calls are charged about 0.5 each: the added row moves the root count by its full
 sensitivity 1; the quantile's interval index is skipped (an index into a data-dependent list).
