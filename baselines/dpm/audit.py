@@ -308,7 +308,10 @@ SPLIT_LIMIT = (
     "one falls by 1. One added row only lowers the emptiness of the bins it falls in and "
     "raises by one the rank of the candidates above it on each coordinate (a full Δu only "
     "in the outer q-fraction of the ranks), leaving most candidates' scores as they were, so "
-    "the attainable loss is a fraction of the charge (the bound is loose, not wrong)")
+    "the attainable loss is a fraction of the charge (the bound is loose, not wrong). At this "
+    "setup's ε = 200 the shifted count is ñ = max(1, ĉ + ln(2δ_cnt)/ε_cnt) = 1 (δ' = "
+    "δ/(1 + e^{ε/2}) ≈ 1e-47 shifts ĉ ≈ 200 by −223), so Δu is about 200 times what one row "
+    "moves a score by: the scaled scores move by at most about 1/200")
 
 
 _TREE = "dptaucc.baselines.dpm.tree"
