@@ -12,6 +12,11 @@ at depth 2, whose released counts carry the largest share of the count budget (0
 per level weights √(2^ℓ)); the remove-and-add that a one-cell change is moves both leaf counts
 by 1, a privacy loss of 2·0.45·0.97·ε/2 = 0.44 ε. The fixed event :func:`leaf_counts_toward`
 (both changed leaves' counts on D′'s side) realises it exactly for the discrete Laplace.
+The best-split scenario, :func:`tied_coordinates` at ε = 1: the best root split is on
+coordinate 0 for D and on coordinate 1 for D' at every grid and root count the fit can draw,
+and :func:`root_split_is_best` fires when the released root split is D's best split,
+recomputed from D's exact rows: a split released as the best candidate rather than sampled
+fires it on every fit of D and on none of D'.
 Call sites on ``added_row`` (its calls are charged per added/removed row), ε = 200 so that the
 tree's count calls are charged about 0.5 each: the added row moves the root count by its full
 sensitivity 1; the quantile's interval index is skipped (an index into a data-dependent list).
@@ -24,12 +29,47 @@ import scipy.sparse as sp
 
 from dptaucc.audit import events as ev
 from dptaucc.audit.bugs import Bug, double_epsilon_unlogged, scale_argument
-from dptaucc.audit.pairs import NeighbouringPair, added_row, all_zero_row
+from dptaucc.audit.pairs import NeighbouringPair, RowPair, added_row, all_zero_row
 from dptaucc.audit.reachability import laplace_reachable
 from dptaucc.audit.scenarios import AuditScenarios, CallSiteSetup, Scenario, label_events
 
 __all__ = ["scenarios", "leaf_sizes", "leaf_counts_reachable", "row_between_leaves",
-           "leaf_counts_toward", "POWER_PARAMS"]
+           "leaf_counts_toward", "POWER_PARAMS", "scaled_rows", "best_root_split",
+           "released_root_split", "root_split_is_best", "tied_coordinates", "BEST_SPLIT_PARAMS",
+           "best_split_scenario", "zero_row_among_corners", "SPLIT_SITE_PARAMS"]
+
+
+def scaled_rows(model, X) -> np.ndarray:
+    """NOT PRIVATE (an event's raw recomputation): X's rows as a fitted DPM's tree sees them,
+    the public embedding mapped to [−SCALE, SCALE] per coordinate.
+
+    >>> from dptaucc.baselines.dpm import DPM
+    >>> model = DPM(epsilon=1.0, n_components=None, max_depth=1, random_state=0).fit(
+    ...     np.array([[1, 0], [0, 1], [0, 0]]))
+    >>> scaled_rows(model, np.array([[2, 0], [0, 0]])).tolist()  # unit rows on [0, 1]^2
+    [[100.0, -100.0], [-100.0, -100.0]]
+    """
+    from dptaucc.baselines.dpm.core import SCALE
+
+    Y = model._embed(sp.csr_matrix(X, dtype=np.float64), model.embedding_)
+    lo, hi = model._box(Y.shape[1])
+    return (Y - lo) * (2.0 * SCALE / (hi - lo)) - SCALE
+
+
+def _candidates(model) -> np.ndarray:
+    """The split candidates (bin centres, scaled units) of a fitted DPM's released grid."""
+    from dptaucc.baselines.dpm.core import SCALE
+
+    return -SCALE + (np.arange(model.n_bins_) + 0.5) * (2.0 * SCALE / model.n_bins_)
+
+
+def _candidate_index(model, threshold: float, p: int) -> int:
+    """The bin whose centre a released threshold (embedding units) is."""
+    from dptaucc.baselines.dpm.core import SCALE
+
+    lo, hi = model._box(p)
+    scaled = (threshold - lo) * (2.0 * SCALE / (hi - lo)) - SCALE
+    return int(np.argmin(np.abs(_candidates(model) - scaled)))
 
 
 def leaf_sizes(model, X) -> list[tuple[int, int]]:
@@ -43,14 +83,9 @@ def leaf_sizes(model, X) -> list[tuple[int, int]]:
     >>> len(sizes) == len(model.leaf_counts_), sum(size for size, _ in sizes), sizes[0]
     (True, 200, (170, 1))
     """
-    from dptaucc.baselines.dpm.core import SCALE
-
-    Y = model._embed(sp.csr_matrix(X, dtype=np.float64), model.embedding_)
-    lo, hi = model._box(Y.shape[1])
-    Z = (Y - lo) * (2.0 * SCALE / (hi - lo)) - SCALE
-    width = 2.0 * SCALE / model.n_bins_
-    centres = -SCALE + (np.arange(model.n_bins_) + 0.5) * width
-    unit = (hi - lo) / (2.0 * SCALE)
+    Z = scaled_rows(model, X)
+    lo, _ = model._box(Z.shape[1])
+    centres = _candidates(model)
     splits = list(model.split_tree_)
     nodes = [np.arange(Z.shape[0])]
     leaves: list[tuple[int, int]] = []
@@ -67,7 +102,7 @@ def leaf_sizes(model, X) -> list[tuple[int, int]]:
             if not used:
                 leaves.append((idx.size, level))
                 continue
-            thr = centres[np.argmin(np.abs(centres - ((thr_box - lo) / unit - SCALE)))]
+            thr = centres[_candidate_index(model, thr_box, Z.shape[1])]
             left = Z[idx, int(dim)] <= thr
             nxt += [idx[left], idx[~left]]
         nodes = nxt
@@ -162,6 +197,103 @@ def leaf_counts_toward(pair: NeighbouringPair, min_depth: int = 0) -> ev.Event:
                     needs=("leaf_counts_", "split_tree_", "embedding_"))
 
 
+def best_root_split(model, X) -> tuple[int, int]:
+    """NOT PRIVATE (an event's raw recomputation): the root split the non-private way, the
+    best of the scores of all X's rows (paper Defs. 5–7, the exact row count as N) on the
+    fit's released grid: ``(dimension, bin)``, the first best in the tree's candidate order.
+
+    >>> from dptaucc.baselines.dpm import DPM
+    >>> pair = tied_coordinates(n_group=3, n_zero=6)
+    >>> model = DPM(random_state=0, **dict(BEST_SPLIT_PARAMS)).fit(pair.D)
+    >>> model.n_bins_, best_root_split(model, pair.D), best_root_split(model, pair.D_prime)
+    (13, (0, 1), (1, 1))
+    """
+    from dptaucc.baselines.dpm.core import SCALE
+    from dptaucc.baselines.dpm.tree import TreeParams, node_utilities
+
+    Z = scaled_rows(model, X)
+    params = TreeParams(lo=-SCALE, hi=SCALE, n_bins=int(model.n_bins_), t=model.t, q=model.q,
+                        w_c=model.w_c, w_e=model.w_e, corrected=model.mode == "corrected")
+    best = int(np.argmax(node_utilities(Z, float(Z.shape[0]), params)))
+    return divmod(best, int(model.n_bins_))
+
+
+def released_root_split(model) -> tuple[int, int]:
+    """``(dimension, bin)`` of the released root split (``split_tree_[0]``, used or not)."""
+    level, dim, threshold, _ = model.split_tree_[0]
+    if level != 0:
+        raise ValueError("split_tree_ does not start with the root split")
+    return int(dim), _candidate_index(model, threshold, model.cluster_centers_.shape[1])
+
+
+def root_split_is_best(pair: NeighbouringPair) -> ev.Event:
+    """"The released root split equals D's best split, recomputed from D's exact rows the
+    non-private way" (:func:`best_root_split`, on the fit's released grid). A split choice
+    that returns the best candidate instead of sampling it fires it on every fit on D; on a
+    pair whose best split differs between D and D' (:func:`tied_coordinates`), on none of D'.
+    The correct choice fires it only when the exponential mechanism happens to pick that
+    candidate, at most e^ε more often on one side than on the other.
+
+    >>> from types import SimpleNamespace
+    >>> pair = tied_coordinates(n_group=3, n_zero=6)
+    >>> fit = SimpleNamespace(n_bins_=13, t=0.3, q=1 / 12, w_c=1.0, w_e=5.0, mode="corrected",
+    ...                       cluster_centers_=np.zeros((2, 2)), embedding_=None,
+    ...                       _box=lambda p: (0.0, 1.0), _embed=lambda X, e: X.toarray())
+    >>> event, width = root_split_is_best(pair), 1.0 / 13
+    >>> [event(SimpleNamespace(**vars(fit), split_tree_=[(0, d, 1.5 * width, False)]))
+    ...  for d in (0, 1)]  # bin 1 of coordinate 0 is D's best, of coordinate 1 D′'s
+    [True, False]
+    """
+    return ev.Event("split_tree_ root = D's best split (exact rows, released grid)",
+                    lambda m: released_root_split(m) == best_root_split(m, pair.D),
+                    needs=("split_tree_", "n_bins_", "cluster_centers_", "embedding_"))
+
+
+def tied_coordinates(n_group: int = 30, n_zero: int = 200) -> NeighbouringPair:
+    """A pair whose best root split is on coordinate 0 in D and on coordinate 1 in D', at
+    every grid the interval release can pick and every root count up to n + n_zero − 2.
+
+    Two columns, no projection: ``n_group`` rows (1, 0), ``n_group`` rows (0, 1) and
+    ``n_zero`` zero rows, row u (the first zero row) gets one count in column 1 in D'. Every
+    row sits at a corner of [0, 1]², so on each coordinate every candidate strictly inside
+    has an empty bin and the same rank r (the rows at 0), hence the same score; the best is
+    the first inner bin of the coordinate with the larger centreness, i.e. the larger
+    N − r (while r ≥ N/2, so for N ≤ 2(n − n_group − 1)). In D the two coordinates tie
+    (r = n − n_group) and the tree's order takes coordinate 0; in D' u moves to 1 on
+    coordinate 1, whose r drops by one: coordinate 1 wins. Neither depends on the grid
+    (the bins at 0 and 1 hold rows and score lower) nor on N: the noisy root count moves
+    every N − r alike.
+
+    >>> pair = tied_coordinates(n_group=3, n_zero=4)
+    >>> pair.D.shape, pair.D.toarray()[pair.u].tolist(), pair.D_prime.toarray()[pair.u].tolist()
+    ((10, 2), [0, 0], [0, 1])
+    """
+    rows = [[1, 0]] * n_group + [[0, 1]] * n_group + [[0, 0]] * n_zero
+    D = sp.csr_matrix(np.array(rows, dtype=np.int64))
+    return NeighbouringPair("tied_coordinates", D, (2 * n_group, 1), 2,
+                            "the best root split moves from coordinate 0 to coordinate 1")
+
+
+#: the best-split scenario's settings: no projection (rows at the corners of the unit
+#: square), one split level (ε = 1: its root count's noise, scale about 27, stays far below
+#: the 198 rows of margin of :func:`tied_coordinates`)
+BEST_SPLIT_PARAMS = (("epsilon", 1.0), ("n_components", None), ("max_depth", 1))
+
+
+def best_split_scenario() -> Scenario:
+    """The released root split against D's best split, on :func:`tied_coordinates`.
+
+    >>> s = best_split_scenario()
+    >>> s.pair.name, dict(s.params)["max_depth"], s.derive, s.modes, len(s.events)
+    ('tied_coordinates', 1, False, ('corrected',), 1)
+    """
+    pair = tied_coordinates()
+    return Scenario(pair, (root_split_is_best(pair),),
+                    "the best root split differs between D and D' at every grid: a split "
+                    "released as the best candidate (not sampled) shows on every fit on D",
+                    params=BEST_SPLIT_PARAMS, derive=False, modes=("corrected",))
+
+
 #: the power scenario's settings: the L1 line (two columns, no projection), two levels, 97 %
 #: of the budget on the noisy counts
 POWER_PARAMS = (("epsilon", 5.0), ("n_components", None), ("row_transform", "l1"),
@@ -176,7 +308,47 @@ SPLIT_LIMIT = (
     "one falls by 1. One added row only lowers the emptiness of the bins it falls in and "
     "raises by one the rank of the candidates above it on each coordinate (a full Δu only "
     "in the outer q-fraction of the ranks), leaving most candidates' scores as they were, so "
-    "the attainable loss is a fraction of the charge (the bound is loose, not wrong)")
+    "the attainable loss is a fraction of the charge (the bound is loose, not wrong). At this "
+    "setup's ε = 200 the shifted count is ñ = max(1, ĉ + ln(2δ_cnt)/ε_cnt) = 1 (δ' = "
+    "δ/(1 + e^{ε/2}) ≈ 1e-47 shifts ĉ ≈ 200 by −223), so Δu is about 200 times what one row "
+    "moves a score by: the scaled scores move by at most about 1/200")
+
+
+def zero_row_among_corners(n_rows: int = 200, n_cols: int = 20) -> RowPair:
+    """(add/remove relation) The split choice's call-site pair: ``n_rows`` rows e₁ (one count
+    in column 1) and D' = D plus a zero row. Without a projection every row is a corner of
+    [0, 1]^p: on coordinate 1 every candidate's rank is 0 (the outer bottom of Def. 6), on every
+    other coordinate it is n (the outer top). The zero row sits below every candidate on every
+    coordinate, so it raises every rank by one: coordinate 1's candidates gain t/(qN) of
+    centreness, the other coordinates' lose as much (their first bins also lose emptiness): one
+    coordinate's candidates up, all the others' down, the direction the non-monotone charge
+    covers (see :data:`SPLIT_CORNERS_LIMIT` for how much of it one row can reach).
+
+    >>> pair = zero_row_among_corners(n_rows=3, n_cols=4)
+    >>> pair.D.toarray().tolist(), pair.D_prime.toarray()[-1].tolist()
+    ([[0, 1, 0, 0], [0, 1, 0, 0], [0, 1, 0, 0]], [0, 0, 0, 0])
+    """
+    X = np.zeros((n_rows, n_cols), dtype=np.int64)
+    X[:, 1] = 1
+    return RowPair("zero_row_among_corners", sp.csr_matrix(X),
+                   sp.csr_matrix(np.vstack([X, np.zeros((1, n_cols), dtype=np.int64)])),
+                   n_rows, 1, "a zero row added to rows at one corner (add/remove relation)")
+
+
+#: the split call-site setup's settings: no projection, one level, an explicit δ and most of
+#: the budget on the counts so that the shifted count ñ stays near ĉ (ln(2δ_cnt)/ε_cnt ≈ −8
+#: for ĉ ≈ 200), the split choice charged 1.6
+SPLIT_SITE_PARAMS = (("epsilon", 8.0), ("delta", 0.5), ("n_components", None),
+                     ("max_depth", 1), ("budget_fractions", (0.04, 0.5, 0.4, 0.06)))
+
+#: why the split choice stays below 0.9 of its charge on :func:`zero_row_among_corners`
+SPLIT_CORNERS_LIMIT = (
+    "the most one added row reaches (docs/audit.md): the charge covers every scaled score "
+    "s = u/Δu moving by 1 either way, Δu = (w_c·t/q + w_e)/ñ, but only the centreness part "
+    "(t/q = 3.6 of 8.6) moves many candidates at once; emptiness moves the row's own bins "
+    "only. With one coordinate's candidates up by 0.42·ñ/N and the rest down by as much, "
+    "an event on one candidate reaches at most about 0.42 of the charge (measured 0.29-0.30 at "
+    "10⁵ draws, ñ/N ≈ 0.96)")
 
 
 _TREE = "dptaucc.baselines.dpm.tree"
@@ -210,7 +382,11 @@ def scenarios() -> AuditScenarios:
                    leaf_counts_toward(row_between_leaves())),
                   "row u moves between two leaves at depth 2 whose counts carry 0.44·ε; one "
                   "fixed event, many cheap fits (the power scenario)",
-                  share=20.0, params=POWER_PARAMS, derive=False)),
+                  share=20.0, params=POWER_PARAMS, derive=False),
+         best_split_scenario()),
         (CallSiteSetup(added_row(n_per_cluster=100), (("epsilon", 200.0),), max_calls=4,
                        skip=("interval_size",), max_draws=100_000,
-                       limits=(("split_level", SPLIT_LIMIT),)),), BUGS)  # a redraw costs ~2 ms
+                       limits=(("split_level", SPLIT_LIMIT),)),  # a redraw costs ~2 ms
+         CallSiteSetup(zero_row_among_corners(), SPLIT_SITE_PARAMS, max_calls=1, first=2,
+                       max_draws=100_000, limits=(("split_level", SPLIT_CORNERS_LIMIT),))),
+        BUGS)

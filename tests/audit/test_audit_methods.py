@@ -167,6 +167,89 @@ def test_dpm_power_event_separates_d_from_d_prime_at_its_epsilon():
     assert counts[1] >= 30 and counts[1] >= 3 * (counts[0] + 1), counts
 
 
+def _plant_best_candidate_splits(monkeypatch):
+    """The mutant 7a59f68cc53c by hand: the split choice's exponential mechanism is called
+    (and charged) but each node gets its best candidate."""
+    from dptaucc.baselines.dpm import tree
+
+    original = tree.choose_splits
+
+    def best_candidate(utilities, *args):
+        original(utilities, *args)
+        return np.asarray(utilities).argmax(axis=1)
+    monkeypatch.setattr(tree, "choose_splits", best_candidate)
+
+
+@pytest.mark.parametrize("n_bins", [3, 4, 13, 100, 800])
+def test_dpm_tied_coordinates_move_the_best_split_at_every_grid(n_bins):
+    """D's best root split is the first inner bin of coordinate 0, D′'s of coordinate 1, on
+    any grid (13 to 800 bins are what the interval release gives) and for any root count N
+    from 1 to n + n_zero − 2 (the margin the noisy root count may use)."""
+    from dptaucc.baselines.dpm.audit import tied_coordinates
+    from dptaucc.baselines.dpm.tree import TreeParams, node_utilities
+
+    p = tied_coordinates()
+    n = p.D.shape[0]
+    params = TreeParams(lo=-100.0, hi=100.0, n_bins=n_bins)
+    corners = [X.toarray() * 200.0 - 100.0 for X in (p.D, p.D_prime)]  # rows at 0 or 1
+    for N in (1, n // 2, n - 1, n, n + 1, n + 100, n + 198):
+        best = [divmod(int(np.argmax(node_utilities(Z, float(N), params))), n_bins)
+                for Z in corners]
+        assert best == [(0, 1), (1, 1)], (N, best)
+
+
+def test_dpm_best_split_event_sees_a_split_released_as_the_best_candidate(monkeypatch):
+    """The event reads the released root split against D's best: the correct choice hits it
+    about once in 2·13 fits on either side; a split released as the best candidate hits it
+    on every fit of D and on none of D'."""
+    from dptaucc.baselines.dpm.audit import best_split_scenario
+
+    s = best_split_scenario()
+    event = s.events[0]
+
+    def fires(X):
+        return sum(event(DPM(random_state=seed, **dict(s.params)).fit(X)) for seed in range(40))
+    correct = [fires(s.pair.D), fires(s.pair.D_prime)]
+    assert max(correct) <= 10, correct
+    _plant_best_candidate_splits(monkeypatch)
+    assert [fires(s.pair.D), fires(s.pair.D_prime)] == [40, 0]
+
+
+def test_dpm_best_split_scenario_bounds_the_planted_bug_above_its_claim(monkeypatch):
+    """Through the engine's factory (the scenario's settings): the correct code stays at or
+    below ε = 1 on 200 fits per side; the best-candidate split exceeds it at the first look."""
+    from dptaucc.baselines.dpm.audit import best_split_scenario
+
+    from dptaucc.audit.endtoend import audit_release
+    from dptaucc.audit.experiment import AuditJob
+
+    s = best_split_scenario()
+    build = AuditJob("dpm", "corrected", 1.0, 200).factory(s.params)
+    claim = dict(s.params)["epsilon"]
+
+    def bound(n_fits):
+        return audit_release(build, s.pair.D, s.pair.D_prime, s.events, n_fits=n_fits,
+                             alpha=0.05, claim=claim, derive=False).epsilon_lower
+    assert bound(200) <= claim
+    _plant_best_candidate_splits(monkeypatch)
+    assert bound(200) > 2 * claim
+
+
+def test_dpm_split_call_site_setup_bounds_the_split_choice_above_zero():
+    """The split choice's own call-site setup (a zero row added to rows at one corner) bounds
+    the call well above 0 (the added_row setup gives no evidence) and below its charge, at
+    40,000 draws per side (0.3 of the charge at 10⁵)."""
+    from dptaucc.audit.callsite import audit_call_site
+    from dptaucc.audit.experiment import AuditJob
+
+    setup = next(s for s in call_site_setup("dpm") if s.pair.name == "zero_row_among_corners")
+    build = AuditJob("dpm", "corrected", 1.0, 100).factory(setup.params)
+    result = audit_call_site(build, setup.pair.D, setup.pair.D_prime, setup.first,
+                             n_fits=40_000, alpha=0.05)
+    assert result.step == "split_level_0"
+    assert 0.15 * result.epsilon_claimed < result.epsilon_lower <= result.epsilon_claimed
+
+
 @pytest.mark.octave
 @pytest.mark.skipif(not HAVE_OCTAVE, reason="GNU Octave (octave-cli) not installed")
 def test_dphd_power_event_is_exact_on_noiseless_fits():
