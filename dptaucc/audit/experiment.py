@@ -586,7 +586,8 @@ def run_all(cfg: dict, jobs: list[AuditJob], out: Path | None, *, n_jobs: int | 
     refitted: set[str] = set()  # one refit check per method: its first corrected job
     for k, job in enumerate(jobs, 1):
         refit = job.mode == "corrected" and job.scope != "sampler" and job.method not in refitted
-        refitted |= {job.method} if refit else set()
+        if refit:
+            refitted.add(job.method)
         recs = run_job(job, seed=int(cfg.get("seed", 0)),
                        alpha=job_alpha(float(cfg.get("alpha", 0.05)), job, jobs),
                        n_jobs=n_jobs, progress=progress, bug=bug,

@@ -9,7 +9,9 @@ fit (a warm start), is a violation, and the gate exits 3 on it.
 
 from __future__ import annotations
 
+import re
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -152,3 +154,15 @@ def test_the_gate_exits_3_on_a_refit_that_keeps_state(monkeypatch, tmp_path, cap
     assert len(refit) == 1 and refit["verdict"].item() == "violation"
     lines = rc.refit_section(table)
     assert "**violation**: refit keeps 'kmeans_labels_'" in lines[-2]
+
+
+def test_the_documented_refit_example_runs():
+    """docs/audit.md's refit snippet, run as written after the ledger snippet it follows."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "audit.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    ledger = next(b for b in blocks if "check_fit(model, pair.D)" in b)
+    refit = next(b for b in blocks if "check_refit(build" in b)
+    namespace = {"__name__": "example"}
+    for code in (ledger, refit):
+        exec(compile(code, "docs/audit.md", "exec"), namespace)
+    assert namespace["check"].verdict == "ok"
