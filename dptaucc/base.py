@@ -215,15 +215,33 @@ class SuiteEstimator(ReleaseKindsMixin, BaseEstimator):
     _all_zero_outcome: ClassVar[str] = "a result that does not depend on the data"
 
     def _check_fit(self, X) -> sp.csr_matrix:
-        """Parameters (constraints, then the estimator's own rules), then X: before any work."""
+        """Parameters (constraints, then the estimator's own rules), then X: before any work;
+        then the attributes of an earlier fit are dropped (:meth:`_forget_fit`)."""
         self._validate_params()
         self._refuse_booleans()
         self._check_parameters()
         if self._domain not in DOMAINS:
             raise TypeError(f"{type(self).__name__}._domain must be one of {DOMAINS}, "
                             f"got {self._domain!r}")
-        return check_fit_input(X, whole_counts=self._domain == COUNTS,
-                               outcome=self._all_zero_outcome)
+        X = check_fit_input(X, whole_counts=self._domain == COUNTS,
+                            outcome=self._all_zero_outcome)
+        self._forget_fit()
+        return X
+
+    def _forget_fit(self) -> None:
+        """Drop every fitted attribute (name ending in ``_``) of an earlier fit, so that a
+        refit holds only what this fit sets: never an attribute that only another mode or
+        variant sets (a paper-mode fit's non-private labels in a corrected model).
+
+        >>> from dptaucc.baselines.dp_kmeans import DPKMeans
+        >>> X = [[4, 0], [4, 1], [0, 4], [1, 4]]
+        >>> model = DPKMeans(2, mode="paper", random_state=0)
+        >>> model.labels_ = [0, 0, 1, 1]  # as a paper-mode fit leaves it
+        >>> hasattr(model.set_params(mode="corrected").fit(X), "labels_")
+        False
+        """
+        for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
+            del self.__dict__[name]
 
     def _validate_params(self) -> None:
         """scikit-learn's check of every parameter against ``_parameter_constraints``, in the

@@ -305,8 +305,6 @@ class ColoredNoiseKMeans(ClusterMixin, PrivateEstimator):
         X = self._check_fit(X)
         n, d = X.shape
         k, eps, delta, p = self._check_params(n, d)
-        for stale in ("kmeans_labels_", "cluster_sums_", "cluster_counts_"):  # variant-specific
-            self.__dict__.pop(stale, None)
         corrected = self.mode == "corrected"
         sampler = self._sampler()
         ledger = PrivacyLedger(budget_epsilon=eps, budget_delta=delta, strict=corrected)

@@ -10,7 +10,10 @@ bad argument). Paper-mode methods are expected to violate: reported, never a fai
 Every private scenario and call-site setup also gets a ledger record (scope "ledger"): each
 mechanism call's charge against what its noise costs by an independent privacy map, and the
 fit's totals against the ε (δ) it was given (:mod:`dptaucc.audit.ledger_check`); a violation
-there exits 3 too. ``--ledger-only`` runs just those (seconds).
+there exits 3 too. So does the refit check (scope "refit", once per private method): one
+estimator fitted on D' (same settings, other options, paper mode), refitted on D, must hold
+exactly what a fresh fit on D with the same seed holds (:mod:`dptaucc.audit.refit_check`).
+``--ledger-only`` runs just those two checks (seconds).
 
 ``--secure`` audits the secure path instead (``<results>/quick/audit_secure.parquet`` or
 ``<results>/audit_secure.parquet``): each method's call sites and ledgers with every mechanism
@@ -48,7 +51,7 @@ def _workers(jobs: int | None) -> int:
 
 def _print_violations(found: list[dict]) -> None:
     for r in found:
-        if r["scope"] in ("ledger", "sampler"):
+        if r["scope"] in ("ledger", "refit", "sampler"):
             print(f"VIOLATION {r['method']}/{r['mode']} {r['scope']} {r['pair']} {r['step']}: "
                   f"{r['event']}")
             continue
@@ -80,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "method on them, and fresh secure samplers per primitive")
     ap.add_argument("--ledger-only", action="store_true",
                     help="only the ledger checks (every charge against its noise's cost, "
-                         "totals against the ε given): seconds per method")
+                         "totals against the ε given) and the refit check: seconds per method")
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
 

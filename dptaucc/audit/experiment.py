@@ -14,7 +14,10 @@ means the pair's planted number of clusters) and runs, per method:
 * ``scope = "ledger"`` (every private scenario and setup, one fit on D and one on D'): each
   call's charge against what its noise costs by the independent privacy map, and the ledger's
   totals against the ε (δ) given (:mod:`dptaucc.audit.ledger_check`); not statistical, so it
-  takes no share of α.
+  takes no share of α;
+* ``scope = "refit"`` (once per private method, its first corrected job, seeded path): one
+  estimator refitted on D after fits on D' with other settings must equal a fresh fit on D
+  (:mod:`dptaucc.audit.refit_check`); not statistical either.
 
 With ``secure=True`` (``--secure``, :func:`plan`) the call sites and the ledger run on the
 secure samplers (:mod:`dptaucc.audit.secure`), and a ``scope = "sampler"`` job draws each
@@ -54,6 +57,9 @@ from .workers import bug_context
 
 __all__ = ["AuditJob", "load_config", "plan", "job_alpha", "other_form_twin", "run_job", "run_all",
            "estimate", "measurable_max", "violations", "RECORD_COLUMNS"]
+
+#: scopes of the deterministic checks (no ε bound, no share of α): the ledger and the refit
+CHECK_SCOPES = ("ledger", "refit")
 
 RECORD_COLUMNS = [
     "method", "mode", "epsilon", "delta", "epsilon_spent", "end_to_end_dp", "epsilon_lower",
@@ -352,6 +358,28 @@ def _ledger(job: AuditJob, unit, seed: int, bug: str | None, index: int) -> dict
     return rec
 
 
+def _refit(job: AuditJob, unit, seed: int, bug: str | None) -> dict | None:
+    """The refit record of a job (:mod:`dptaucc.audit.refit_check`) on its first scenario's
+    pair, the method's other scenarios' settings among the previous fits; None (a note
+    printed) on the secure path, where no seed makes a refit comparable."""
+    from .refit_check import History, refit_record
+    from .runner import fit_seed
+
+    spec = unit if job.scope == "end-to-end" else unit[0]
+    if job.secure:
+        print(f"    {job.label} refit: skipped (a secure fit has no seed, so a refit cannot be "
+              "compared with a fresh fit; the seeded audit checks refits)", flush=True)
+        return None
+    others = [History(f"the settings of scenario {s.pair.name}", job.factory(s.params))
+              for s in (*method_audits(job.method), *call_site_setup(job.method))
+              if s.params != spec.params]
+    rec = _base(job, seed, bug)
+    rec.update(refit_record(job.factory(spec.params), spec.pair.D, spec.pair.D_prime,
+                            seed=fit_seed(seed, 40_000), others=others, bug=bug),
+               pair=spec.pair.name, scope="refit", alpha=0.0)
+    return rec
+
+
 def _sampler_records(job: AuditJob, seed: int, alpha: float, progress: bool) -> list[dict]:
     """The fresh-sampler job: every primitive of :data:`~dptaucc.audit.primitives.
     FRESH_PRIMITIVES` at ε = 1, α split over them."""
@@ -377,12 +405,14 @@ def _sampler_records(job: AuditJob, seed: int, alpha: float, progress: bool) -> 
 
 def run_job(job: AuditJob, *, seed: int = 0, alpha: float = 0.05, n_jobs: int | None = 1,
             progress: bool = True, bug: str | None = None, looks: int = 2,
-            stop_at_violation: bool = False, ledger_only: bool = False) -> list[dict]:
+            stop_at_violation: bool = False, ledger_only: bool = False,
+            refit: bool = False) -> list[dict]:
     """Audit one job: one record per end-to-end scenario, or per audited call, each at
     ``alpha / (number of records)``, so the job's bounds hold simultaneously at 1 − α; and
     (private methods) one ledger record per scenario or setup, first. Call sites sampled
     in-process run ``n_jobs`` at a time (a violation stops the job after the batch it is found
     in, with ``stop_at_violation``). ``ledger_only``: the ledger records alone (seconds).
+    ``refit`` (a private method's job): a refit record after the ledger's (:func:`_refit`).
 
     >>> [record] = run_job(AuditJob("fast_taucc", None, None, 20), progress=False)
     >>> record["scope"], record["verdict"], record["epsilon_lower"] > 0  # it reads the data
@@ -409,6 +439,15 @@ def run_job(job: AuditJob, *, seed: int = 0, alpha: float = 0.05, n_jobs: int | 
             if progress:
                 print(f"    {job.label} {rec['pair']} ledger: {rec['verdict']} "
                       f"({rec['event'][:160]})", flush=True)
+            if stop_at_violation and rec["verdict"] == "violation" and job.mode == "corrected":
+                return records
+        rec = _refit(job, specs[0], seed, bug) if refit and specs else None
+        if rec is not None:
+            records.append(rec)
+            if progress:
+                print(f"    {job.label} {rec['pair']} refit: {rec['verdict']} ({rec['step']}, "
+                      f"{rec['n_fits']} fits, {rec['time_s']:.1f} s: {rec['event'][:160]})",
+                      flush=True)
             if stop_at_violation and rec["verdict"] == "violation" and job.mode == "corrected":
                 return records
     if ledger_only:
@@ -544,12 +583,16 @@ def run_all(cfg: dict, jobs: list[AuditJob], out: Path | None, *, n_jobs: int | 
     (['not DP'], True)
     """
     records: list[dict[str, Any]] = []
+    refitted: set[str] = set()  # one refit check per method: its first corrected job
     for k, job in enumerate(jobs, 1):
+        refit = job.mode == "corrected" and job.scope != "sampler" and job.method not in refitted
+        if refit:
+            refitted.add(job.method)
         recs = run_job(job, seed=int(cfg.get("seed", 0)),
                        alpha=job_alpha(float(cfg.get("alpha", 0.05)), job, jobs),
                        n_jobs=n_jobs, progress=progress, bug=bug,
                        looks=int(cfg.get("looks", 2)), stop_at_violation=stop_at_violation,
-                       ledger_only=ledger_only)
+                       ledger_only=ledger_only, refit=refit)
         records += recs
         if out is not None:
             _write(records, out, cfg["size"])
@@ -559,13 +602,15 @@ def run_all(cfg: dict, jobs: list[AuditJob], out: Path | None, *, n_jobs: int | 
                 why = "not DP, no ledger to check" if job.mode is None else "no ledger: skipped"
             print(f"[{k}/{len(jobs)}] {job.label}: {why}", flush=True)
             continue
-        ledger = [r for r in recs if r["scope"] == "ledger"]
+        ledger = [r for r in recs if r["scope"] in CHECK_SCOPES]
         if ledger:
             bad = [r for r in ledger if r["verdict"] == "violation"]
+            n_refit = sum(r["scope"] == "refit" for r in ledger)
             print(f"[{k}/{len(jobs)}] {job.label}: ledger {len(ledger) - len(bad)}/"
-                  f"{len(ledger)} ok" + (f"; VIOLATION {bad[0]['pair']}: {bad[0]['event']}"
-                                        if bad else ""), flush=True)
-        recs = [r for r in recs if r["scope"] != "ledger"]
+                  f"{len(ledger)} ok" + (" (refit check included)" if n_refit else "")
+                  + (f"; VIOLATION {bad[0]['scope']} {bad[0]['pair']}: {bad[0]['event']}"
+                     if bad else ""), flush=True)
+        recs = [r for r in recs if r["scope"] not in CHECK_SCOPES]
         if not recs:
             if stop_at_violation and violations(ledger):
                 break

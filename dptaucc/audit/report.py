@@ -172,7 +172,7 @@ def _no_evidence(lower: float, verdict: str) -> bool:
 
 def _statistical(df: pd.DataFrame) -> pd.DataFrame:
     """The records that hold ε lower bounds (the ledger checks have their own section)."""
-    return df[~df["scope"].isin(("ledger", "sampler"))]
+    return df[~df["scope"].isin(("ledger", "refit", "sampler"))]
 
 
 def _method_tables(df: pd.DataFrame) -> list[str]:
@@ -309,6 +309,9 @@ def audit_section(results_dir: str | os.PathLike = "results",
     from .ledger_check import ledger_section
 
     lines += ledger_section(df)
+    from .refit_check import refit_section
+
+    lines += refit_section(df)
     root = Path(table).parent if table is not None else Path(results_dir)
     for power in (root / "audit_power.parquet", root / "quick" / "audit_power.parquet"):
         if power.exists():

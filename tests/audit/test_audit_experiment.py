@@ -27,7 +27,11 @@ def table(tmp_path_factory):
 def test_records(table):
     df = pd.read_parquet(table)
     assert list(df.columns) == RECORD_COLUMNS
-    assert set(df["scope"]) == {"end-to-end", "ledger"} and set(df["size"]) == {"quick"}
+    assert set(df["scope"]) == {"end-to-end", "ledger", "refit"} and set(df["size"]) == {"quick"}
+    # one refit record per private method, in its first corrected job
+    refit = df[df["scope"] == "refit"]
+    assert refit[["method", "mode", "verdict"]].values.tolist() == [["dp_taucc", "corrected",
+                                                                     "ok"]]
     ledger, df = df[df["scope"] == "ledger"], df[df["scope"] == "end-to-end"]
     # one ledger record per private scenario: the paper mode's ∞ is reported, corrected is ok
     assert len(ledger) == 8 and set(ledger["method"]) == {"dp_taucc"}
@@ -58,6 +62,7 @@ def test_report_section_and_figure(table, tmp_path):
     assert "**Fast-τCC (not DP)**" in text and "| scope | fit ε | claim |" in text
     assert "**Expected.**" in text and "**Found.**" in text
     assert "### The ledger against the noise" in text
+    assert "### Refits against fresh fits" in text and "| dp_taucc | corrected |" in text
     paths = draw_figure(table, tmp_path / "figures")
     assert [p.suffix for p in paths] == [".png", ".pdf"] and all(p.stat().st_size for p in paths)
     assert audit_section(tmp_path) == []  # no table, no section
