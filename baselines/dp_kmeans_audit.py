@@ -91,11 +91,17 @@ CALL_SIZE = 2
 #: row u's value in D' (grid steps) for the first iteration: below the random start's
 #: boundary (above 7 steps for about a quarter of the seeds, never above 9 = 3B/4)
 FIRST_STEPS = 7
+#: fit seeds (random starts) the first iteration's call-site audit tries
+FIRST_HISTORIES = 24
 
 
-def _one_column(top: int, zeros: int, u_d: float, u_dp: float, name: str, why: str) -> RowPair:
-    D = np.zeros((top + zeros, 1))
-    D[:top] = 1.0
+def _one_column(top: int, zeros: int, u_d: float, u_dp: float, name: str, why: str,
+                top_value: float = 1.0) -> RowPair:
+    """``top`` rows at ``top_value`` (row u the last of them, at ``u_d`` in D and ``u_dp`` in
+    D') above ``zeros`` zero rows, in one column; integer cells when every value is whole."""
+    whole = all(float(x).is_integer() for x in (u_d, u_dp, top_value))
+    D = np.zeros((top + zeros, 1), dtype=np.int64 if whole else float)
+    D[:top] = top_value
     Dp = D.copy()
     D[top - 1], Dp[top - 1] = u_d, u_dp
     return RowPair(name, sp.csr_matrix(D), sp.csr_matrix(Dp), top - 1, 2, why)
@@ -135,18 +141,6 @@ def row_below_random_boundary(n_top: int = CALL_SIZE, n_zero: int = CALL_SIZE) -
                        "row u at the bound moves below the random start's boundary (row-level)")
 
 
-#: fit seeds (random starts) the first iteration's call-site audit tries
-FIRST_HISTORIES = 24
-
-
-def _leaving_column(top: int, zeros: int, u_d: int, u_dp: int, name: str, why: str) -> RowPair:
-    D = np.zeros((top + zeros, 1), dtype=np.int64)
-    D[:top] = 5
-    Dp = D.copy()
-    D[top - 1], Dp[top - 1] = u_d, u_dp
-    return RowPair(name, sp.csr_matrix(D), sp.csr_matrix(Dp), top - 1, 2, why)
-
-
 def row_leaves_the_top(n_top: int = 4, n_zero: int = 4) -> RowPair:
     """(row-level relation) One column: ``n_top`` rows at 5 (row u among them) and ``n_zero``
     zero rows; row u at 0 in D': any random centres (always inside the box, so their
@@ -157,8 +151,8 @@ def row_leaves_the_top(n_top: int = 4, n_zero: int = 4) -> RowPair:
     >>> row_leaves_the_top(n_top=2, n_zero=1).D_prime.toarray().ravel().tolist()
     [5, 0, 0]
     """
-    return _leaving_column(n_top, n_zero, 5, 0, "row_leaves_the_top",
-                       "row u at the bound replaced by a zero row (row-level)")
+    return _one_column(n_top, n_zero, 5, 0, "row_leaves_the_top",
+                       "row u at the bound replaced by a zero row (row-level)", top_value=5)
 
 
 def zero_row_added(n_zero: int = EXACT_SIZES_ROWS, n_top: int = EXACT_SIZES_ROWS) -> RowPair:
