@@ -30,12 +30,16 @@ iteration, ε = 1: a division by the exact cluster sizes after the sums' mechani
 released centres times D's exact sizes on the sums' public grid at every fit on D, and at
 about one fit in n + 1 on D' (:func:`centres_on_sum_grid`).
 
-Call sites (ε = 6.35, d = 1, two iterations, public bound :data:`CALL_BOUND`): the second
+Call sites (ε = 12.7, d = 1, two iterations: counts charged 2.35, sums 4 = two values at
+ε_coord = 2; public bound :data:`CALL_BOUND` = 12 steps of the sums' grid, so each sum's
+range {0, …, B·ñ} holds 25 values and its edges carry atoms of probability): the second
 iteration on :func:`row_across_boundary` with the history crafted by :func:`boundary_history`
 (row u crosses the boundary between forced centres, both counts move and both clusters' sums
-leave the edges of their ranges by the bound: the bounded mechanism's worst case); the first
-iteration on :func:`row_leaves_the_top` (its centres are random: u at 0 in D' crosses any
-boundary).
+leave the edges of their ranges by B and B − g: the bounded mechanism's worst case; its sums
+drawn :data:`SUMS_DRAWS` times the job's draws); the first iteration on
+:func:`row_below_random_boundary` (its centres are random: the audit tries
+:data:`FIRST_HISTORIES` fit seeds, a public choice, and keeps the one whose boundary puts u's
+two versions in different clusters with both sums moving).
 """
 
 from __future__ import annotations
@@ -61,7 +65,8 @@ from dptaucc.audit.pairs import RowPair, new_column_maximum, replaced_row, row_a
 from dptaucc.audit.scenarios import AuditScenarios, CallSiteSetup, Scenario, label_events
 from dptaucc.audit.transcript import Call
 
-__all__ = ["scenarios", "row_across_boundary", "row_leaves_the_top", "boundary_history",
+__all__ = ["scenarios", "row_across_boundary", "row_below_random_boundary",
+           "row_leaves_the_top", "boundary_history", "call_site_epsilon",
            "leaving_row_llr", "power_scenario", "zero_row_added", "centres_on_sum_grid",
            "exact_sizes_scenario"]
 
@@ -72,48 +77,82 @@ __all__ = ["scenarios", "row_across_boundary", "row_leaves_the_top", "boundary_h
 EXACT_SIZES_ROWS = 50
 EXACT_SIZES_SHARE = 0.25
 
-#: the public bound of the call-site setups: one grid step (2⁻¹⁰) above 4, so that a row at
-#: 5 (clipped to B) and one at 4 are B and B − 1 step: a crossing row moves both clusters'
-#: sums by (almost exactly) the sensitivity B
-CALL_BOUND = 4.0 + 2.0**-10
+#: the call-site setups' sensitivity in grid steps: the public bound B is this many steps of
+#: the sums' grid g = 2⁻¹⁰, so the bounded discrete Laplace's ranges {0, …, B·ñ} hold a few
+#: dozen values and its edges carry whole atoms of probability (on a fine grid the loss near
+#: an edge falls off continuously and the two moved values are rarely both near their edges)
+CALL_STEPS = 12
+CALL_BOUND = CALL_STEPS * 2.0**-10
+#: the per-value ε of the sums in the call-site setups (d = 1, two iterations: ε = 12.7)
+CALL_EPS_COORD = 2.0
+#: the forced noisy sizes ñ of both clusters: ranges {0, …, 2B}, the smallest on which the
+#: bounded mechanism's loss bound is attained (B ≤ M/2)
+CALL_SIZE = 2
+#: row u's value in D' (grid steps) for the first iteration: below the random start's
+#: boundary (above 7 steps for about a quarter of the seeds, never above 9 = 3B/4)
+FIRST_STEPS = 7
+#: fit seeds (random starts) the first iteration's call-site audit tries
+FIRST_HISTORIES = 24
 
 
-def _one_column(top: int, zeros: int, u_d: int, u_dp: int, name: str, why: str) -> RowPair:
-    D = np.zeros((top + zeros, 1), dtype=np.int64)
-    D[:top] = 5
+def _one_column(top: int, zeros: int, u_d: float, u_dp: float, name: str, why: str,
+                top_value: float = 1.0) -> RowPair:
+    """``top`` rows at ``top_value`` (row u the last of them, at ``u_d`` in D and ``u_dp`` in
+    D') above ``zeros`` zero rows, in one column; integer cells when every value is whole."""
+    whole = all(float(x).is_integer() for x in (u_d, u_dp, top_value))
+    D = np.zeros((top + zeros, 1), dtype=np.int64 if whole else float)
+    D[:top] = top_value
     Dp = D.copy()
     D[top - 1], Dp[top - 1] = u_d, u_dp
     return RowPair(name, sp.csr_matrix(D), sp.csr_matrix(Dp), top - 1, 2, why)
 
 
-def row_across_boundary(n_top: int = 4, n_zero: int = 4) -> RowPair:
-    """(row-level relation) One column: ``n_top`` rows at 5 (row u among them) and
-    ``n_zero`` zero rows; in D' row u holds 4. With the public bound :data:`CALL_BOUND` (5 is
-    clipped to B = 4 + g, 4 is B − g) and centres B and 4 − g/2 (:func:`boundary_history`), row
-    u is in the top cluster in D and joins the zero rows in D': the top cluster's sum leaves
-    the top of its range {0, …, B·ñ} by B and the zero cluster's leaves 0 by B − g — both
-    values of the call at the edges where the bounded discrete Laplace mechanism's privacy
-    loss is largest, each moved by its full sensitivity.
+def row_across_boundary(n_top: int = CALL_SIZE, n_zero: int = CALL_SIZE) -> RowPair:
+    """(row-level relation) One column: ``n_top`` rows at 1 (row u among them; clipped to the
+    public bound B = :data:`CALL_BOUND`, :data:`CALL_STEPS` grid steps g) and ``n_zero`` zero
+    rows; in D' row u holds B − g. With centres B and B − 1.5 g (:func:`boundary_history`),
+    row u is in the top cluster in D and joins the zero rows in D': the top cluster's sum
+    leaves the top of its range {0, …, B·ñ} by B and the zero cluster's leaves 0 by B − g —
+    both values of the call at the edges where the bounded discrete Laplace mechanism's
+    privacy loss is largest, one moved by the full sensitivity, the other one step less (in
+    one column no two versions of a row at B can fall on two sides of a boundary).
 
     >>> pair = row_across_boundary(n_top=2, n_zero=3)
-    >>> pair.D.toarray().ravel().tolist(), pair.D_prime.toarray().ravel().tolist(), pair.u
-    ([5, 5, 0, 0, 0], [5, 4, 0, 0, 0], 1)
+    >>> pair.D.toarray().ravel().tolist(), pair.D_prime.toarray().ravel() * 2**10, pair.u
+    ([1.0, 1.0, 0.0, 0.0, 0.0], array([1024.,   11.,    0.,    0.,    0.]), 1)
     """
-    return _one_column(n_top, n_zero, 5, 4, "row_across_boundary",
+    return _one_column(n_top, n_zero, 1.0, (CALL_STEPS - 1) * 2.0**-10, "row_across_boundary",
                        "row u at the bound moves across the centres' boundary (row-level)")
 
 
+def row_below_random_boundary(n_top: int = CALL_SIZE, n_zero: int = CALL_SIZE) -> RowPair:
+    """(row-level relation) :func:`row_across_boundary`'s column with row u at
+    :data:`FIRST_STEPS` grid steps in D': the first iteration's centres are random points
+    inside the box [0, B] (diffprivlib's start: two centres in [B/8, 7B/8] at least B/4
+    apart, so their boundary lies below 3B/4); where the boundary is above u's value in D'
+    (a quarter of the fit seeds; the call-site audit tries :data:`FIRST_HISTORIES` and keeps
+    the one that separates D from D' most), u leaves the top cluster's top edge by B and
+    enters the zero cluster, whose sum leaves 0 by 7 steps of 12.
+
+    >>> row_below_random_boundary(n_top=2, n_zero=1).D_prime.toarray().ravel() * 2**10
+    array([1024.,    7.,    0.])
+    """
+    return _one_column(n_top, n_zero, 1.0, FIRST_STEPS * 2.0**-10, "row_below_random_boundary",
+                       "row u at the bound moves below the random start's boundary (row-level)")
+
+
 def row_leaves_the_top(n_top: int = 4, n_zero: int = 4) -> RowPair:
-    """(row-level relation) :func:`row_across_boundary`'s column with row u at 0 in D': the
-    first iteration's random centres (always inside the box, so their boundary lies between
-    0 and B) put u's two versions in different clusters, whatever the seed: both counts
-    move (the counts' worst case) and the top cluster's sum leaves the top of its range.
+    """(row-level relation) One column: ``n_top`` rows at 5 (row u among them) and ``n_zero``
+    zero rows; row u at 0 in D': any random centres (always inside the box, so their
+    boundary lies between 0 and B) put u's two versions in different clusters, whatever the
+    seed: both counts move and the top cluster's sum leaves the top of its range (the power
+    scenario's pair).
 
     >>> row_leaves_the_top(n_top=2, n_zero=1).D_prime.toarray().ravel().tolist()
     [5, 0, 0]
     """
     return _one_column(n_top, n_zero, 5, 0, "row_leaves_the_top",
-                       "row u at the bound replaced by a zero row (row-level)")
+                       "row u at the bound replaced by a zero row (row-level)", top_value=5)
 
 
 def zero_row_added(n_zero: int = EXACT_SIZES_ROWS, n_top: int = EXACT_SIZES_ROWS) -> RowPair:
@@ -138,32 +177,34 @@ def zero_row_added(n_zero: int = EXACT_SIZES_ROWS, n_top: int = EXACT_SIZES_ROWS
                    "one zero row added (the zero rows' exact cluster size moves by one)")
 
 
-def boundary_history(n_top: int = 4, n_zero: int = 4) -> Callable[[list[Call]], list[Call]]:
+def boundary_history(n_top: int = CALL_SIZE, n_zero: int = CALL_SIZE
+                     ) -> Callable[[list[Call]], list[Call]]:
     """The worst case of the second iteration's calls, with :func:`row_across_boundary` and
-    the bound :data:`CALL_BOUND`: the first iteration's counts forced to the true sizes
-    (n_top, n_zero) and its sums to centres B and 4 − g/2 (their boundary 4 + g/4 separates
-    u's versions B and B − g), the second iteration's counts to the true sizes on D, so that
-    the top cluster's range {0, …, B·ñ} is exactly filled on D (its sum at the top edge) while
-    the zero cluster's sum is 0 (the bottom edge). Outputs are on the mechanisms' integer
-    grids. The first iteration's calls (no history before them) get equal sizes forced in
-    either cluster order: n_top = n_zero by default.
+    the bound :data:`CALL_BOUND` (B = 12 grid steps g): the first iteration's counts forced
+    to the true sizes (n_top, n_zero) and its sums to centres B and B − 1.5 g (their boundary
+    B − 0.75 g separates u's versions B and B − g), the second iteration's counts to the true
+    sizes on D, so that the top cluster's range {0, …, B·ñ} is exactly filled on D (its sum at
+    the top edge) while the zero cluster's sum is 0 (the bottom edge). Outputs are on the
+    mechanisms' integer grids. The first iteration's calls (no history before them) get equal
+    sizes forced in either cluster order: n_top = n_zero by default.
 
     >>> shapes = [("counts 1", 2), ("sums 1", (2, 1)), ("counts 2", 2), ("sums 2", (2, 1))]
     >>> history = [Call(i, step, "discrete-laplace", 0.1, 0.0, np.zeros(shape, dtype=np.int64))
     ...            for i, (step, shape) in enumerate(shapes)]
-    >>> crafted = boundary_history(n_top=4, n_zero=4)(history)
+    >>> crafted = boundary_history(n_top=2, n_zero=2)(history)
     >>> [c.output.tolist() for c in crafted]  # the last call is the one audited: kept
-    [[4, 4], [[16388], [16382]], [4, 4], [[0], [0]]]
-    >>> 16388 / (4 * 2**10) == CALL_BOUND  # the top centre B, on the sums' grid
+    [[2, 2], [[24], [21]], [2, 2], [[0], [0]]]
+    >>> 24 / (2 * 2**10) == CALL_BOUND  # the top centre B, on the sums' grid
     True
     """
     from dptaucc.baselines.dp_kmeans import SUM_GRID_BITS
 
-    unit = 2**SUM_GRID_BITS  # grid steps per count
-    steps = math.ceil(CALL_BOUND * unit)
+    steps = math.ceil(CALL_BOUND * 2**SUM_GRID_BITS)
+    if (2 * steps - 3) * n_zero % 2:
+        raise ValueError("n_zero must be even: the zero cluster's centre B − 1.5 g is on the "
+                         "grid of its sum only then")
     counts = np.array([n_top, n_zero], dtype=np.int64)
-    low = round((4.0 - 0.5 / unit) * unit * n_zero)
-    sums = np.array([[steps * n_top], [low]], dtype=np.int64)
+    sums = np.array([[steps * n_top], [(2 * steps - 3) * n_zero // 2]], dtype=np.int64)
 
     def craft(history: list[Call]) -> list[Call]:
         forced = [counts, sums, counts] + [c.output for c in history[3:]]
@@ -388,25 +429,53 @@ def _end_to_end() -> tuple[Scenario, ...]:
         power_scenario(), exact_sizes_scenario())
 
 
+#: the sums' calls of the second iteration are drawn this many times the job's draws (their
+#: charge is reached only where both moved values sit at an edge of their range at once)
+SUMS_DRAWS = 4.0
+
 #: why a call stays below 0.9 of its charge (docs/audit.md)
-SUMS_LIMIT = ("the bounded discrete Laplace reaches its ε only for outputs at the edge of "
-              "its range (a few per cent of them per value) and the call is charged for two "
-              "values moving at once: an event must catch both at their edges, so 10⁶ draws "
-              "bound it at about 0.6-0.7 of the charge")
-FIRST_SUMS_LIMIT = ("the first iteration's centres are data-independent random points "
-                    "inside the box: no row can move from the top of one cluster's range to "
-                    "the top of another's, so one of the two charged values moves (at most "
-                    "half the charge); and " + SUMS_LIMIT)
+SUMS_LIMIT = ("in one column no two versions of row u at the bound B fall on two sides of a "
+              "boundary, so the zero cluster's sum moves by B − g (11 of 12 grid steps): the "
+              "pair's largest loss is 0.97 of the charge, reached only where both values sit "
+              "at the edges of their ranges at once; the exact likelihood ratio of the two "
+              "values, thresholded optimally, bounds it at 0.94 of the charge with 4·10⁶ "
+              "held-out draws per side (the full size), 0.92 with 1.2·10⁶ (quick) and less "
+              "with fewer draws")
+FIRST_SUMS_LIMIT = ("the first iteration's centres are data-independent random points in "
+                    "[B/8, 7B/8], at least B/4 apart: their boundary lies below 3B/4, so the "
+                    "row that leaves the top cluster's top edge by B enters the other cluster "
+                    "at 7 of 12 grid steps at most (in the seeds kept), and the pair's largest "
+                    "loss is 0.83 of the charge; the exact likelihood ratio bounds it at 0.78 "
+                    "with 10⁶ held-out draws per side")
+
+
+def call_site_epsilon(eps_coord: float = CALL_EPS_COORD, n_iter: int = 2) -> float:
+    """The fit's ε at which one column's sums get ``eps_coord`` per value (Su et al.'s split
+    with d = 1 and ``n_iter`` iterations, :func:`~dptaucc.baselines.dp_kmeans.su_split`).
+
+    >>> from dptaucc.baselines.dp_kmeans import su_split
+    >>> eps = call_site_epsilon(2.0)
+    >>> round(eps, 3), round(su_split(eps, 1, 2)[1] / 2, 12)
+    (12.698, 2.0)
+    """
+    from dptaucc.baselines.dp_kmeans import RHO
+
+    return 2.0 * eps_coord * n_iter * (1.0 + float(np.cbrt(4 * RHO**2)))
 
 
 def _call_sites() -> tuple[CallSiteSetup, ...]:
-    """ε = 6.35, d = 1, two iterations: the counts are charged 1.18, the sums 2 (two values
-    at ε_coord = 1, where the bounded mechanism's edges carry the most loss)."""
-    params = (("epsilon", 6.35), ("bounds_max", CALL_BOUND))
-    return (CallSiteSetup(row_leaves_the_top(), params, max_calls=2, craft=boundary_history(),
+    """ε = 12.7, d = 1, two iterations, B = 12 grid steps: the counts are charged 2.35, the
+    sums 4 (two values at ε_coord = 2, on ranges of 25 values whose edges carry whole atoms
+    of probability). First iteration: :func:`row_below_random_boundary`, the random start
+    chosen among :data:`FIRST_HISTORIES` fit seeds; second: :func:`row_across_boundary`
+    under :func:`boundary_history`, its sums drawn :data:`SUMS_DRAWS` times as often."""
+    params = (("epsilon", call_site_epsilon()), ("bounds_max", CALL_BOUND), ("n_iter", 2))
+    return (CallSiteSetup(row_below_random_boundary(), params, max_calls=2,
+                          craft=boundary_history(), n_histories=FIRST_HISTORIES,
                           limits=(("sums", FIRST_SUMS_LIMIT),)),
             CallSiteSetup(row_across_boundary(), params, max_calls=2, first=2,
-                          craft=boundary_history(), limits=(("sums", SUMS_LIMIT),)))
+                          craft=boundary_history(), more_draws=(("sums", SUMS_DRAWS),),
+                          limits=(("sums", SUMS_LIMIT),)))
 
 
 # ------------------------------------------------------------------ known bugs
@@ -485,7 +554,7 @@ def scenarios() -> AuditScenarios:
 
     >>> s = scenarios()
     >>> s.main.pair.name, s.call_sites[0].pair.name, len(s.bugs)
-    ('new_column_maximum', 'row_leaves_the_top', 9)
+    ('new_column_maximum', 'row_below_random_boundary', 9)
     """
     return AuditScenarios(_end_to_end(), _call_sites(), BUGS,
                           paper_leaks="data-derived bounds, swapped split")

@@ -318,7 +318,7 @@ def _unit_record(job: AuditJob, unit, a: float, seed: int, bug: str | None, work
                                           call.index, n_samples=samples,
                                           alpha=a, seed=seed, bug=bug, n_jobs=workers)
         else:
-            draws = min(job.n_fits, setup.max_draws or job.n_fits)
+            draws = setup.draws_of(call.step, job.n_fits)
             res = audit_call_site(build, setup.pair.D, setup.pair.D_prime, call.index,
                                   n_fits=draws, alpha=a, seed=seed, bug=bug,
                                   looks=looks, craft=setup.craft,

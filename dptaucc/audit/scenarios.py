@@ -97,6 +97,22 @@ class CallSiteSetup:
     n_histories: int = 3
     #: (step fragment, reason): calls known to stay below 0.9 of their charge, and why
     limits: tuple[tuple[str, str], ...] = ()
+    #: (step fragment, factor): calls drawn ``factor`` times the job's draws (a charge
+    #: reached only on a set of small probability)
+    more_draws: tuple[tuple[str, float], ...] = ()
+
+    def draws_of(self, step: str, n: int) -> int:
+        """Draws per side for a call (by its step) out of the job's ``n``: times its
+        ``more_draws`` factor, at most ``max_draws``.
+
+        >>> from dptaucc.audit.pairs import all_zero_row
+        >>> setup = CallSiteSetup(all_zero_row(), (), more_draws=(("sums", 2.0),))
+        >>> setup.draws_of("iteration 2: cluster sums", 1000), setup.draws_of("counts", 1000)
+        (2000, 1000)
+        """
+        factor = next((f for fragment, f in self.more_draws if fragment in step), 1.0)
+        n = int(round(n * factor))
+        return min(n, self.max_draws or n)
 
     def limit_of(self, step: str) -> str:
         """The declared reason a call (by its step) stays below 0.9 of its charge, or "".

@@ -103,11 +103,22 @@ def test_events_on_several_coordinates_reach_a_moved_pair(joint):
     assert (eps >= 0.9) is joint, eps
 
 
-def _site(method: str, setup_index: int, k: int, draws: int, bug: str | None = None):
+def _site(method: str, setup_index: int, k: int, draws: int, bug: str | None = None,
+          n_histories: int = 3):
     setup = call_site_setup(method)[setup_index]
     build = AuditJob(method, "corrected", None, draws).factory(setup.params)
     return audit_call_site(build, setup.pair.D, setup.pair.D_prime, k, n_fits=draws,
-                           alpha=0.05 / 16, bug=bug, looks=1, craft=setup.craft)
+                           alpha=0.05 / 16, bug=bug, looks=1, craft=setup.craft,
+                           n_histories=n_histories)
+
+
+def _tight_or_violation(res, bug: str | None, floor: float) -> None:
+    """Correct code: ε_lower between ``floor`` × the charge and the charge; a bug: a
+    violation."""
+    if bug is None:
+        assert floor * res.epsilon_claimed <= res.epsilon_lower <= res.epsilon_claimed, res
+    else:
+        assert res.verdict == "violation", res
 
 
 @pytest.mark.slow
@@ -118,23 +129,66 @@ def test_dp_taucc_row_assignment_at_its_worst(bug):
     sensitivity (the loss doubles) is a violation."""
     res = _site("dp_taucc", 0, 2, 200_000, bug)
     assert res.step == "iter1/row-assignment" and math.isclose(res.epsilon_claimed, 2.0)
-    if bug is None:
-        assert 0.85 * res.epsilon_claimed <= res.epsilon_lower <= res.epsilon_claimed, res
-    else:
-        assert res.verdict == "violation", res
+    _tight_or_violation(res, bug, 0.85)
+
+
+#: DP-KMeans' second-iteration calls: (call, step, draws per side, floor, a bug that doubles
+#: its loss)
+KMEANS_ITERATION_TWO = {
+    "counts": (2, "iteration 2: cluster counts", 200_000, 0.9,
+               "dp_kmeans.count_sensitivity_halved"),
+    "sums": (3, "iteration 2: cluster sums", 1_200_000, 0.88, "dp_kmeans.sum_scale_halved"),
+}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("bug", [None, "dp_kmeans.count_sensitivity_halved"])
-def test_dp_kmeans_counts_at_their_worst(bug):
-    """Row u crosses the forced boundary: both counts move, the call (sensitivity 2) is
-    audited at ≥ 0.9 of its charge; noised for sensitivity 1 it is a violation."""
-    res = _site("dp_kmeans", 1, 2, 200_000, bug)
-    assert res.step == "iteration 2: cluster counts"
-    if bug is None:
-        assert 0.9 * res.epsilon_claimed <= res.epsilon_lower <= res.epsilon_claimed, res
-    else:
-        assert res.verdict == "violation", res
+@pytest.mark.parametrize("planted", [False, True])
+@pytest.mark.parametrize("call", sorted(KMEANS_ITERATION_TWO))
+def test_dp_kmeans_iteration_two_at_its_worst(call, planted):
+    """Row u crosses the forced boundary: both counts move (the counts, sensitivity 2, at
+    ≥ 0.9 of their charge) and both cluster sums leave the edges of their ranges (12-step
+    bound, sizes forced to 2: the sums, charged 4 for two values, at ≥ 0.88 of it with
+    1.2·10⁶ draws per side; 0.82 at the quick size and 0.85 at the full size on the fine
+    4 + 2⁻¹⁰ bound they replaced). Counts noised for sensitivity 1, or sums drawn at twice
+    the ε they charge: a violation."""
+    k, step, draws, floor, bug = KMEANS_ITERATION_TWO[call]
+    bug = bug if planted else None
+    res = _site("dp_kmeans", 1, k, draws, bug)
+    assert res.step == step
+    _tight_or_violation(res, bug, floor)
+
+
+def test_dp_kmeans_sums_inputs_at_their_edges():
+    """The second iteration's sums call under the crafted history, at an ε so large that the
+    noise vanishes: on D the top cluster's sum fills its range {0, …, 2B} (B = 12 grid
+    steps) and the zero cluster's is 0; on D' row u has left the top (12) and joined the zero
+    rows at B − g (11): both values leave an edge of their range by (almost) the whole
+    sensitivity B, where the bounded discrete Laplace's loss is largest."""
+    from dptaucc.audit.transcript import open_call, record
+
+    setup = call_site_setup("dp_kmeans")[1]
+    build = AuditJob("dp_kmeans", "corrected", None, 10).factory(
+        tuple({**dict(setup.params), "epsilon": 1e9}.items()))
+    history = setup.craft(record(build(0), setup.pair.D))
+    seen = {}
+    for side, X in (("D", setup.pair.D), ("D'", setup.pair.D_prime)):
+        call, redraw = open_call(build(1), X, history, 3)
+        assert call.step == "iteration 2: cluster sums"
+        seen[side] = np.asarray(redraw(50)).reshape(50, -1)
+    assert (seen["D"] == [24, 0]).all() and (seen["D'"] == [12, 11]).all()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("bug", [None, "dp_kmeans.sum_scale_halved"])
+def test_dp_kmeans_first_sums_beyond_one_value(bug):
+    """The first iteration's random start, chosen among the setup's fit seeds, has its
+    boundary above row u's value in D' (7 of 12 steps): both sums move, so the call is
+    audited above half its charge (≥ 0.7; 0.46 when u went to 0 and one sum moved); drawn at
+    twice the ε it charges it is a violation."""
+    setup = call_site_setup("dp_kmeans")[0]
+    res = _site("dp_kmeans", 0, 1, 600_000, bug, n_histories=setup.n_histories)
+    assert res.step == "iteration 1: cluster sums" and math.isclose(res.epsilon_claimed, 4.0)
+    _tight_or_violation(res, bug, 0.7)
 
 
 @pytest.mark.slow
