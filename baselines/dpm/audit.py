@@ -219,7 +219,15 @@ def best_root_split(model, X) -> tuple[int, int]:
 
 
 def released_root_split(model) -> tuple[int, int]:
-    """``(dimension, bin)`` of the released root split (``split_tree_[0]``, used or not)."""
+    """``(dimension, bin)`` of the released root split (``split_tree_[0]``, used or not).
+
+    >>> from dptaucc.baselines.dpm import DPM
+    >>> pair = tied_coordinates(n_group=3, n_zero=6)
+    >>> model = DPM(random_state=0, **dict(BEST_SPLIT_PARAMS)).fit(pair.D)
+    >>> dim, bin_ = released_root_split(model)
+    >>> dim in (0, 1) and 0 <= bin_ < model.n_bins_
+    True
+    """
     level, dim, threshold, _ = model.split_tree_[0]
     if level != 0:
         raise ValueError("split_tree_ does not start with the root split")

@@ -50,7 +50,14 @@ MAX_DEPTH = 12
 
 @dataclass(frozen=True)
 class History:
-    """A previous fit of the refitted object: its label and ``seed -> estimator`` builder."""
+    """A previous fit of the refitted object: its label and ``seed -> estimator`` builder.
+
+    >>> from dptaucc.baselines.dp_kmeans import DPKMeans
+    >>> history = History("mode='paper'", lambda seed: DPKMeans(2, mode="paper",
+    ...                                                          random_state=seed))
+    >>> history.label, history.build(3).mode
+    ("mode='paper'", 'paper')
+    """
 
     label: str
     build: Callable[[int], object]
