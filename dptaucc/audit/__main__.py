@@ -86,6 +86,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "totals against the ε given) and the refit check: seconds per method")
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
+    if args.dry_run and args.power:
+        ap.error("--dry-run estimates one audit's time; it does not apply to --power (which "
+                 "would run every catalogue bug): estimate without --power")
 
     cfg = load_config("quick" if args.power else args.size)
     methods = [m for m in args.methods.split(",") if m] if args.methods else None

@@ -97,6 +97,14 @@ def test_quick_run_never_overwrites_the_full_table(tmp_path):
               str(tmp_path / "audit.parquet"), "--no-progress"])
 
 
+def test_dry_run_with_power_is_refused_before_any_work(capsys):
+    """--power --dry-run used to ignore --dry-run and run the whole power measurement."""
+    with pytest.raises(SystemExit) as stop:
+        main(["--power", "--dry-run", "--methods", "dp_taucc", "--jobs", "1"])
+    assert stop.value.code == 2
+    assert "does not apply to --power" in capsys.readouterr().err
+
+
 def test_dry_run_estimates(capsys):
     assert main(["--size", "quick", "--methods", "dp_taucc", "--dry-run", "--jobs", "1"]) == 0
     out = capsys.readouterr().out
