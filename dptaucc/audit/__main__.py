@@ -120,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows = estimate(jobs, workers)
             for r in rows:
                 print(f"{r['audit']:34s} {r['fits_per_side']:5d} fits/side  "
-                      f"{r['ms_per_fit']:8.1f} ms/fit  ~{r['estimated_s']:6.0f} s")
+                      f"{r['ms_per_fit']:9.4f} ms/fit  ~{r['estimated_s']:6.0f} s")
             total = sum(r["estimated_s"] for r in rows)
             print(f"estimated total: {total / 60:.1f} min on {workers} worker(s) "
                   f"({len(jobs)} audits, {args.size} size; fit times measured now)")

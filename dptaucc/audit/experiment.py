@@ -56,7 +56,7 @@ from .stats import cp_lower, cp_upper
 from .workers import bug_context
 
 __all__ = ["AuditJob", "load_config", "plan", "job_alpha", "other_form_twin", "run_job", "run_all",
-           "estimate", "measurable_max", "violations", "RECORD_COLUMNS"]
+           "estimate", "unit_draws", "measurable_max", "violations", "RECORD_COLUMNS"]
 
 #: scopes of the deterministic checks (no ε bound, no share of α): the ledger and the refit
 CHECK_SCOPES = ("ledger", "refit")
@@ -286,6 +286,24 @@ def _n_units(job: AuditJob, bug: str | None) -> list:
     return units
 
 
+def unit_draws(job: AuditJob, unit: tuple[CallSiteSetup, Any]) -> int:
+    """Draws per side one audited call gets: the job's draws times its setup's
+    ``more_draws`` factor, at most ``max_draws`` (:meth:`CallSiteSetup.draws_of`); a redrawn
+    setup's samples (at most the job's draws on the secure samplers).
+
+    >>> from types import SimpleNamespace
+    >>> from dptaucc.audit.pairs import all_zero_row
+    >>> setup = CallSiteSetup(all_zero_row(), (), more_draws=(("sums", 4.0),))
+    >>> job = AuditJob("m", "corrected", None, 1000, scope="call-site")
+    >>> [unit_draws(job, (setup, SimpleNamespace(step=s))) for s in ("counts", "sums")]
+    [1000, 4000]
+    """
+    setup, call = unit
+    if setup.redraw_samples:
+        return min(setup.redraw_samples, job.n_fits) if job.secure else setup.redraw_samples
+    return setup.draws_of(call.step, job.n_fits)
+
+
 def _unit_record(job: AuditJob, unit, a: float, seed: int, bug: str | None, workers: int,
                  looks: int) -> dict:
     """The record of one end-to-end scenario or one audited call."""
@@ -312,15 +330,12 @@ def _unit_record(job: AuditJob, unit, a: float, seed: int, bug: str | None, work
         build = job.factory(setup.params)
         spent, e2e, delta = _probe(build, setup.pair.D, private, bug, n=1)
         if setup.redraw_samples:
-            samples = min(setup.redraw_samples, job.n_fits) if job.secure \
-                else setup.redraw_samples
             res = audit_call_site_redrawn(build, setup.pair.D, setup.pair.D_prime,
-                                          call.index, n_samples=samples,
+                                          call.index, n_samples=unit_draws(job, unit),
                                           alpha=a, seed=seed, bug=bug, n_jobs=workers)
         else:
-            draws = setup.draws_of(call.step, job.n_fits)
             res = audit_call_site(build, setup.pair.D, setup.pair.D_prime, call.index,
-                                  n_fits=draws, alpha=a, seed=seed, bug=bug,
+                                  n_fits=unit_draws(job, unit), alpha=a, seed=seed, bug=bug,
                                   looks=looks, craft=setup.craft,
                                   n_histories=setup.n_histories)
         rec.update(epsilon=float(dict(setup.params)["epsilon"]), delta=res.delta,
@@ -474,8 +489,8 @@ def run_job(job: AuditJob, *, seed: int = 0, alpha: float = 0.05, n_jobs: int | 
 
 def estimate(jobs: list[AuditJob], n_jobs: int, pairs: int = 20) -> list[dict]:
     """Time ``pairs`` pairs of fits of every end-to-end scenario in this process and estimate
-    each job's wall time at its budget on ``n_jobs`` workers (call sites: a few thousand
-    draws of the first audited call, scaled to the job's draws and calls).
+    each job's wall time at its budget on ``n_jobs`` workers (call sites:
+    :func:`_estimate_call_sites`).
 
     >>> cfg = {**load_config("quick"), "n_fits": 20, "n_fits_per_method": {}}
     >>> [row] = estimate(plan(cfg, ["fast_taucc"]), n_jobs=1, pairs=2)
@@ -489,17 +504,7 @@ def estimate(jobs: list[AuditJob], n_jobs: int, pairs: int = 20) -> list[dict]:
                          "estimated_s": 2 * 4 * job.n_fits * 0.005})
             continue
         if job.scope == "call-site":
-            setups = call_site_setup(job.method)
-            setup = setups[0]
-            build = job.factory(setup.params)
-            n = 4000
-            res = audit_call_site(build, setup.pair.D, setup.pair.D_prime, setup.first,
-                                  n_fits=n, alpha=0.05, looks=1, craft=setup.craft)
-            draw_s = res.elapsed_s / (2 * n)
-            calls = sum(s.max_calls for s in setups)
-            rows.append({"audit": job.label, "fits_per_side": job.n_fits,
-                         "ms_per_fit": 1000 * draw_s,
-                         "estimated_s": 2 * job.n_fits * draw_s * calls})
+            rows.append(_estimate_call_sites(job, n_jobs))
             continue
         est, per_fit = 0.0, []
         for spec in method_audits(job.method):
@@ -513,6 +518,37 @@ def estimate(jobs: list[AuditJob], n_jobs: int, pairs: int = 20) -> list[dict]:
         rows.append({"audit": job.label, "fits_per_side": job.n_fits,
                      "ms_per_fit": 1000 * per_fit[0], "estimated_s": est})
     return rows
+
+
+def _estimate_call_sites(job: AuditJob, n_jobs: int) -> dict:
+    """A call-site job's estimated wall time: every setup's first audited call is run once at
+    the draws it really gets (:meth:`CallSiteSetup.draws_of`: the job's draws times the
+    setup's ``more_draws`` factor, at most ``max_draws``; a redrawn setup's samples), and the
+    setup's other calls, the other-form twin included, are costed in proportion to their own
+    draws. (Timings at a fraction of the draws do not extrapolate: sampling is vectorised and
+    its fixed cost dominates small runs.) Calls run side by side on ``n_jobs`` workers unless a
+    setup redraws."""
+    units = _n_units(job, None)
+    timed: dict[int, float] = {}  # setup id -> seconds per draw (or redrawn sample)
+    total = 0.0
+    for setup, call in units:
+        draws = unit_draws(job, (setup, call))
+        if id(setup) not in timed:
+            build = job.factory(setup.params)
+            if setup.redraw_samples:
+                res = audit_call_site_redrawn(build, setup.pair.D, setup.pair.D_prime,
+                                              call.index, n_samples=draws, alpha=0.05, seed=0)
+            else:
+                res = audit_call_site(build, setup.pair.D, setup.pair.D_prime, call.index,
+                                      n_fits=draws, alpha=0.05, looks=1, craft=setup.craft,
+                                      n_histories=setup.n_histories)
+            timed[id(setup)] = res.elapsed_s / draws
+        total += draws * timed[id(setup)]
+    if _in_parallel(job, units, n_jobs):
+        total /= min(n_jobs, len(units))
+    first = next(iter(timed.values()), math.nan)
+    return {"audit": job.label, "fits_per_side": job.n_fits, "ms_per_fit": 1000 * first,
+            "estimated_s": total}
 
 
 def violations(records) -> list[dict]:

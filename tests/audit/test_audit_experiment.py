@@ -111,6 +111,28 @@ def test_dry_run_estimates(capsys):
     assert "dp_taucc/corrected ε=1" in out and "call sites" in out and "estimated total" in out
 
 
+def test_call_site_estimate_counts_each_calls_own_draws(monkeypatch):
+    """The --dry-run estimate of a call-site job costs each call at the draws it really gets
+    (DP-KMeans' second sums are drawn 4 times the job's draws): it once assumed every call got
+    the job's draws."""
+    from types import SimpleNamespace
+
+    from dptaucc.audit import experiment
+
+    per_draw = 1e-6
+
+    def timed(build, D, D_prime, index, n_fits, **kwargs):  # a run costing its draws
+        return SimpleNamespace(elapsed_s=n_fits * per_draw)
+
+    monkeypatch.setattr(experiment, "audit_call_site", timed)
+    [job] = [j for j in plan(load_config("quick"), ["dp_kmeans"]) if j.scope == "call-site"]
+    units = experiment._n_units(job, None)
+    draws = [experiment.unit_draws(job, u) for u in units]
+    assert max(draws) == 4 * job.n_fits and sum(draws) > len(units) * job.n_fits
+    [row] = experiment.estimate([job], n_jobs=1)
+    assert row["estimated_s"] == pytest.approx(per_draw * sum(draws))
+
+
 def _python_block(path: str, first: str) -> str:
     text = (Path(__file__).resolve().parents[2] / path).read_text(encoding="utf-8")
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
