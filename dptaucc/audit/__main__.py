@@ -84,6 +84,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--ledger-only", action="store_true",
                     help="only the ledger checks (every charge against its noise's cost, "
                          "totals against the ε given) and the refit check: seconds per method")
+    ap.add_argument("--seed", type=int, default=None,
+                    help="the audit's seed (default: the config's, 0): every fit seed, history "
+                         "and split of the fits derives from it; another seed is an independent "
+                         "audit of the same size (the mutation run confirms a violation so)")
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
     if args.dry_run and args.power:
@@ -91,6 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                  "would run every catalogue bug): estimate without --power")
 
     cfg = load_config("quick" if args.power else args.size)
+    if args.seed is not None:
+        cfg = {**cfg, "seed": args.seed}
     methods = [m for m in args.methods.split(",") if m] if args.methods else None
     workers = _workers(args.jobs)
     if args.bug:

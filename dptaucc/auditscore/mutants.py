@@ -8,9 +8,11 @@ the tree (:mod:`~dptaucc.auditscore.scratch`; the working tree is never touched)
 
 * **the audit alone**: each audit of the mutant's group whose correct-code run executes the
   mutated statement (:mod:`~dptaucc.auditscore.baselines`) runs on the mutant: exit 3 is a
-  *violation* (killed), 0 *survived*, any other exit an *error* (the code raised: killed, shown
-  apart), over the time limit a *timeout* (killed, shown apart). No audit reaching the
-  statement: *unreached* (not run).
+  *violation* (killed) when an independent audit (``--seed 1``) exits 3 too (a mutant that
+  only reshuffles the randomness crosses the line by chance at the audit's α: unconfirmed, the
+  second run's outcome counts and the detail says so), 0 *survived*, any other exit an
+  *error* (the code raised: killed, shown apart), over the time limit a *timeout* (killed,
+  shown apart). No audit reaching the statement: *unreached* (not run).
 * **the tests alone**: the tests that execute the statement and pass on the correct code
   (``pytest -x``): a failure kills, exit 0 survives, none covering it: *no tests*.
 
@@ -54,6 +56,8 @@ __all__ = ["population", "stratified_sample", "judge_mutant", "mutant_table",
            "merge_tables", "rejudge"]
 
 VIOLATION = 3
+#: the audit seed a violation is confirmed with (the audits run at their default seed, 0)
+CONFIRM_SEED = 1
 
 
 def not_private_functions(source: str) -> set[str]:
@@ -177,13 +181,22 @@ def judge_mutant(tree: ScratchTree, mutant: Mutant, audits: dict[str, AuditBasel
     with tree.mutated(mutant):
         for base in reaching:
             limit = max(floor, factor * base.seconds)
-            res = run([tree.python(), *audit_argv(tree, base.audit), "--stop-at-violation"]
-                      if base.audit.startswith("method:") else
-                      [tree.python(), *audit_argv(tree, base.audit)],
-                      cwd=tree.copy, env=tree.env(), timeout=limit)
+            argv = [tree.python(), *audit_argv(tree, base.audit)]
+            if base.audit.startswith("method:"):
+                argv.append("--stop-at-violation")
+            res = run(argv, cwd=tree.copy, env=tree.env(), timeout=limit)
             rec["audit_s"] += res.seconds
             rec["audit"] = _outcome_audit(res.returncode)
             rec["audit_detail"] = f"{base.audit}: " + _last_lines(res.output)
+            if rec["audit"] == "violation":  # confirmed by an independent audit, or not a kill
+                again = run([*argv, "--seed", str(CONFIRM_SEED)], cwd=tree.copy,
+                            env=tree.env(), timeout=limit)
+                rec["audit_s"] += again.seconds
+                if again.returncode != VIOLATION:
+                    rec["audit"] = _outcome_audit(again.returncode)
+                    rec["audit_detail"] += (f" | not confirmed with --seed {CONFIRM_SEED} "
+                                            f"(exit {again.returncode}): "
+                                            + _last_lines(again.output))
             if rec["audit"] != "survived":
                 break
         if tests is not None and not skip_tests:

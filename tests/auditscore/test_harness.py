@@ -217,3 +217,28 @@ def test_clopper_pearson_and_the_false_alarm_summary():
     s = summarise(pd.DataFrame(rows))
     assert s["decisions"].tolist() == [len(PRIMITIVES)]
     assert s["nominal_alpha"].tolist() == pytest.approx([0.05])
+
+
+@pytest.mark.parametrize("second_exit, outcome", [(3, "violation"), (0, "survived")])
+def test_a_violation_kills_only_when_an_independent_audit_confirms_it(
+        tmp_path, monkeypatch, second_exit, outcome):
+    """A mutant that only reshuffles the randomness crosses the line by chance at the audit's
+    α: its violation is rerun with another audit seed, and counts only when it repeats."""
+    import subprocess
+
+    from dptaucc.auditscore import baselines
+    from dptaucc.auditscore.mutants import judge_mutant
+
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "dptaucc").mkdir()
+    source = "def f(x):\n    return x * 2\n"
+    (repo / "dptaucc" / "m.py").write_text(source)
+    mutant = mutants_of("dptaucc/m.py", source)[0]
+    gate = f"import sys; raise SystemExit({second_exit} if '--seed' in sys.argv else 3)"
+    monkeypatch.setitem(baselines.AUDITS, "fake", ("-c", gate))
+    base = AuditBaseline("fake", 0, 1.0, {"dptaucc/m.py": [1, 2]})
+    with ScratchTree(repo, tmp_path) as tree:
+        record = judge_mutant(tree, mutant, {"fake": base}, None, factor=3.0, floor=60.0)
+    assert record["audit"] == outcome
+    assert ("not confirmed with --seed 1" in record["audit_detail"]) == (outcome == "survived")
