@@ -56,6 +56,8 @@ __all__ = ["population", "stratified_sample", "judge_mutant", "mutant_table",
            "merge_tables", "rejudge"]
 
 VIOLATION = 3
+#: a mutant's test-side columns (kept from its earlier row by a rerun with ``--skip-tests``)
+TEST_COLUMNS = ("tests", "n_tests", "tests_s", "killed_by_tests")
 #: the audit seed a violation is confirmed with (the audits run at their default seed, 0)
 CONFIRM_SEED = 1
 
@@ -351,8 +353,9 @@ def rejudge(df, judgements: dict):
 def merge_tables(old, new, *, by_id_only: bool = False):
     """``new`` rows in place of ``old``'s: every old row of a group ``new`` covers is dropped
     (a new sample of that group), or with ``by_id_only`` only the old rows of ``new``'s ids
-    (those mutants run again; they keep the sample seed and population of their old row).
-    Rows of other groups stay. Sorted by group and id.
+    (those mutants run again; they keep the sample seed and population of their old row, and
+    their old test outcome when the rerun skipped the tests). Rows of other groups stay.
+    Sorted by group and id.
 
     >>> import pandas as pd
     >>> old = pd.DataFrame({"id": ["a", "b", "c"], "group": ["privacy", "dpm", "dpm"],
@@ -364,6 +367,9 @@ def merge_tables(old, new, *, by_id_only: bool = False):
     [['b', 'violation', 1], ['c', 'survived', 1], ['a', 'error', 1]]
     >>> merge_tables(old, new)["id"].tolist()  # a new sample of dpm: c is not in it
     ['b', 'a']
+    >>> old["tests"], new["tests"] = ["failed", "failed", "survived"], ["not run"]
+    >>> merge_tables(old, new, by_id_only=True)["tests"].tolist()  # rerun with --skip-tests
+    ['failed', 'survived', 'failed']
     """
     import pandas as pd
 
@@ -376,6 +382,13 @@ def merge_tables(old, new, *, by_id_only: bool = False):
             if col in old and col in new:
                 new[col] = [kept.at[i, col] if i in kept.index else v
                             for i, v in zip(new["id"], new[col], strict=True)]
+        if "tests" in old and "tests" in new:  # a rerun that skipped the tests keeps theirs
+            skipped = [i in kept.index and t == "not run" for i, t in
+                       zip(new["id"], new["tests"], strict=True)]
+            for col in TEST_COLUMNS:
+                if col in old and col in new:
+                    new[col] = [kept.at[i, col] if skip else v for i, v, skip in
+                                zip(new["id"], new[col], skipped, strict=True)]
         rest = old[~old["id"].isin(set(new["id"]))]
     else:
         rest = old[~old["group"].isin(set(new["group"]))]
