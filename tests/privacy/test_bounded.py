@@ -235,3 +235,18 @@ def test_secure_bernoulli_reads_its_second_word_below_the_53_bit_grid(monkeypatc
     for second, expected in ((np.uint64(2**56), True), (np.uint64(2**58), False)):
         monkeypatch.setattr(samplers_module, "os_words", words_then(second))
         assert bool(SecureSampler().bernoulli(np.array([tiny]))[0]) is expected
+
+
+def test_bernoulli_breaks_the_tie_on_the_53_bit_grid_with_the_low_uniform():
+    """When hi = ⌊p·2⁵³⌋·2⁻⁵³ the answer is lo < frac(p·2⁵³): true just below, false at and
+    above it (an error there moves P by at most 2⁻⁵³, below any sampling test)."""
+    p = np.array([0.3, 0.7, 2.0**-60 * 3])
+    a = p * 2.0**53
+    whole, frac = np.floor(a), a - np.floor(a)
+    tie = whole / 2.0**53
+    below, above = np.nextafter(frac, 0.0), np.nextafter(frac, 1.0)
+    assert _bernoulli_from_uniforms(p, tie, below)[frac > 0].all()
+    assert not _bernoulli_from_uniforms(p, tie, frac).any()
+    assert not _bernoulli_from_uniforms(p, tie, above).any()
+    assert _bernoulli_from_uniforms(p[:2], (whole[:2] - 1) / 2.0**53, np.ones(2) * 0.99).all()
+    assert not _bernoulli_from_uniforms(p, (whole + 1) / 2.0**53, np.zeros(3)).any()

@@ -110,3 +110,19 @@ def test_many_choices_per_row_are_accepted_below_the_64_bit_limit():
     scores = np.zeros((3, 5000))
     scores[:, 4321] = 1000.0  # every other choice has probability e^-1000
     assert exact_choose(scores, 1.0).tolist() == [4321] * 3
+
+
+@pytest.mark.parametrize("gamma", [0.0, 2.0**-30, 1e-3, 0.5, 1.0, 7.25, 100.0, 699.0])
+def test_float_bounds_enclose_exp_minus_gamma_tightly(gamma):
+    """The double bounds behind every quick accept/reject hold against exact rational bounds
+    and are tight (a relative 2⁻³⁶): an upper bound below e^(−γ) (halved, or e⁻⁷⁰⁰ where γ is
+    small) makes the law wrong for choices of tiny probability, which no sampling test sees."""
+    lo, hi = exact_module._float_bounds(np.array([gamma]))
+    exact_lo, exact_hi = exp_neg_bounds(Fraction(gamma), 80 + int(gamma / math.log(2)) + 8)
+    assert Fraction(float(lo[0])) <= exact_lo and exact_hi <= Fraction(float(hi[0]))
+    assert float(hi[0]) <= float(lo[0]) * (1 + 2.0**-36)
+
+
+def test_float_bounds_far_from_the_top_are_zero_and_exp_minus_700():
+    lo, hi = exact_module._float_bounds(np.array([701.0, 1e300, np.inf]))
+    assert lo.tolist() == [0.0, 0.0, 0.0] and hi.tolist() == [math.exp(-700.0)] * 3

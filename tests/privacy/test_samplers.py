@@ -146,3 +146,19 @@ def test_inversion_resolves_a_choice_far_below_double_precision():
     picked = choose_by_inversion(logits, np.array([0.0, 0.0]), np.array([0.01, 0.5]))
     assert picked.tolist() == [1, 0]
     assert choose_by_inversion(logits[:1], np.array([0.7]), np.array([0.0])).tolist() == [0]
+
+
+def test_standard_exponential_reads_a_second_uniform_below_the_first():
+    """U = hi + (lo + 2⁻⁵⁴)·2⁻⁵³ takes its low part from a second, independent draw: with
+    hi = 0 and lo near 1, U ≈ 2⁻⁵³ (E ≈ 36.7); reusing the first draw gives U = 2⁻¹⁰⁷."""
+    class Sequence:  # a generator returning the arrays given, in order
+        def __init__(self, *draws):
+            self.draws = list(draws)
+
+        def random(self, size):
+            return np.full(size, self.draws.pop(0))
+
+    sampler = SeededSampler.__new__(SeededSampler)
+    sampler.rng = Sequence(0.0, 1.0 - 2.0**-53)
+    u = (1.0 - 2.0**-53 + 2.0**-54) * 2.0**-53
+    assert sampler.standard_exponential(1)[0] == pytest.approx(-math.log(u), rel=1e-12)
