@@ -337,7 +337,7 @@ def _unit_record(job: AuditJob, unit, a: float, seed: int, bug: str | None, work
             res = audit_call_site(build, setup.pair.D, setup.pair.D_prime, call.index,
                                   n_fits=unit_draws(job, unit), alpha=a, seed=seed, bug=bug,
                                   looks=looks, craft=setup.craft,
-                                  n_histories=setup.n_histories)
+                                  n_histories=setup.n_histories, n_pilot=setup.n_pilot)
         rec.update(epsilon=float(dict(setup.params)["epsilon"]), delta=res.delta,
                    epsilon_spent=spent, end_to_end_dp=e2e,
                    step=f"#{call.index} {res.step} ({res.mechanism})",

@@ -95,6 +95,10 @@ class CallSiteSetup:
     #: candidate histories (fit seeds) tried with pilot draws, the best kept: more where the
     #: call's worst case hangs on data-independent randomness no history can force
     n_histories: int = 3
+    #: pilot draws per side that score each candidate history: more where the call's worst
+    #: case is a rare event, whose separation a few thousand draws cannot see (they favour a
+    #: history with a common, weaker event)
+    n_pilot: int = 4000
     #: (step fragment, reason): calls known to stay below 0.9 of their charge, and why
     limits: tuple[tuple[str, str], ...] = ()
     #: (step fragment, factor): calls drawn ``factor`` times the job's draws (a charge

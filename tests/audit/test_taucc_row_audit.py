@@ -15,6 +15,7 @@ from dptaucc.dp_taucc_row_audit import (
     ROW_BOUND,
     label_flip_history,
     row_changes_label,
+    row_moves_between_columns,
     row_moves_column,
     split_columns_history,
 )
@@ -86,3 +87,25 @@ def test_one_count_flips_the_label_and_one_column_carries_the_charge():
     change = scores[1] - scores[0]
     ranges = change.max(axis=1) - change.min(axis=1)
     assert ranges.tolist() == [2 * LABEL_BOUND - 1, 0, 1, 0]
+
+
+def test_first_column_assignment_moves_two_columns_by_half_the_charge_each():
+    """On ``row_moves_between_columns`` (the first column assignment's setup) the blind
+    weights of row u span Δ(W) = 1 and both columns' utilities move by B·Δ(W): the call's
+    whole sensitivity 2B·Δ(W), half in each column; and some blind matrix puts the label D
+    favours in both columns at logit −2.5 (B − 1 counts of eight rows outside u's block)."""
+    pair = row_moves_between_columns()
+    logits = set()
+    for seed in range(40):
+        scores = []
+        for X in (pair.D, pair.D_prime):
+            sampler = _noiseless(seed)
+            replay(_build(sampler), X, [], 0)
+            scores.append(sampler.of_kind("choose")[-1].inputs / ROW_BOUND)  # β = B
+        change = scores[1] - scores[0]
+        ranges = change.max(axis=1) - change.min(axis=1)
+        assert ranges.tolist() == [1.0, 1.0]
+        d = scores[0][:, 0] - scores[0][:, 1]  # log odds of label 0 on D, per column
+        assert d[0] == pytest.approx(-d[1])
+        logits.add(round(float(-abs(d[0])), 3))
+    assert -2.5 in logits
