@@ -541,7 +541,7 @@ def _estimate_call_sites(job: AuditJob, n_jobs: int) -> dict:
             else:
                 res = audit_call_site(build, setup.pair.D, setup.pair.D_prime, call.index,
                                       n_fits=draws, alpha=0.05, looks=1, craft=setup.craft,
-                                      n_histories=setup.n_histories)
+                                      n_histories=setup.n_histories, n_pilot=setup.n_pilot)
             timed[id(setup)] = res.elapsed_s / draws
         total += draws * timed[id(setup)]
     if _in_parallel(job, units, n_jobs):
