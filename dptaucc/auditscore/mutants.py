@@ -194,7 +194,9 @@ def judge_mutant(tree: ScratchTree, mutant: Mutant, audits: dict[str, AuditBasel
                 again = run([*argv, "--seed", str(CONFIRM_SEED)], cwd=tree.copy,
                             env=tree.env(), timeout=limit)
                 rec["audit_s"] += again.seconds
-                if again.returncode != VIOLATION:
+                if again.returncode == VIOLATION:
+                    rec["audit_detail"] += f" | confirmed with --seed {CONFIRM_SEED}"
+                else:
                     rec["audit"] = _outcome_audit(again.returncode)
                     rec["audit_detail"] += (f" | not confirmed with --seed {CONFIRM_SEED} "
                                             f"(exit {again.returncode}): "

@@ -242,3 +242,4 @@ def test_a_violation_kills_only_when_an_independent_audit_confirms_it(
         record = judge_mutant(tree, mutant, {"fake": base}, None, factor=3.0, floor=60.0)
     assert record["audit"] == outcome
     assert ("not confirmed with --seed 1" in record["audit_detail"]) == (outcome == "survived")
+    assert ("| confirmed with --seed 1" in record["audit_detail"]) == (outcome == "violation")
