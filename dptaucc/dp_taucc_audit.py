@@ -14,7 +14,8 @@ cell moves by the full sensitivity 1. The first column assignment, whose weights
 blind initialisation: :func:`one_per_row_but_the_first` with one blind block per row. The
 second column assignment once more on :func:`flat_table_and_empty_column`, history
 :func:`flat_history`: the exact table after rows is flat, so weights read from it (not from the
-released table) are zero on D and turned by the one count of D' for every column at once.
+released table) are zero on D and turned by the one count of D' for every column at once; its
+twin ``flat_table_and_empty_row`` does the same for the second row assignment.
 """
 
 from __future__ import annotations
@@ -162,9 +163,12 @@ def one_per_row_but_the_first(n_rows: int = MANY, n_cols: int = 2 * MANY) -> Nei
 
 
 def flat_table_and_empty_column(n_row_clusters: int = 2, n_col_clusters: int = MANY,
-                                value: int = 2, n_rows: int = 4) -> NeighbouringPair:
+                                value: int = 2, n_rows: int = 4,
+                                transpose: bool = False) -> NeighbouringPair:
     """K·L columns with ``value`` counts each, column j in row (j // L) mod ``n_rows``, and a
-    last column with no counts in D and one (row 0) in D'.
+    last column with no counts in D and one (row 0) in D' (``transpose``: the same for the
+    rows, ``flat_table_and_empty_row``: K·L rows, row i in column (i // K) mod ``n_rows``,
+    and a last row with one count in column 0 in D').
 
     Under the row labels ``i mod K`` and column labels ``j mod L`` (:func:`flat_history`)
     the exact table is flat, every cell ``value``: its weights (eq. 4.9) are all zero (Δ = 0,
@@ -185,7 +189,18 @@ def flat_table_and_empty_column(n_row_clusters: int = 2, n_col_clusters: int = M
     ([[1.0, 1.0, 1.0], [1.0, 1.0, 1.0]], 0.0)
     >>> contingency_table(pair.D_prime, rows, cols, 2, 3).tolist()
     [[2.0, 1.0, 1.0], [1.0, 1.0, 1.0]]
+    >>> twin = flat_table_and_empty_column(3, 2, value=1, n_rows=2, transpose=True)
+    >>> twin.name, twin.D.shape, twin.cell
+    ('flat_table_and_empty_row', (7, 2), (6, 0))
+    >>> contingency_table(twin.D, np.arange(7) % 3, np.arange(2) % 2, 3, 2).tolist()
+    [[1.0, 1.0], [1.0, 1.0], [1.0, 1.0]]
     """
+    if transpose:
+        pair = flat_table_and_empty_column(n_col_clusters, n_row_clusters, value, n_rows)
+        return NeighbouringPair("flat_table_and_empty_row", sp.csr_matrix(pair.D.T),
+                                pair.cell[::-1], int(n_row_clusters),
+                                "a table flat under the forced labels; a row with no counts in "
+                                "D gets one count in D'")
     K, L = int(n_row_clusters), int(n_col_clusters)
     if n_rows % K:
         raise ValueError(f"n_rows ({n_rows}) must be a multiple of n_row_clusters ({K}): "
@@ -245,7 +260,9 @@ def _call_sites() -> tuple[CallSiteSetup, ...]:
     column assignment again on :func:`flat_table_and_empty_column` (K = 2, L = 16, history
     :func:`flat_history`): the same worst case for the changed column, and an exact table after
     rows that is flat, so weights read from it instead of the released table move every
-    column's choice (one forced history: every input of the call is forced)."""
+    column's choice (one forced history: every input of the call is forced). Its twin for the
+    second row assignment: ``flat_table_and_empty_row`` (K = 16, L = 2), the exact table
+    before rows flat."""
     taucc = (("epsilon", CALL_EPSILON), ("n_iterations", 2), ("h", 0.5))
     rows = all_zero_row(n_per_cluster=10)
     cols = all_zero_column(n_cols=2 * MANY)
@@ -259,7 +276,11 @@ def _call_sites() -> tuple[CallSiteSetup, ...]:
             CallSiteSetup(flat_table_and_empty_column(2, MANY),
                           (*taucc, ("n_row_clusters", 2), ("n_col_clusters", MANY)),
                           max_calls=5, craft=partial(flat_history, 2, MANY),
-                          skip=("init/", "iter1/"), n_histories=1))
+                          skip=("init/", "iter1/"), n_histories=1),
+            CallSiteSetup(flat_table_and_empty_column(MANY, 2, transpose=True),
+                          (*taucc, ("n_row_clusters", MANY), ("n_col_clusters", 2)),
+                          first=6, max_calls=1, craft=partial(flat_history, MANY, 2),
+                          n_histories=1))
 
 
 # ------------------------------------------------------------------ known bugs
@@ -328,6 +349,27 @@ def _exact_column_weights():
     return ((_TAUCC, "_noisy_table", remember), (_TAUCC, "column_weights", weights))
 
 
+def _exact_row_weights():
+    """From iteration 2 the row weights come from the exact table before rows (the twin of
+    :func:`_exact_column_weights`): the exact table is kept from that table's call to the
+    next row assignment, which uses it once."""
+    seen: dict = {}
+
+    def remember(original):
+        def buggy(exact, epsilon, sampler, ledger, step, paper, note=""):
+            if str(step).endswith("table-before-rows") and not str(step).startswith("iter1/"):
+                seen["exact"] = np.asarray(exact, dtype=float)
+            return original(exact, epsilon, sampler, ledger, step, paper, note)
+        return buggy
+
+    def weights(original):
+        def buggy(T, guard=True):
+            exact = seen.pop("exact", None)
+            return original(T if exact is None or exact.shape != np.shape(T) else exact, guard)
+        return buggy
+    return ((_TAUCC, "_noisy_table", remember), (_TAUCC, "row_weights", weights))
+
+
 def _obvious_rows_by_argmax(original):
     def buggy(profiles, weights, epsilon, sampler, ledger, step, scratch=None):
         labels = original(profiles, weights, epsilon, sampler, ledger, step, scratch)
@@ -373,6 +415,10 @@ BUGS = (
     Bug("dp_taucc.column_weights_from_exact_table", "dp_taucc", "exact input after a call",
         "from iteration 2 the column assignment's weights are read from the exact table after "
         "rows, not from the released one", _exact_column_weights()),
+    # its twin for the rows (written with the setup that sees both, flat_table_and_empty_*)
+    Bug("dp_taucc.row_weights_from_exact_table", "dp_taucc", "exact input after a call",
+        "from iteration 2 the row assignment's weights are read from the exact table before "
+        "rows, not from the released one", _exact_row_weights()),
     Bug("dp_taucc.table_sensitivity_slip", "dp_taucc", "privacy map slip",
         "the tables' noise drawn for sensitivity 0.87 (a loss 15 % above the charge)",
         ((_TAUCC, "discrete_laplace_mechanism", scale_argument("sensitivity", 0.87)),)),
@@ -395,8 +441,10 @@ def scenarios() -> AuditScenarios:
     >>> s = scenarios()
     >>> [x.pair.name for x in s.end_to_end]
     ['all_zero_row', 'all_zero_matrix', 'moving_row', 'all_zero_row']
-    >>> [c.pair.name for c in s.call_sites]
-    ['all_zero_row', 'all_zero_column', 'one_per_row_but_the_first', 'flat_table_and_empty_column']
+    >>> [c.pair.name for c in s.call_sites][:3]
+    ['all_zero_row', 'all_zero_column', 'one_per_row_but_the_first']
+    >>> [c.pair.name for c in s.call_sites][3:]
+    ['flat_table_and_empty_column', 'flat_table_and_empty_row']
     """
     return AuditScenarios(_end_to_end(), _call_sites(), BUGS,
                           paper_leaks="non-private final labels")
