@@ -11,10 +11,16 @@ event, the power scenario): the one count lands in one released cell.
 Call sites: ``all_zero_row`` / ``all_zero_column`` at ε = 16, I = 2, h = 0.5, every call
 charged 2; the zero row (column) makes its choice hinge on one count, and the released table's
 cell moves by the full sensitivity 1. The first column assignment, whose weights come from the
-blind initialisation: :func:`one_per_row_but_the_first` with one blind block per row.
+blind initialisation: :func:`one_per_row_but_the_first` with one blind block per row. The
+second column assignment once more on :func:`flat_table_and_empty_column`, history
+:func:`flat_history`: the exact table after rows is flat, so weights read from it (not from the
+released table) are zero on D and turned by the one count of D' for every column at once; its
+twin ``flat_table_and_empty_row`` does the same for the second row assignment.
 """
 
 from __future__ import annotations
+
+from functools import partial
 
 import numpy as np
 import scipy.sparse as sp
@@ -38,7 +44,8 @@ from dptaucc.audit.pairs import (
 from dptaucc.audit.scenarios import AuditScenarios, CallSiteSetup, Scenario, label_events
 from dptaucc.audit.transcript import Call
 
-__all__ = ["scenarios"]
+__all__ = ["scenarios", "worst_table", "one_per_row_but_the_first",
+           "flat_table_and_empty_column", "flat_history"]
 
 
 def _events(p) -> tuple[ev.Event, ...]:
@@ -155,6 +162,89 @@ def one_per_row_but_the_first(n_rows: int = MANY, n_cols: int = 2 * MANY) -> Nei
                             "column 0 has one count in every row but row 0; D' fills row 0")
 
 
+def flat_table_and_empty_column(n_row_clusters: int = 2, n_col_clusters: int = MANY,
+                                value: int = 2, n_rows: int = 4,
+                                transpose: bool = False) -> NeighbouringPair:
+    """K·L columns with ``value`` counts each, column j in row (j // L) mod ``n_rows``, and a
+    last column with no counts in D and one (row 0) in D' (``transpose``: the same for the
+    rows, ``flat_table_and_empty_row``: K·L rows, row i in column (i // K) mod ``n_rows``,
+    and a last row with one count in column 0 in D').
+
+    Under the row labels ``i mod K`` and column labels ``j mod L`` (:func:`flat_history`)
+    the exact table is flat, every cell ``value``: its weights (eq. 4.9) are all zero (Δ = 0,
+    a uniform choice). D''s count puts one more in cell (0, 0) and gives every column's
+    weights a direction of range Δ' ≈ 1/(K·L·value): each column's utilities then differ by
+    about ``value``·Δ', so an assignment whose weights were read from this exact table would
+    tilt every column's choice by about ``value``·ε, where the released table moves only the
+    last column's. The worst case for weights computed from data after a correct call
+    (docs/audit.md, second-order leak).
+
+    >>> from dptaucc.objective import column_weights, contingency_table
+    >>> pair = flat_table_and_empty_column(2, 3, value=1, n_rows=2)
+    >>> pair.D.toarray().tolist(), pair.cell
+    ([[1, 1, 1, 0, 0, 0, 0], [0, 0, 0, 1, 1, 1, 0]], (0, 6))
+    >>> rows, cols = np.arange(2) % 2, np.arange(7) % 3
+    >>> flat = contingency_table(pair.D, rows, cols, 2, 3)
+    >>> flat.tolist(), float(np.abs(column_weights(flat)).max())
+    ([[1.0, 1.0, 1.0], [1.0, 1.0, 1.0]], 0.0)
+    >>> contingency_table(pair.D_prime, rows, cols, 2, 3).tolist()
+    [[2.0, 1.0, 1.0], [1.0, 1.0, 1.0]]
+    >>> twin = flat_table_and_empty_column(3, 2, value=1, n_rows=2, transpose=True)
+    >>> twin.name, twin.D.shape, twin.cell
+    ('flat_table_and_empty_row', (7, 2), (6, 0))
+    >>> contingency_table(twin.D, np.arange(7) % 3, np.arange(2) % 2, 3, 2).tolist()
+    [[1.0, 1.0], [1.0, 1.0], [1.0, 1.0]]
+    """
+    if transpose:
+        pair = flat_table_and_empty_column(n_col_clusters, n_row_clusters, value, n_rows)
+        return NeighbouringPair("flat_table_and_empty_row", sp.csr_matrix(pair.D.T),
+                                pair.cell[::-1], int(n_row_clusters),
+                                "a table flat under the forced labels; a row with no counts in "
+                                "D gets one count in D'")
+    K, L = int(n_row_clusters), int(n_col_clusters)
+    if n_rows % K:
+        raise ValueError(f"n_rows ({n_rows}) must be a multiple of n_row_clusters ({K}): "
+                         "row i is in cluster i mod K")
+    X = np.zeros((n_rows, K * L + 1), dtype=np.int64)
+    j = np.arange(K * L)
+    X[(j // L) % n_rows, j] = value
+    D = sp.csr_matrix(X)
+    D.eliminate_zeros()
+    return NeighbouringPair("flat_table_and_empty_column", D, (0, K * L), K,
+                            "a table flat under the forced labels; a column with no counts in "
+                            "D gets one count in D'")
+
+
+def flat_history(n_row_clusters: int, n_col_clusters: int,
+                 history: list[Call]) -> list[Call]:
+    """The history of :func:`flat_table_and_empty_column`: column labels ``j mod L``, row
+    labels ``i mod K`` (every cluster present, so the exact table after rows is flat), every
+    table before rows :func:`worst_table` and after rows its transpose (the released table
+    that puts the changed column's choice at its worst, as :func:`_columns_history`).
+
+    >>> recorded = [Call(0, "init/column-assignment", "exponential", 2.0, 0.0, np.zeros(5)),
+    ...             Call(1, "iter1/table-before-rows", "discrete-laplace", 2.0, 0.0,
+    ...                  np.zeros((2, 1))),
+    ...             Call(2, "iter1/row-assignment", "exponential", 2.0, 0.0, np.zeros(4))]
+    >>> [c.output.tolist() for c in flat_history(2, 2, recorded)]
+    [[0, 1, 0, 1, 0], [[10, 10], [0, 20]], [0, 1, 0, 1]]
+    """
+    K, L = int(n_row_clusters), int(n_col_clusters)
+    out = []
+    for c in history:
+        forced = c.output
+        if c.step.endswith("column-assignment"):
+            forced = np.arange(np.size(c.output)) % L
+        elif c.step.endswith("row-assignment"):
+            forced = np.arange(np.size(c.output)) % K
+        elif c.step.endswith("table-before-rows"):
+            forced = worst_table((K, L))
+        elif c.step.endswith("table-after-rows"):
+            forced = worst_table((K, L), transpose=True)
+        out.append(Call(c.index, c.step, c.mechanism, c.epsilon, c.delta, forced))
+    return out
+
+
 #: blind matrices tried for the first column assignment: about half put a noise flip where it
 #: lowers the call's worst case (0.6 of the charge instead of 0.9–0.95)
 INIT_HISTORIES = 12
@@ -166,7 +256,13 @@ def _call_sites() -> tuple[CallSiteSetup, ...]:
     assignments at their worst). Columns: a zero column gets one count, L = 16 and
     :func:`_columns_history` (the second iteration's column assignment at its worst). The
     first column assignment, whose weights come from the blind initialisation (no history
-    can force them): :func:`one_per_row_but_the_first` with K0 = L0 = n = 16."""
+    can force them): :func:`one_per_row_but_the_first` with K0 = L0 = n = 16. The second
+    column assignment again on :func:`flat_table_and_empty_column` (K = 2, L = 16, history
+    :func:`flat_history`): the same worst case for the changed column, and an exact table after
+    rows that is flat, so weights read from it instead of the released table move every
+    column's choice (one forced history: every input of the call is forced). Its twin for the
+    second row assignment: ``flat_table_and_empty_row`` (K = 16, L = 2), the exact table
+    before rows flat."""
     taucc = (("epsilon", CALL_EPSILON), ("n_iterations", 2), ("h", 0.5))
     rows = all_zero_row(n_per_cluster=10)
     cols = all_zero_column(n_cols=2 * MANY)
@@ -176,7 +272,15 @@ def _call_sites() -> tuple[CallSiteSetup, ...]:
                           max_calls=5, craft=_columns_history, skip=("init/", "iter1/")),
             CallSiteSetup(one_per_row_but_the_first(),
                           (*taucc, ("n_row_clusters", MANY), ("n_col_clusters", MANY)),
-                          max_calls=1, n_histories=INIT_HISTORIES))
+                          max_calls=1, n_histories=INIT_HISTORIES),
+            CallSiteSetup(flat_table_and_empty_column(2, MANY),
+                          (*taucc, ("n_row_clusters", 2), ("n_col_clusters", MANY)),
+                          max_calls=5, craft=partial(flat_history, 2, MANY),
+                          skip=("init/", "iter1/"), n_histories=1),
+            CallSiteSetup(flat_table_and_empty_column(MANY, 2, transpose=True),
+                          (*taucc, ("n_row_clusters", MANY), ("n_col_clusters", 2)),
+                          first=6, max_calls=1, craft=partial(flat_history, MANY, 2),
+                          n_histories=1))
 
 
 # ------------------------------------------------------------------ known bugs
@@ -245,6 +349,27 @@ def _exact_column_weights():
     return ((_TAUCC, "_noisy_table", remember), (_TAUCC, "column_weights", weights))
 
 
+def _exact_row_weights():
+    """From iteration 2 the row weights come from the exact table before rows (the twin of
+    :func:`_exact_column_weights`): the exact table is kept from that table's call to the
+    next row assignment, which uses it once."""
+    seen: dict = {}
+
+    def remember(original):
+        def buggy(exact, epsilon, sampler, ledger, step, paper, note=""):
+            if str(step).endswith("table-before-rows") and not str(step).startswith("iter1/"):
+                seen["exact"] = np.asarray(exact, dtype=float)
+            return original(exact, epsilon, sampler, ledger, step, paper, note)
+        return buggy
+
+    def weights(original):
+        def buggy(T, guard=True):
+            exact = seen.pop("exact", None)
+            return original(T if exact is None or exact.shape != np.shape(T) else exact, guard)
+        return buggy
+    return ((_TAUCC, "_noisy_table", remember), (_TAUCC, "row_weights", weights))
+
+
 def _obvious_rows_by_argmax(original):
     def buggy(profiles, weights, epsilon, sampler, ledger, step, scratch=None):
         labels = original(profiles, weights, epsilon, sampler, ledger, step, scratch)
@@ -290,6 +415,10 @@ BUGS = (
     Bug("dp_taucc.column_weights_from_exact_table", "dp_taucc", "exact input after a call",
         "from iteration 2 the column assignment's weights are read from the exact table after "
         "rows, not from the released one", _exact_column_weights()),
+    # its twin for the rows (written with the setup that sees both, flat_table_and_empty_*)
+    Bug("dp_taucc.row_weights_from_exact_table", "dp_taucc", "exact input after a call",
+        "from iteration 2 the row assignment's weights are read from the exact table before "
+        "rows, not from the released one", _exact_row_weights()),
     Bug("dp_taucc.table_sensitivity_slip", "dp_taucc", "privacy map slip",
         "the tables' noise drawn for sensitivity 0.87 (a loss 15 % above the charge)",
         ((_TAUCC, "discrete_laplace_mechanism", scale_argument("sensitivity", 0.87)),)),
@@ -312,8 +441,10 @@ def scenarios() -> AuditScenarios:
     >>> s = scenarios()
     >>> [x.pair.name for x in s.end_to_end]
     ['all_zero_row', 'all_zero_matrix', 'moving_row', 'all_zero_row']
-    >>> [c.pair.name for c in s.call_sites]
+    >>> [c.pair.name for c in s.call_sites][:3]
     ['all_zero_row', 'all_zero_column', 'one_per_row_but_the_first']
+    >>> [c.pair.name for c in s.call_sites][3:]
+    ['flat_table_and_empty_column', 'flat_table_and_empty_row']
     """
     return AuditScenarios(_end_to_end(), _call_sites(), BUGS,
                           paper_leaks="non-private final labels")
