@@ -520,34 +520,47 @@ def estimate(jobs: list[AuditJob], n_jobs: int, pairs: int = 20) -> list[dict]:
     return rows
 
 
+#: draws per side at which a call-site setup is timed for --dry-run (two runs: fixed + per draw)
+ESTIMATE_DRAWS = (50_000, 200_000)
+
+
 def _estimate_call_sites(job: AuditJob, n_jobs: int) -> dict:
-    """A call-site job's estimated wall time: every setup's first audited call is run once at
-    the draws it really gets (:meth:`CallSiteSetup.draws_of`: the job's draws times the
-    setup's ``more_draws`` factor, at most ``max_draws``; a redrawn setup's samples), and the
-    setup's other calls, the other-form twin included, are costed in proportion to their own
-    draws. (Timings at a fraction of the draws do not extrapolate: sampling is vectorised and
-    its fixed cost dominates small runs.) Calls run side by side on ``n_jobs`` workers unless a
-    setup redraws."""
+    """A call-site job's estimated wall time. Every setup's first audited call is timed at
+    :data:`ESTIMATE_DRAWS` draws (or redrawn samples) per side, which gives its fixed cost
+    (probe fits, the choice of history) and its cost per draw; each audited call, the
+    other-form twin included, is then costed at the draws it really gets
+    (:func:`unit_draws`: the job's draws times the setup's ``more_draws`` factor, at most
+    ``max_draws``; a redrawn setup's samples). A call of fewer draws is timed at them. Calls
+    run side by side on ``n_jobs`` workers unless a setup redraws."""
     units = _n_units(job, None)
-    timed: dict[int, float] = {}  # setup id -> seconds per draw (or redrawn sample)
+    timed: dict[int, tuple[float, float]] = {}  # setup id -> (fixed s, s per draw)
+
+    def seconds(setup: CallSiteSetup, index: int, draws: int) -> float:
+        build = job.factory(setup.params)
+        if setup.redraw_samples:
+            return audit_call_site_redrawn(build, setup.pair.D, setup.pair.D_prime, index,
+                                           n_samples=draws, alpha=0.05, seed=0).elapsed_s
+        return audit_call_site(build, setup.pair.D, setup.pair.D_prime, index, n_fits=draws,
+                               alpha=0.05, looks=1, craft=setup.craft,
+                               n_histories=setup.n_histories, n_pilot=setup.n_pilot).elapsed_s
+
     total = 0.0
     for setup, call in units:
         draws = unit_draws(job, (setup, call))
         if id(setup) not in timed:
-            build = job.factory(setup.params)
-            if setup.redraw_samples:
-                res = audit_call_site_redrawn(build, setup.pair.D, setup.pair.D_prime,
-                                              call.index, n_samples=draws, alpha=0.05, seed=0)
+            small, large = ESTIMATE_DRAWS
+            if draws <= large:
+                timed[id(setup)] = (0.0, seconds(setup, call.index, draws) / draws)
             else:
-                res = audit_call_site(build, setup.pair.D, setup.pair.D_prime, call.index,
-                                      n_fits=draws, alpha=0.05, looks=1, craft=setup.craft,
-                                      n_histories=setup.n_histories, n_pilot=setup.n_pilot)
-            timed[id(setup)] = res.elapsed_s / draws
-        total += draws * timed[id(setup)]
+                t_small, t_large = (seconds(setup, call.index, n) for n in (small, large))
+                per_draw = max(0.0, (t_large - t_small) / (large - small))
+                timed[id(setup)] = (max(0.0, t_small - small * per_draw), per_draw)
+        fixed, per_draw = timed[id(setup)]
+        total += fixed + draws * per_draw
     if _in_parallel(job, units, n_jobs):
         total /= min(n_jobs, len(units))
-    first = next(iter(timed.values()), math.nan)
-    return {"audit": job.label, "fits_per_side": job.n_fits, "ms_per_fit": 1000 * first,
+    per_draw = next(iter(timed.values()), (math.nan, math.nan))[1]
+    return {"audit": job.label, "fits_per_side": job.n_fits, "ms_per_fit": 1000 * per_draw,
             "estimated_s": total}
 
 

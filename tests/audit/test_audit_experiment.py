@@ -106,9 +106,9 @@ def test_dry_run_with_power_is_refused_before_any_work(capsys):
 
 
 def test_dry_run_estimates(capsys):
-    assert main(["--size", "quick", "--methods", "dp_taucc", "--dry-run", "--jobs", "1"]) == 0
+    assert main(["--size", "quick", "--methods", "dp_kmeans", "--dry-run", "--jobs", "1"]) == 0
     out = capsys.readouterr().out
-    assert "dp_taucc/corrected ε=1" in out and "call sites" in out and "estimated total" in out
+    assert "dp_kmeans/corrected ε=1" in out and "call sites" in out and "estimated total" in out
 
 
 def test_call_site_estimate_counts_each_calls_own_draws(monkeypatch):
@@ -121,8 +121,8 @@ def test_call_site_estimate_counts_each_calls_own_draws(monkeypatch):
 
     per_draw = 1e-6
 
-    def timed(build, D, D_prime, index, n_fits, **kwargs):  # a run costing its draws
-        return SimpleNamespace(elapsed_s=n_fits * per_draw)
+    def timed(build, D, D_prime, index, n_fits, **kwargs):  # a run costing 1 s + its draws
+        return SimpleNamespace(elapsed_s=1.0 + n_fits * per_draw)
 
     monkeypatch.setattr(experiment, "audit_call_site", timed)
     [job] = [j for j in plan(load_config("quick"), ["dp_kmeans"]) if j.scope == "call-site"]
@@ -130,7 +130,7 @@ def test_call_site_estimate_counts_each_calls_own_draws(monkeypatch):
     draws = [experiment.unit_draws(job, u) for u in units]
     assert max(draws) == 4 * job.n_fits and sum(draws) > len(units) * job.n_fits
     [row] = experiment.estimate([job], n_jobs=1)
-    assert row["estimated_s"] == pytest.approx(per_draw * sum(draws))
+    assert row["estimated_s"] == pytest.approx(len(units) + per_draw * sum(draws))
 
 
 def _python_block(path: str, first: str) -> str:
