@@ -29,6 +29,15 @@ Worst-case pairs (why each is worst case):
   {the one choice} has ratio (1 + 63e^ε)/64 (0.99 ε at ε = 1).
 * ``linear-exponential-sparse``: the linear exponential mechanism on sparse (CSR) profiles,
   the path of sparse inputs (the dense one is ``linear-exponential``).
+* ``exponential-many``: the same change with 65 choices in calls of many rows, more choices
+  than the compiled loop takes (64): the column-by-column numpy path that sorts by argsort
+  (DP-τCC with more than 64 clusters); {the one choice} has ratio (1 + 64e^ε)/65.
+* ``exponential-portable``: ``exponential`` with the compiled loops switched off
+  (``DPTAUCC_NATIVE=0``): the numpy path with the sorting network, which runs wherever the
+  package was installed without a C compiler.
+
+The last two differ from ``exponential`` only on the seeded path (the secure sampler's exact
+choice takes neither), so they are audited there only (:data:`SEEDED_ONLY`).
 
 Each call is also run with the audit hook listening: the privacy map
 (:mod:`dptaucc.audit.privacy_map`) recomputes from what the sampler really drew what the call
@@ -46,7 +55,9 @@ table and exits 3 when some ε_lower or ε_map exceeds the claimed ε (a violati
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -59,6 +70,7 @@ from dptaucc._cli import plain
 from dptaucc.audit.ledger_check import RTOL, mapped, observing
 from dptaucc.audit.stats import cp_lower, cp_upper
 from dptaucc.baselines.nmf_dp.gaussian import analytic_gaussian_sigma
+from dptaucc.kernels import NATIVE_SWITCH
 from dptaucc.privacy import (
     PrivacyLedger,
     Sampler,
@@ -72,7 +84,8 @@ from dptaucc.privacy import (
 )
 from dptaucc.privacy.checks import ScaledSampler
 
-__all__ = ["PRIMITIVES", "FRESH_PRIMITIVES", "audit_primitive", "audit_primitives",
+__all__ = ["PRIMITIVES", "FRESH_PRIMITIVES", "SEEDED_ONLY", "audit_primitive",
+           "audit_primitives", "primitive_names",
            "fresh_sampler_rows", "violated", "main"]
 
 N_CHOICES = 20
@@ -85,6 +98,10 @@ SECURE_N = {"discrete-laplace": 100_000, "bounded-discrete-laplace": 100_000,
 #: outputs per side at most of the wide choice (calls of WIDE_ROWS rows of WIDE_CHOICES)
 WIDE_N = 100_000
 WIDE_ROWS, WIDE_CHOICES = 16, 64
+#: outputs per side at most of the many-choice call (MANY_CHOICES values each)
+MANY_N, MANY_CHOICES = 300_000, 65
+#: the primitives whose path exists on the seeded sampler only (the secure one has one choice)
+SEEDED_ONLY = ("exponential-many", "exponential-portable")
 #: the primitives audited with a fresh secure sampler per output (``fresh=True``)
 FRESH_PRIMITIVES = ("discrete-laplace", "bounded-discrete-laplace", "exponential", "gaussian")
 
@@ -126,6 +143,33 @@ def _exponential_wide(side, n, eps, delta, sampler, ledger):
     return np.concatenate(out)[:n]
 
 
+def _exponential_many(side, n, eps, delta, sampler, ledger):
+    utilities = np.zeros((n, MANY_CHOICES))
+    utilities[:, 1:] += side
+    return exponential_mechanism(utilities, epsilon=eps, sensitivity=1.0, sampler=sampler,
+                                 ledger=ledger, step="audit")
+
+
+@contextlib.contextmanager
+def _compiled_loops_off():
+    """The kernels' numpy path for the duration (:func:`dptaucc.kernels.native_kernels`
+    reads the switch at every call)."""
+    old = os.environ.get(NATIVE_SWITCH)
+    os.environ[NATIVE_SWITCH] = "0"
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ[NATIVE_SWITCH]
+        else:
+            os.environ[NATIVE_SWITCH] = old
+
+
+def _exponential_portable(side, n, eps, delta, sampler, ledger):
+    with _compiled_loops_off():
+        return _exponential(side, n, eps, delta, sampler, ledger)
+
+
 def _linear_exponential_sparse(side, n, eps, delta, sampler, ledger):
     weights = np.ones((N_CHOICES, 1))
     weights[0, 0] = 0.0
@@ -150,7 +194,19 @@ PRIMITIVES: dict[str, tuple[Callable, bool]] = {
     "gaussian": (_gaussian, True),
     "exponential-wide": (_exponential_wide, False),
     "linear-exponential-sparse": (_linear_exponential_sparse, False),
+    "exponential-many": (_exponential_many, False),
+    "exponential-portable": (_exponential_portable, False),
 }
+
+
+def primitive_names(secure: bool) -> list[str]:
+    """The primitives audited on one path: all of them seeded, all but :data:`SEEDED_ONLY`
+    on the secure samplers.
+
+    >>> len(primitive_names(False)) - len(primitive_names(True)) == len(SEEDED_ONLY)
+    True
+    """
+    return [name for name in PRIMITIVES if not (secure and name in SEEDED_ONLY)]
 
 
 # ------------------------------------------------------------------ events
@@ -294,6 +350,8 @@ def audit_primitive(name: str, epsilon: float = 1.0, n: int = 400_000, *,
     delta = float(delta) if uses_delta else 0.0
     if name == "exponential-wide":
         n = min(int(n), WIDE_N)
+    if name == "exponential-many":
+        n = min(int(n), MANY_N)
     if exact and not fresh:
         n = min(int(n), SECURE_N.get(name, int(n)))
     start = time.perf_counter()
@@ -344,13 +402,13 @@ def audit_primitives(epsilon: float = 1.0, n: int = 400_000, secure: bool = Fals
     epsilon_lower, n, seconds (and the event used).
 
     >>> rows = audit_primitives(1.0, 1000)
-    >>> [r["primitive"] for r in rows] == list(PRIMITIVES)
+    >>> [r["primitive"] for r in rows] == primitive_names(secure=False) == list(PRIMITIVES)
     True
     >>> any(violated(r) for r in rows)  # every primitive within its ε, every charge covered
     False
     """
     return [audit_primitive(name, epsilon, n, secure=secure, seed=None if secure else seed,
-                            **kwargs) for name in PRIMITIVES]
+                            **kwargs) for name in primitive_names(secure)]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -74,14 +74,14 @@ def primitive_decisions(seed: int, n: int, epsilon: float = 1.0, alpha: float = 
 
     >>> rows = primitive_decisions(SEED_BASE, 100)  # the fewest outputs a primitive takes
     >>> rows[0]["name"], rows[0]["config"], len(rows)
-    ('discrete-laplace (seeded)', 'n=100', 7)
+    ('discrete-laplace (seeded)', 'n=100', 9)
     >>> any(r["alarm"] for r in rows)
     False
     """
-    from dptaucc.audit.primitives import PRIMITIVES, audit_primitive, violated
+    from dptaucc.audit.primitives import audit_primitive, primitive_names, violated
 
     rows = []
-    for name in PRIMITIVES:
+    for name in primitive_names(secure):
         r = audit_primitive(name, epsilon, n, seed=None if secure else seed, secure=secure,
                             alpha=alpha)
         rows.append({"kind": "primitive", "name": f"{name} ({r['path']})", "seed": seed,
