@@ -14,7 +14,7 @@ NAME --jobs 1`` (exit 3 on a violation); the primitives' is ``python -m dptaucc.
 at its default size, on the seeded samplers and (``exact.py``, ``SecureSampler``) the secure ones.
 
 >>> [g.name for g in GROUPS]
-['privacy', 'dp_taucc', 'dp_kmeans', 'colored_noise', 'dpnmf', 'dpm', 'dphd']
+['privacy', 'dp_taucc', 'dp_taucc_row', 'dp_kmeans', 'colored_noise', 'dpnmf', 'dpm', 'dphd']
 >>> group_of("baselines/dpm/tree.py").name, group_of("README.md")
 ('dpm', None)
 """
@@ -35,7 +35,8 @@ AUDITS: dict[str, tuple[str, ...]] = {
     "primitives-secure": ("-m", "dptaucc.audit.primitives", "--secure"),
     **{f"method:{m}": ("-m", "dptaucc.audit", "--size", "quick", "--methods", m, "--jobs", "1",
                        "--no-progress", "--results-dir", "{out}")
-       for m in ("dp_taucc", "dp_kmeans", "colored_noise", "dpnmf", "dpm", "dphd")},
+       for m in ("dp_taucc", "dp_taucc_row", "dp_kmeans", "colored_noise", "dpnmf", "dpm",
+                 "dphd")},
 }
 
 
@@ -68,6 +69,9 @@ GROUPS: tuple[Group, ...] = (
          "tests/dptaucc/test_kernels_exact.py", _DOCTESTS)),
     Group("dp_taucc", {"dptaucc/dp_taucc.py": None}, ("method:dp_taucc",),
           ("tests/dptaucc", _DOCTESTS)),
+    Group("dp_taucc_row", {"dptaucc/dp_taucc_row.py": None}, ("method:dp_taucc_row",),
+          ("tests/dptaucc/test_taucc_row_privacy.py", "tests/audit/test_taucc_row_audit.py",
+           "tests/dptaucc/test_taucc_sklearn.py", _DOCTESTS)),
     Group("dp_kmeans", {"baselines/dp_kmeans.py": None, "baselines/dp_sampling.py": None},
           ("method:dp_kmeans",),
           ("tests/baselines/test_dp_kmeans.py", "tests/baselines/test_dp_sampling.py",
