@@ -9,9 +9,12 @@ event fixed before counting, one (1 − α) statement holds: by (ε, δ)-DP,
 P_num(E) ≤ e^ε·P_den(E) + δ, so ε_lower = log((l_num − δ)/u_den) with one-sided
 Clopper–Pearson bounds at α/2 each is a lower bound on the true ε (0 when it says nothing).
 
-Worst-case pairs (why each is worst case):
+Worst-case pairs (why each is worst case), with Δ = :data:`SENSITIVITY` = 2 wherever the
+sensitivity is the audit's to choose: every noise scale Δ/ε then differs from 1 and from its
+inverse at the default ε = 1, so a scale inverted, or multiplied where it should divide, shows
+(at Δ = ε = 1 the scale is 1 and such a slip changes nothing):
 
-* ``discrete-laplace``: x = 0 against x = Δ = 1 in one coordinate; {out ≤ t} has likelihood
+* ``discrete-laplace``: x = 0 against x = Δ in one coordinate; {out ≤ t} has likelihood
   ratio exactly e^ε for every t ≤ 0 (monotone ratio, the bound is attained).
 * ``bounded-discrete-laplace``: w = 0 against w = 1 on {0, …, 10}; the privacy map of
   :mod:`dptaucc.privacy.bounded` is attained at y = 0 for this pair.
@@ -19,7 +22,7 @@ Worst-case pairs (why each is worst case):
   raised by Δ (a change of range exactly Δ); the event {the one choice} has ratio
   p + (1 − p)e^ε with p = 1/20 (0.97 ε at ε = 1), the largest a 2-outcome event of
   this mechanism reaches at that mass.
-* ``gaussian``: x = 0 against x = Δ = 1, σ from the analytic calibration (Balle & Wang 2018)
+* ``gaussian``: x = 0 against x = Δ, σ from the analytic calibration (Balle & Wang 2018)
   at (ε, δ); the tail event {out > t} at the right t attains the hockey-stick bound. The audit
   uses δ = 10⁻² by default: at δ = 10⁻⁵ the informative tail has probability ~10⁻³ and 10⁵
   samples bound ε only at about 0.6 ε.
@@ -89,6 +92,8 @@ __all__ = ["PRIMITIVES", "FRESH_PRIMITIVES", "SEEDED_ONLY", "audit_primitive",
            "fresh_sampler_rows", "violated", "main"]
 
 N_CHOICES = 20
+#: the sensitivity of every pair whose sensitivity the audit chooses (see the module docstring)
+SENSITIVITY = 2
 BOUNDED_UPPER = 10
 #: outputs per side at most, on the secure path, where OpenDP's exact samplers cost ~15 µs per
 #: discrete-Laplace value and ~0.1 ms per Gaussian value (the Gaussian needs 2·10⁵ per side to
@@ -107,8 +112,8 @@ FRESH_PRIMITIVES = ("discrete-laplace", "bounded-discrete-laplace", "exponential
 
 
 def _discrete_laplace(side, n, eps, delta, sampler, ledger):
-    x = np.full(n, side, dtype=np.int64)
-    return discrete_laplace_mechanism(x, epsilon=eps, sensitivity=1, sampler=sampler,
+    x = np.full(n, side * SENSITIVITY, dtype=np.int64)
+    return discrete_laplace_mechanism(x, epsilon=eps, sensitivity=SENSITIVITY, sampler=sampler,
                                       ledger=ledger, step="audit")
 
 
@@ -121,14 +126,14 @@ def _bounded_discrete_laplace(side, n, eps, delta, sampler, ledger):
 
 def _exponential(side, n, eps, delta, sampler, ledger):
     utilities = np.zeros((n, N_CHOICES))
-    utilities[:, 1:] += side  # range of the change: exactly Δ = 1
-    return exponential_mechanism(utilities, epsilon=eps, sensitivity=1.0, sampler=sampler,
+    utilities[:, 1:] += side * SENSITIVITY  # range of the change: exactly Δ
+    return exponential_mechanism(utilities, epsilon=eps, sensitivity=SENSITIVITY, sampler=sampler,
                                  ledger=ledger, step="audit")
 
 
 def _linear_exponential(side, n, eps, delta, sampler, ledger):
-    weights = np.ones((N_CHOICES, 1))
-    weights[0, 0] = 0.0  # Δ = max_d range of W's column = 1
+    weights = np.full((N_CHOICES, 1), float(SENSITIVITY))
+    weights[0, 0] = 0.0  # Δ = max_d range of W's column
     profiles = np.full((n, 1), float(side))
     return linear_exponential_mechanism(profiles, weights=weights, epsilon=eps, sampler=sampler,
                                         ledger=ledger, step="audit")
@@ -136,8 +141,9 @@ def _linear_exponential(side, n, eps, delta, sampler, ledger):
 
 def _exponential_wide(side, n, eps, delta, sampler, ledger):
     utilities = np.zeros((WIDE_ROWS, WIDE_CHOICES))
-    utilities[:, 1:] += side
-    out = [exponential_mechanism(utilities, epsilon=eps, sensitivity=1.0, sampler=sampler,
+    utilities[:, 1:] += side * SENSITIVITY
+    out = [exponential_mechanism(utilities, epsilon=eps, sensitivity=SENSITIVITY,
+                                 sampler=sampler,
                                  ledger=ledger if i == 0 else PrivacyLedger(), step="audit")
            for i in range(-(-n // WIDE_ROWS))]  # one charge to ``ledger``, as one call
     return np.concatenate(out)[:n]
@@ -145,8 +151,8 @@ def _exponential_wide(side, n, eps, delta, sampler, ledger):
 
 def _exponential_many(side, n, eps, delta, sampler, ledger):
     utilities = np.zeros((n, MANY_CHOICES))
-    utilities[:, 1:] += side
-    return exponential_mechanism(utilities, epsilon=eps, sensitivity=1.0, sampler=sampler,
+    utilities[:, 1:] += side * SENSITIVITY
+    return exponential_mechanism(utilities, epsilon=eps, sensitivity=SENSITIVITY, sampler=sampler,
                                  ledger=ledger, step="audit")
 
 
@@ -171,7 +177,7 @@ def _exponential_portable(side, n, eps, delta, sampler, ledger):
 
 
 def _linear_exponential_sparse(side, n, eps, delta, sampler, ledger):
-    weights = np.ones((N_CHOICES, 1))
+    weights = np.full((N_CHOICES, 1), float(SENSITIVITY))
     weights[0, 0] = 0.0
     profiles = sp.csr_matrix(np.full((n, 1), float(side)))
     return linear_exponential_mechanism(profiles, weights=weights, epsilon=eps, sampler=sampler,
@@ -179,9 +185,10 @@ def _linear_exponential_sparse(side, n, eps, delta, sampler, ledger):
 
 
 def _gaussian(side, n, eps, delta, sampler, ledger):
-    sigma = analytic_gaussian_sigma(1.0, eps, delta)
-    return gaussian_mechanism(np.full(n, float(side)), sigma=sigma, epsilon=eps, delta=delta,
-                              sensitivity=1.0, sampler=sampler, ledger=ledger,
+    sigma = analytic_gaussian_sigma(float(SENSITIVITY), eps, delta)
+    return gaussian_mechanism(np.full(n, float(side * SENSITIVITY)), sigma=sigma, epsilon=eps,
+                              delta=delta, sensitivity=float(SENSITIVITY), sampler=sampler,
+                              ledger=ledger,
                               step="audit")
 
 
