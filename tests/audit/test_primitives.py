@@ -171,3 +171,18 @@ def test_the_seeded_only_paths_are_not_repeated_on_the_secure_samplers():
     assert set(SEEDED_ONLY) <= set(PRIMITIVES)
     assert not set(SEEDED_ONLY) & set(primitive_names(secure=True))
     assert primitive_names(secure=False) == list(PRIMITIVES)
+
+
+@pytest.mark.parametrize("name", ["discrete-laplace", "exponential", "exponential-many"])
+def test_an_inverted_scale_is_seen_because_the_audit_scale_is_not_one(monkeypatch, name):
+    """Δ/ε computed as ε/Δ: at Δ = ε = 1 (the audit's pairs before Δ = 2) both are 1."""
+    from dptaucc.privacy import mechanisms
+
+    def inverted(ledger, step, mechanism, epsilon, sensitivity, composition, note):
+        scale = 0.0 if math.isinf(epsilon) else epsilon / sensitivity
+        ledger.charge(step, mechanism, epsilon, 0.0, sensitivity, composition, note, scale)
+        return scale
+
+    monkeypatch.setattr(mechanisms, "_charge_scaled", inverted)
+    assert primitives.SENSITIVITY != 1
+    assert primitives.violated(audit_primitive(name, 1.0, n=20_000, seed=4))
