@@ -126,8 +126,8 @@ audit: ## privacy audit of every method, end to end and per call site (about an 
 audit-quick: ## the audit at the quick size, corrected mode (a few minutes per method) -> results/quick/audit.parquet
 	$(PY) -m dptaucc.audit --size quick --jobs $(JOBS)
 
-audit-ci: ## CI gate: quick audit of DP-τCC and DP-KMeans (corrected); fails on a violation (exit 3)
-	$(PY) -m dptaucc.audit --size quick --methods dp_taucc,dp_kmeans --jobs $(JOBS) --no-progress
+audit-ci: ## CI gate: quick audit of the seeded primitives, DP-τCC and DP-KMeans (corrected); fails on a violation (exit 3)
+	$(PY) -m dptaucc.audit --size quick --methods primitives,dp_taucc,dp_kmeans --jobs $(JOBS) --no-progress
 
 audit-power: ## the audit's power: quick audit of the correct code and of every catalogue bug -> results/quick/audit_power.parquet
 	$(PY) -m dptaucc.audit --power --jobs $(JOBS) --no-progress

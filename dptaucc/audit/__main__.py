@@ -21,7 +21,9 @@ draw on the secure samplers (:mod:`dptaucc.audit.secure`), and every primitive d
 secure samplers (a sampler state a seed reproduces exits 3).
 
 ``--methods NAME`` may name your own method (its config in ``$DPTAUCC_CONFIG_PATH``, its
-scenarios beside it: docs/audit.md). ``--bug NAME`` plants a bug a method declares
+scenarios beside it: docs/audit.md); ``primitives`` names the seeded primitives job, which a
+run without ``--methods`` starts with (every primitive on its worst-case pair, about 30 s).
+``--bug NAME`` plants a bug a method declares
 (:mod:`dptaucc.audit.bugs`) in every worker;
 ``--power`` audits the correct code and every catalogue bug of the selected methods (quick
 size) and writes the power table ``audit_power.parquet``. ``--dry-run`` estimates wall time.
@@ -64,7 +66,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m dptaucc.audit", description=plain(__doc__),
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", choices=("full", "quick"), default="full")
-    ap.add_argument("--methods", help="comma-separated algorithm names (default: the config's)")
+    ap.add_argument("--methods", help="comma-separated algorithm names, 'primitives' for the "
+                    "seeded primitives job (default: the primitives and the config's methods)")
     ap.add_argument("--jobs", type=int, default=None, help="worker processes (default: all cores)")
     ap.add_argument("--results-dir", default=os.environ.get("DPTAUCC_RESULTS_DIR", "results"))
     ap.add_argument("--output", help="parquet path (default: from conf/audit/audit.yaml)")

@@ -56,10 +56,13 @@ from .stats import cp_lower, cp_upper
 from .workers import bug_context
 
 __all__ = ["AuditJob", "load_config", "plan", "job_alpha", "other_form_twin", "run_job", "run_all",
-           "estimate", "unit_draws", "measurable_max", "violations", "RECORD_COLUMNS"]
+           "estimate", "unit_draws", "measurable_max", "violations", "RECORD_COLUMNS",
+           "PRIMITIVES_JOB"]
 
 #: scopes of the deterministic checks (no ε bound, no share of α): the ledger and the refit
 CHECK_SCOPES = ("ledger", "refit")
+#: the name of the seeded primitives job in ``--methods`` and in its records' ``method``
+PRIMITIVES_JOB = "primitives"
 
 RECORD_COLUMNS = [
     "method", "mode", "epsilon", "delta", "epsilon_spent", "end_to_end_dp", "epsilon_lower",
@@ -125,7 +128,7 @@ class AuditJob:
     @property
     def label(self) -> str:
         if self.scope == "sampler":
-            return "secure samplers, fresh"
+            return "secure samplers, fresh" if self.secure else "primitives (seeded)"
         if self.mode is None:
             return f"{self.method} (not DP)"
         on = " (secure)" if self.secure else ""
@@ -163,10 +166,24 @@ def plan(cfg: dict, methods: list[str] | None = None, secure: bool = False) -> l
     ['dp_taucc/corrected call sites', 'dp_taucc/corrected ε=1', 'fast_taucc (not DP)']
     >>> [job.label for job in plan(cfg, ["dp_taucc", "fast_taucc"], secure=True)]
     ['dp_taucc/corrected call sites (secure)', 'secure samplers, fresh']
+
+    Without ``methods``, or with :data:`PRIMITIVES_JOB` among them, the seeded primitives
+    job comes first (every primitive of :mod:`dptaucc.audit.primitives` on its worst-case
+    pair, ``primitive_outputs`` outputs per side: the paths no method's scenario takes, in
+    seconds):
+
+    >>> [job.label for job in plan(cfg, ["primitives", "fast_taucc"])]
+    ['primitives (seeded)', 'fast_taucc (not DP)']
     """
     if secure:
-        return _plan_secure(cfg, methods)
+        return _plan_secure(cfg, [m for m in methods or () if m != PRIMITIVES_JOB] or None)
     jobs = []
+    if methods is None or PRIMITIVES_JOB in methods:
+        jobs.append(AuditJob(PRIMITIVES_JOB, "corrected", None,
+                             int(cfg.get("primitive_outputs", 400_000)), scope="sampler"))
+        methods = None if methods is None else [m for m in methods if m != PRIMITIVES_JOB]
+        if methods == []:
+            return jobs
     per_method = cfg.get("n_fits_per_method") or {}
     for name in methods or cfg["methods"]:
         alg = algorithm_config(name)
@@ -396,25 +413,40 @@ def _refit(job: AuditJob, unit, seed: int, bug: str | None) -> dict | None:
 
 
 def _sampler_records(job: AuditJob, seed: int, alpha: float, progress: bool) -> list[dict]:
-    """The fresh-sampler job: every primitive of :data:`~dptaucc.audit.primitives.
-    FRESH_PRIMITIVES` at ε = 1, α split over them."""
-    from .primitives import FRESH_PRIMITIVES, fresh_sampler_rows, violated
+    """The fresh-sampler job (secure): every primitive of :data:`~dptaucc.audit.primitives.
+    FRESH_PRIMITIVES` at ε = 1, α split over them; the seeded primitives job: every primitive
+    of :func:`~dptaucc.audit.primitives.primitive_names` on the seeded sampler at ε = 1,
+    ``job.n_fits`` outputs per side, α split over them."""
+    from .primitives import (
+        FRESH_PRIMITIVES,
+        audit_primitive,
+        fresh_sampler_rows,
+        primitive_names,
+        violated,
+    )
 
-    rows = fresh_sampler_rows(1.0, job.n_fits, alpha / len(FRESH_PRIMITIVES))
+    if job.secure:
+        names, per = "samplers", alpha / len(FRESH_PRIMITIVES)
+        rows = fresh_sampler_rows(1.0, job.n_fits, per)
+    else:
+        names = primitive_names(secure=False)
+        per = alpha / len(names)
+        rows = [audit_primitive(name, 1.0, job.n_fits, seed=seed, alpha=per) for name in names]
+        names = PRIMITIVES_JOB
     records = []
     for row in rows:
         rec = _base(job, seed, None)
-        rec.update(method="samplers", epsilon=1.0, delta=row["delta"], epsilon_spent=row["epsilon"],
+        rec.update(method=names, epsilon=1.0, delta=row["delta"], epsilon_spent=row["epsilon"],
                    end_to_end_dp=True, epsilon_lower=row["epsilon_lower"], scope="sampler",
                    step=f"{row['primitive']} ({row['path']})", epsilon_claimed=row["epsilon"],
                    verdict="violation" if violated(row) else "ok", event=row["event"],
                    n_fits=row["n"], time_s=row["seconds"], pair="worst-case pair",
-                   epsilon_lower_max=math.nan, events="", alpha=alpha / len(FRESH_PRIMITIVES))
+                   epsilon_lower_max=math.nan, events="", alpha=per)
         records.append(rec)
         if progress:
             print(f"    {job.label} {rec['step']}: ε_lower = {rec['epsilon_lower']:.3f}, map "
                   f"{row['epsilon_map']:.3f} / claimed 1 ({rec['verdict']}, {rec['n_fits']} "
-                  f"fresh samplers per side)", flush=True)
+                  f"{'fresh samplers' if job.secure else 'outputs'} per side)", flush=True)
     return records
 
 
@@ -499,9 +531,18 @@ def estimate(jobs: list[AuditJob], n_jobs: int, pairs: int = 20) -> list[dict]:
     """
     rows = []
     for job in jobs:
-        if job.scope == "sampler":  # fresh secure samplers: ~5 ms an output, 4 primitives
+        if job.scope == "sampler" and job.secure:  # ~5 ms an output, 4 primitives
             rows.append({"audit": job.label, "fits_per_side": job.n_fits, "ms_per_fit": 5.0,
                          "estimated_s": 2 * 4 * job.n_fits * 0.005})
+            continue
+        if job.scope == "sampler":  # seeded primitives: timed on a tenth of their outputs
+            from .primitives import audit_primitive, primitive_names
+
+            n = max(1000, job.n_fits // 10)
+            took = sum(audit_primitive(name, 1.0, n, seed=0)["seconds"]
+                       for name in primitive_names(secure=False))
+            rows.append({"audit": job.label, "fits_per_side": job.n_fits,
+                         "ms_per_fit": 1000 * took / (2 * n), "estimated_s": 10 * took})
             continue
         if job.scope == "call-site":
             rows.append(_estimate_call_sites(job, n_jobs))

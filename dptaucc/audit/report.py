@@ -273,8 +273,9 @@ def audit_section(results_dir: str | os.PathLike = "results",
     lines = [
         "## Empirical privacy audit: ε lower bounds", "",
         f"`python -m dptaucc.audit` (`make audit`), code {shas}. Two layers (docs/audit.md). "
-        "*End to end*: each method is fitted up to "
-        f"{n_fits} times on small count matrices D chosen for its weak points (with settings "
+        "*End to end*: each method is fitted "
+        + (f"up to {n_fits} times" if n_fits else "(no end-to-end record in this table)")
+        + " on small count matrices D chosen for its weak points (with settings "
         "that concentrate the budget) and as often on a neighbour D' (one count more in one "
         "cell); events derived from every declared release (thresholds and values chosen on "
         "half of the fits, counted on the other half) and raw-data recomputations are turned "

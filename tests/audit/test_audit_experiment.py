@@ -189,3 +189,30 @@ def test_every_method_is_audited_on_both_input_forms():
         want = (first.pair.D_prime[:n] - first.pair.D[:n]).toarray()
         assert np.array_equal(change, want)
         assert setup.limit_of("any step").startswith("the other-form twin")
+
+
+def test_the_gate_runs_the_seeded_primitives_and_exits_3_on_a_broken_one(tmp_path, monkeypatch,
+                                                                           capsys):
+    """``--methods primitives`` (and a run without ``--methods``) audits every primitive on
+    the seeded sampler, α split over them; a primitive whose noise is drawn for half its
+    sensitivity makes the gate exit 3."""
+    from dptaucc.audit import primitives
+
+    out = tmp_path / "p.parquet"
+    args = ["--size", "quick", "--methods", "primitives", "--jobs", "1", "--no-progress",
+            "--output", str(out)]
+    assert main(args) == 0
+    df = pd.read_parquet(out)
+    names = primitives.primitive_names(secure=False)
+    assert df["step"].tolist() == [f"{n} (seeded)" for n in names]
+    assert (df["method"] == "primitives").all() and (df["verdict"] == "ok").all()
+    assert df["alpha"].sum() == pytest.approx(0.05)
+    run, uses_delta = primitives.PRIMITIVES["exponential-many"]
+
+    def halved(side, n, eps, delta, sampler, ledger):
+        from dptaucc.privacy.checks import ScaledSampler
+        return run(side, n, eps, delta, ScaledSampler(sampler, 0.5), ledger)
+
+    monkeypatch.setitem(primitives.PRIMITIVES, "exponential-many", (halved, uses_delta))
+    assert main(args) == 3
+    assert "VIOLATION primitives" in capsys.readouterr().out

@@ -95,15 +95,16 @@ def test_dpm_tree_replay_matches_noiseless_leaf_counts():
 
 def test_plan_and_budget_of_both_sizes():
     full, quick = load_config("full"), load_config("quick")
-    jobs = plan(full)
-    # six private methods x two modes and DP-τCC's row variant (corrected only) end to end,
-    # plus the seven's call sites; non-private once
+    primitives, *jobs = plan(full)
+    # the seeded primitives first; six private methods x two modes and DP-τCC's row variant
+    # (corrected only) end to end, plus the seven's call sites; non-private once
+    assert (primitives.label, primitives.n_fits) == ("primitives (seeded)", 400_000)
     assert len(jobs) == 6 * 2 + 1 + 7 + 2
     assert {j.method for j in jobs} == set(ALGORITHMS)
     assert all(j.mode is None and j.epsilon is None for j in jobs
                if j.method in ("fast_taucc", "fccm"))
     assert {j.mode for j in jobs if j.method == "dp_taucc_row"} == {"corrected"}
-    q = plan(quick)
+    _, *q = plan(quick)
     assert len(q) == 7 + 7 + 2 and {j.mode for j in q} == {"corrected", None}
     full_fits = {(j.method, j.scope): j.n_fits for j in jobs}
     assert all(j.n_fits < full_fits[j.method, j.scope] for j in q)
