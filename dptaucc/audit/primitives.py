@@ -18,8 +18,10 @@ inverse at the default ε = 1, so a scale inverted, or multiplied where it shoul
   ratio exactly e^ε for every t ≤ 0 (monotone ratio, the bound is attained).
 * ``bounded-discrete-laplace``: w = 0 against w = 1 on {0, …, 10}; the privacy map of
   :mod:`dptaucc.privacy.bounded` is attained at y = 0 for this pair.
-* ``exponential`` / ``linear-exponential``: 20 choices, all utilities 0 against all but one
-  raised by Δ (a change of range exactly Δ); the event {the one choice} has ratio
+* ``exponential`` / ``linear-exponential``: 20 choices, all utilities equal (−1 for the
+  exponential mechanism, :data:`UTILITY_BASE`: not 0, whose special values hide a kernel
+  that transforms the utilities; 0 for the linear one, whose profile is 0 on D) against all
+  but one raised by Δ (a change of range exactly Δ); the event {the one choice} has ratio
   p + (1 − p)e^ε with p = 1/20 (0.97 ε at ε = 1), the largest a 2-outcome event of
   this mechanism reaches at that mass.
 * ``gaussian``: x = 0 against x = Δ, σ from the analytic calibration (Balle & Wang 2018)
@@ -94,6 +96,10 @@ __all__ = ["PRIMITIVES", "FRESH_PRIMITIVES", "SEEDED_ONLY", "audit_primitive",
 N_CHOICES = 20
 #: the sensitivity of every pair whose sensitivity the audit chooses (see the module docstring)
 SENSITIVITY = 2
+#: the exponential mechanism's utilities on D (and of its one unchanged choice on D'): the
+#: mechanism is invariant to a shift, and a utility of 0 hides a kernel that transforms the
+#: utilities themselves (scale/u is inf at 0: every choice alike on both sides)
+UTILITY_BASE = -1.0
 BOUNDED_UPPER = 10
 #: outputs per side at most, on the secure path, where OpenDP's exact samplers cost ~15 µs per
 #: discrete-Laplace value and ~0.1 ms per Gaussian value (the Gaussian needs 2·10⁵ per side to
@@ -125,7 +131,7 @@ def _bounded_discrete_laplace(side, n, eps, delta, sampler, ledger):
 
 
 def _exponential(side, n, eps, delta, sampler, ledger):
-    utilities = np.zeros((n, N_CHOICES))
+    utilities = np.full((n, N_CHOICES), UTILITY_BASE)
     utilities[:, 1:] += side * SENSITIVITY  # range of the change: exactly Δ
     return exponential_mechanism(utilities, epsilon=eps, sensitivity=SENSITIVITY, sampler=sampler,
                                  ledger=ledger, step="audit")
@@ -140,7 +146,7 @@ def _linear_exponential(side, n, eps, delta, sampler, ledger):
 
 
 def _exponential_wide(side, n, eps, delta, sampler, ledger):
-    utilities = np.zeros((WIDE_ROWS, WIDE_CHOICES))
+    utilities = np.full((WIDE_ROWS, WIDE_CHOICES), UTILITY_BASE)
     utilities[:, 1:] += side * SENSITIVITY
     out = [exponential_mechanism(utilities, epsilon=eps, sensitivity=SENSITIVITY,
                                  sampler=sampler,
@@ -150,7 +156,7 @@ def _exponential_wide(side, n, eps, delta, sampler, ledger):
 
 
 def _exponential_many(side, n, eps, delta, sampler, ledger):
-    utilities = np.zeros((n, MANY_CHOICES))
+    utilities = np.full((n, MANY_CHOICES), UTILITY_BASE)
     utilities[:, 1:] += side * SENSITIVITY
     return exponential_mechanism(utilities, epsilon=eps, sensitivity=SENSITIVITY, sampler=sampler,
                                  ledger=ledger, step="audit")

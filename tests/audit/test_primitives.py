@@ -186,3 +186,22 @@ def test_an_inverted_scale_is_seen_because_the_audit_scale_is_not_one(monkeypatc
     monkeypatch.setattr(mechanisms, "_charge_scaled", inverted)
     assert primitives.SENSITIVITY != 1
     assert primitives.violated(audit_primitive(name, 1.0, n=20_000, seed=4))
+
+
+def test_a_kernel_that_transforms_the_utilities_is_seen(monkeypatch):
+    """A choice computed from scale/u instead of u/scale: at utilities 0 every logit is inf
+    on both sides (one fixed choice, nothing to see); at the audit's UTILITY_BASE it shows."""
+    from dptaucc import kernels
+
+    real = kernels._choose_block
+
+    def transformed(logits, hi, lo, scale):
+        with np.errstate(divide="ignore"):
+            return real(scale / logits, hi, lo, 1.0)
+
+    monkeypatch.setattr(kernels, "_choose_block", transformed)
+    assert primitives.UTILITY_BASE != 0
+    row = audit_primitive("exponential-many", 1.0, n=50_000, seed=3)
+    assert row["epsilon_lower"] > 1.0, row
+    monkeypatch.setattr(primitives, "UTILITY_BASE", 0.0)
+    assert audit_primitive("exponential-many", 1.0, n=50_000, seed=3)["epsilon_lower"] <= 1.0
