@@ -37,9 +37,10 @@ inverse at the default ε = 1, so a scale inverted, or multiplied where it shoul
 * ``exponential-many``: the same change with 65 choices in calls of many rows, more choices
   than the compiled loop takes (64): the column-by-column numpy path that sorts by argsort
   (DP-τCC with more than 64 clusters); {the one choice} has ratio (1 + 64e^ε)/65.
-* ``exponential-portable``: ``exponential`` with the compiled loops switched off
-  (``DPTAUCC_NATIVE=0``): the numpy path with the sorting network, which runs wherever the
-  package was installed without a C compiler.
+* ``exponential-portable``: the same change with 16 choices and the compiled loops switched
+  off (``DPTAUCC_NATIVE=0``): the numpy path with the sorting network (up to 16 choices; more
+  go to the argsort path of ``exponential-many``), which runs wherever the package was
+  installed without a C compiler; {the one choice} has ratio (1 + 15e^ε)/16.
 
 The last two differ from ``exponential`` only on the seeded path (the secure sampler's exact
 choice takes neither), so they are audited there only (:data:`SEEDED_ONLY`).
@@ -111,6 +112,8 @@ WIDE_N = 100_000
 WIDE_ROWS, WIDE_CHOICES = 16, 64
 #: outputs per side at most of the many-choice call (MANY_CHOICES values each)
 MANY_N, MANY_CHOICES = 300_000, 65
+#: choices of the portable call: at most the numpy path's sorting network takes (16)
+PORTABLE_CHOICES = 16
 #: the primitives whose path exists on the seeded sampler only (the secure one has one choice)
 SEEDED_ONLY = ("exponential-many", "exponential-portable")
 #: the primitives audited with a fresh secure sampler per output (``fresh=True``)
@@ -178,8 +181,11 @@ def _compiled_loops_off():
 
 
 def _exponential_portable(side, n, eps, delta, sampler, ledger):
+    utilities = np.full((n, PORTABLE_CHOICES), UTILITY_BASE)
+    utilities[:, 1:] += side * SENSITIVITY
     with _compiled_loops_off():
-        return _exponential(side, n, eps, delta, sampler, ledger)
+        return exponential_mechanism(utilities, epsilon=eps, sensitivity=SENSITIVITY,
+                                     sampler=sampler, ledger=ledger, step="audit")
 
 
 def _linear_exponential_sparse(side, n, eps, delta, sampler, ledger):

@@ -205,3 +205,22 @@ def test_a_kernel_that_transforms_the_utilities_is_seen(monkeypatch):
     assert row["epsilon_lower"] > 1.0, row
     monkeypatch.setattr(primitives, "UTILITY_BASE", 0.0)
     assert audit_primitive("exponential-many", 1.0, n=50_000, seed=3)["epsilon_lower"] <= 1.0
+
+
+@pytest.mark.parametrize("name, inverter", [("exponential-many", "_invert_sorted_by_argsort"),
+                                            ("exponential-portable",
+                                             "_invert_sorted_by_network")])
+def test_each_numpy_primitive_takes_its_own_inversion(monkeypatch, name, inverter):
+    """The numpy choice inverts the cumulative weights by argsort beyond 16 choices and by a
+    sorting network up to 16: one primitive reaches each."""
+    from dptaucc import kernels
+
+    real, seen = getattr(kernels, inverter), []
+
+    def spy(weights, u):
+        seen.append(weights.shape[0])
+        return real(weights, u)
+
+    monkeypatch.setattr(kernels, inverter, spy)
+    audit_primitive(name, 1.0, n=1_000, seed=0)
+    assert seen, f"{name} never reached {inverter}"
