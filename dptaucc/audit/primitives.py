@@ -18,6 +18,13 @@ inverse at the default ε = 1, so a scale inverted, or multiplied where it shoul
   ratio exactly e^ε for every t ≤ 0 (monotone ratio, the bound is attained).
 * ``bounded-discrete-laplace``: w = 0 against w = 1 on {0, …, 10}; the privacy map of
   :mod:`dptaucc.privacy.bounded` is attained at y = 0 for this pair.
+* ``bounded-discrete-laplace-fine``: w = 0 against w = 1 on {0, …, 20} at a fifth of the
+  audit's ε (0.2: a noise scale near 9, each value a small step of it, the regime of a value
+  charged a small share of a fit's ε, as DP-KMeans' sums): how the sampler's draw is folded
+  into the range then decides the law near the value (at ε = 1 on {0, …, 10} the scale is
+  near 1.3 and a fold that flips the negative half moves no loss above ε; here it moves the
+  loss at y = 1 to 2.75 times the charge, computed from the exact law). Its row's ε is the
+  charge, 0.2.
 * ``exponential`` / ``linear-exponential``: 20 choices, all utilities equal (−1 for the
   exponential mechanism, :data:`UTILITY_BASE`: not 0, whose special values hide a kernel
   that transforms the utilities; 0 for the linear one, whose profile is 0 on D) against all
@@ -102,11 +109,14 @@ SENSITIVITY = 2
 #: utilities themselves (scale/u is inf at 0: every choice alike on both sides)
 UTILITY_BASE = -1.0
 BOUNDED_UPPER = 10
+#: the bounded mechanism's second pair: a fifth of the audit's ε on a range of 20 (scale ≈ 9)
+FINE_BOUND_UPPER, FINE_BOUND_SHARE = 20, 0.2
 #: outputs per side at most, on the secure path, where OpenDP's exact samplers cost ~15 µs per
 #: discrete-Laplace value and ~0.1 ms per Gaussian value (the Gaussian needs 2·10⁵ per side to
 #: resolve 0.9 ε at δ = 10⁻²: about 40 s)
 SECURE_N = {"discrete-laplace": 100_000, "bounded-discrete-laplace": 100_000,
-            "gaussian": 200_000, "exponential-wide": 50_000}
+            "gaussian": 200_000, "exponential-wide": 50_000,
+            "bounded-discrete-laplace-fine": 100_000}
 #: outputs per side at most of the wide choice (calls of WIDE_ROWS rows of WIDE_CHOICES)
 WIDE_N = 100_000
 WIDE_ROWS, WIDE_CHOICES = 16, 64
@@ -131,6 +141,13 @@ def _bounded_discrete_laplace(side, n, eps, delta, sampler, ledger):
     return bounded_discrete_laplace_mechanism(x, upper=BOUNDED_UPPER, epsilon=eps, sensitivity=1,
                                               sampler=sampler, ledger=ledger,
                                               step="audit")
+
+
+def _bounded_discrete_laplace_fine(side, n, eps, delta, sampler, ledger):
+    x = np.full(n, side, dtype=np.int64)
+    return bounded_discrete_laplace_mechanism(x, upper=FINE_BOUND_UPPER,
+                                              epsilon=eps * FINE_BOUND_SHARE, sensitivity=1,
+                                              sampler=sampler, ledger=ledger, step="audit")
 
 
 def _exponential(side, n, eps, delta, sampler, ledger):
@@ -208,6 +225,7 @@ def _gaussian(side, n, eps, delta, sampler, ledger):
 PRIMITIVES: dict[str, tuple[Callable, bool]] = {
     "discrete-laplace": (_discrete_laplace, False),
     "bounded-discrete-laplace": (_bounded_discrete_laplace, False),
+    "bounded-discrete-laplace-fine": (_bounded_discrete_laplace_fine, False),
     "exponential": (_exponential, False),
     "linear-exponential": (_linear_exponential, False),
     "gaussian": (_gaussian, True),

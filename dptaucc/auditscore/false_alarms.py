@@ -74,7 +74,7 @@ def primitive_decisions(seed: int, n: int, epsilon: float = 1.0, alpha: float = 
 
     >>> rows = primitive_decisions(SEED_BASE, 100)  # the fewest outputs a primitive takes
     >>> rows[0]["name"], rows[0]["config"], len(rows)
-    ('discrete-laplace (seeded)', 'n=100', 9)
+    ('discrete-laplace (seeded)', 'n=100', 10)
     >>> any(r["alarm"] for r in rows)
     False
     """
