@@ -115,8 +115,7 @@ FINE_BOUND_UPPER, FINE_BOUND_SHARE = 20, 0.2
 #: discrete-Laplace value and ~0.1 ms per Gaussian value (the Gaussian needs 2·10⁵ per side to
 #: resolve 0.9 ε at δ = 10⁻²: about 40 s)
 SECURE_N = {"discrete-laplace": 100_000, "bounded-discrete-laplace": 100_000,
-            "gaussian": 200_000, "exponential-wide": 50_000,
-            "bounded-discrete-laplace-fine": 100_000}
+            "gaussian": 200_000, "exponential-wide": 50_000}
 #: outputs per side at most of the wide choice (calls of WIDE_ROWS rows of WIDE_CHOICES)
 WIDE_N = 100_000
 WIDE_ROWS, WIDE_CHOICES = 16, 64
