@@ -25,10 +25,13 @@ inverse at the default ε = 1, so a scale inverted, or multiplied where it shoul
   near 1.3 and a fold that flips the negative half moves no loss above ε; here it moves the
   loss at y = 1 to 2.75 times the charge, computed from the exact law). Its row's ε is the
   charge, 0.2.
-* ``exponential`` / ``linear-exponential``: 20 choices, all utilities equal (−1 for the
-  exponential mechanism, :data:`UTILITY_BASE`: not 0, whose special values hide a kernel
-  that transforms the utilities; 0 for the linear one, whose profile is 0 on D) against all
-  but one raised by Δ (a change of range exactly Δ); the event {the one choice} has ratio
+* ``exponential`` / ``linear-exponential``: 20 choices, all utilities equal (0 for the linear
+  mechanism, whose profile is 0 on D; for the exponential mechanism −1,
+  :data:`UTILITY_BASE`, with choice 0 higher by Δ/8, :data:`UTILITY_TILT`: not 0, whose
+  special values hide a kernel that transforms the utilities, and a maximum that changes
+  between D and D', which a kernel that mishandles the largest weight needs to show) against
+  all but choice 0 raised by Δ (a change of range exactly Δ; with the tilt the ratio of
+  {choice 0} is 0.963 ε at 20 choices instead of 0.97); the event {the one choice} has ratio
   p + (1 − p)e^ε with p = 1/20 (0.97 ε at ε = 1), the largest a 2-outcome event of
   this mechanism reaches at that mass.
 * ``gaussian``: x = 0 against x = Δ, σ from the analytic calibration (Balle & Wang 2018)
@@ -108,6 +111,10 @@ SENSITIVITY = 2
 #: mechanism is invariant to a shift, and a utility of 0 hides a kernel that transforms the
 #: utilities themselves (scale/u is inf at 0: every choice alike on both sides)
 UTILITY_BASE = -1.0
+#: ... and choice 0 (the one D' does not raise) above the others by Δ/8: the unique maximum
+#: on D, below every other choice on D', so a kernel that mishandles the largest weight
+#: changes the law of one side only (with every utility tied on D it changed neither)
+UTILITY_TILT = 0.25
 BOUNDED_UPPER = 10
 #: the bounded mechanism's second pair: a fifth of the audit's ε on a range of 20 (scale ≈ 9)
 FINE_BOUND_UPPER, FINE_BOUND_SHARE = 20, 0.2
@@ -149,8 +156,15 @@ def _bounded_discrete_laplace_fine(side, n, eps, delta, sampler, ledger):
                                               sampler=sampler, ledger=ledger, step="audit")
 
 
+def _utilities(shape: tuple[int, int]) -> np.ndarray:
+    """The exponential pairs' utilities on D: UTILITY_BASE, choice 0 above by UTILITY_TILT."""
+    utilities = np.full(shape, UTILITY_BASE)
+    utilities[:, 0] += UTILITY_TILT
+    return utilities
+
+
 def _exponential(side, n, eps, delta, sampler, ledger):
-    utilities = np.full((n, N_CHOICES), UTILITY_BASE)
+    utilities = _utilities((n, N_CHOICES))
     utilities[:, 1:] += side * SENSITIVITY  # range of the change: exactly Δ
     return exponential_mechanism(utilities, epsilon=eps, sensitivity=SENSITIVITY, sampler=sampler,
                                  ledger=ledger, step="audit")
@@ -165,7 +179,7 @@ def _linear_exponential(side, n, eps, delta, sampler, ledger):
 
 
 def _exponential_wide(side, n, eps, delta, sampler, ledger):
-    utilities = np.full((WIDE_ROWS, WIDE_CHOICES), UTILITY_BASE)
+    utilities = _utilities((WIDE_ROWS, WIDE_CHOICES))
     utilities[:, 1:] += side * SENSITIVITY
     out = [exponential_mechanism(utilities, epsilon=eps, sensitivity=SENSITIVITY,
                                  sampler=sampler,
@@ -175,7 +189,7 @@ def _exponential_wide(side, n, eps, delta, sampler, ledger):
 
 
 def _exponential_many(side, n, eps, delta, sampler, ledger):
-    utilities = np.full((n, MANY_CHOICES), UTILITY_BASE)
+    utilities = _utilities((n, MANY_CHOICES))
     utilities[:, 1:] += side * SENSITIVITY
     return exponential_mechanism(utilities, epsilon=eps, sensitivity=SENSITIVITY, sampler=sampler,
                                  ledger=ledger, step="audit")
@@ -197,7 +211,7 @@ def _compiled_loops_off():
 
 
 def _exponential_portable(side, n, eps, delta, sampler, ledger):
-    utilities = np.full((n, PORTABLE_CHOICES), UTILITY_BASE)
+    utilities = _utilities((n, PORTABLE_CHOICES))
     utilities[:, 1:] += side * SENSITIVITY
     with _compiled_loops_off():
         return exponential_mechanism(utilities, epsilon=eps, sensitivity=SENSITIVITY,

@@ -213,7 +213,8 @@ def test_a_kernel_that_transforms_the_utilities_is_seen(monkeypatch):
     assert primitives.UTILITY_BASE != 0
     row = audit_primitive("exponential-many", 1.0, n=50_000, seed=3)
     assert row["epsilon_lower"] > 1.0, row
-    monkeypatch.setattr(primitives, "UTILITY_BASE", 0.0)
+    monkeypatch.setattr(primitives, "UTILITY_BASE", 0.0)  # the old pair: every utility 0 on D
+    monkeypatch.setattr(primitives, "UTILITY_TILT", 0.0)
     assert audit_primitive("exponential-many", 1.0, n=50_000, seed=3)["epsilon_lower"] <= 1.0
 
 
@@ -254,3 +255,26 @@ def test_a_fold_of_the_bounded_draw_is_seen_at_a_small_epsilon(monkeypatch):
     assert not primitives.violated(audit_primitive("bounded-discrete-laplace", 1.0, seed=4))
     row = audit_primitive("bounded-discrete-laplace-fine", 1.0, seed=4)
     assert row["epsilon_lower"] > 2 * row["epsilon"], row
+
+
+def test_a_kernel_that_never_returns_a_unique_maximum_is_seen(monkeypatch):
+    """A choice kernel that hands the largest weight's mass to the next one changes nothing
+    when the maximum is tied on both sides; with choice 0 the unique maximum on D only
+    (UTILITY_TILT) it never comes out on D and often on D'."""
+    from dptaucc import kernels
+
+    real = kernels._invert_sorted_by_network
+
+    def skip_top(weights, u):
+        chosen = real(weights, u)
+        cols = np.arange(weights.shape[1])
+        top = weights.max(axis=0)
+        unique = (weights == top).sum(axis=0) == 1
+        lower = np.where(weights < top, weights, -np.inf)
+        hit = unique & (weights[chosen, cols] == top)
+        return np.where(hit, lower.argmax(axis=0), chosen)
+
+    monkeypatch.setattr(kernels, "_invert_sorted_by_network", skip_top)
+    assert primitives.UTILITY_TILT > 0
+    row = audit_primitive("exponential-portable", 1.0, n=50_000, seed=5)
+    assert row["epsilon_lower"] > 1.0, row
