@@ -174,9 +174,12 @@ def plan(cfg: dict, methods: list[str] | None = None, secure: bool = False) -> l
 
     >>> [job.label for job in plan(cfg, ["primitives", "fast_taucc"])]
     ['primitives (seeded)', 'fast_taucc (not DP)']
+    >>> [job.label for job in plan(cfg, ["primitives"], secure=True)]  # no method named
+    ['secure samplers, fresh']
     """
     if secure:
-        return _plan_secure(cfg, [m for m in methods or () if m != PRIMITIVES_JOB] or None)
+        return _plan_secure(cfg, None if methods is None else
+                            [m for m in methods if m != PRIMITIVES_JOB])
     jobs = []
     if methods is None or PRIMITIVES_JOB in methods:
         jobs.append(AuditJob(PRIMITIVES_JOB, "corrected", None,
@@ -206,7 +209,7 @@ def _plan_secure(cfg: dict, methods: list[str] | None) -> list[AuditJob]:
     draws = int(cfg.get("secure_call_site_draws", cfg["call_site_draws"]))
     jobs = [AuditJob(name, "corrected", None, draws, cfg.get("time_limit"), "call-site",
                      secure=True)
-            for name in methods or cfg["methods"]
+            for name in (cfg["methods"] if methods is None else methods)
             if algorithm_config(name).get("private", True) and call_site_setup(name)]
     return [*jobs, AuditJob("samplers", "corrected", None, int(cfg.get("fresh_samplers", 2000)),
                             scope="sampler", secure=True)]
@@ -426,17 +429,16 @@ def _sampler_records(job: AuditJob, seed: int, alpha: float, progress: bool) -> 
     )
 
     if job.secure:
-        names, per = "samplers", alpha / len(FRESH_PRIMITIVES)
+        method, per = "samplers", alpha / len(FRESH_PRIMITIVES)
         rows = fresh_sampler_rows(1.0, job.n_fits, per)
     else:
         names = primitive_names(secure=False)
-        per = alpha / len(names)
+        method, per = PRIMITIVES_JOB, alpha / len(names)
         rows = [audit_primitive(name, 1.0, job.n_fits, seed=seed, alpha=per) for name in names]
-        names = PRIMITIVES_JOB
     records = []
     for row in rows:
         rec = _base(job, seed, None)
-        rec.update(method=names, epsilon=1.0, delta=row["delta"], epsilon_spent=row["epsilon"],
+        rec.update(method=method, epsilon=1.0, delta=row["delta"], epsilon_spent=row["epsilon"],
                    end_to_end_dp=True, epsilon_lower=row["epsilon_lower"], scope="sampler",
                    step=f"{row['primitive']} ({row['path']})", epsilon_claimed=row["epsilon"],
                    verdict="violation" if violated(row) else "ok", event=row["event"],
@@ -445,7 +447,8 @@ def _sampler_records(job: AuditJob, seed: int, alpha: float, progress: bool) -> 
         records.append(rec)
         if progress:
             print(f"    {job.label} {rec['step']}: ε_lower = {rec['epsilon_lower']:.3f}, map "
-                  f"{row['epsilon_map']:.3f} / claimed 1 ({rec['verdict']}, {rec['n_fits']} "
+                  f"{row['epsilon_map']:.3f} / claimed {rec['epsilon_claimed']:.3g} "
+                  f"({rec['verdict']}, {rec['n_fits']} "
                   f"{'fresh samplers' if job.secure else 'outputs'} per side)", flush=True)
     return records
 

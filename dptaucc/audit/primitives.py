@@ -30,10 +30,10 @@ inverse at the default ε = 1, so a scale inverted, or multiplied where it shoul
   :data:`UTILITY_BASE`, with choice 0 higher by Δ/8, :data:`UTILITY_TILT`: not 0, whose
   special values hide a kernel that transforms the utilities, and a maximum that changes
   between D and D', which a kernel that mishandles the largest weight needs to show) against
-  all but choice 0 raised by Δ (a change of range exactly Δ; with the tilt the ratio of
-  {choice 0} is 0.963 ε at 20 choices instead of 0.97); the event {the one choice} has ratio
-  p + (1 − p)e^ε with p = 1/20 (0.97 ε at ε = 1), the largest a 2-outcome event of
-  this mechanism reaches at that mass.
+  all but choice 0 raised by Δ (a change of range exactly Δ). The event {choice 0} has ratio
+  (e^τ + (k − 1)e^ε)/(e^τ + k − 1) with k choices and τ the tilt over the noise scale (Δ/ε),
+  the largest a 2-outcome event of this mechanism reaches at that mass: for k = 20 at ε = 1,
+  0.97 ε untilted (the linear mechanism), 0.963 ε with τ = 1/8 (the exponential one).
 * ``gaussian``: x = 0 against x = Δ, σ from the analytic calibration (Balle & Wang 2018)
   at (ε, δ); the tail event {out > t} at the right t attains the hockey-stick bound. The audit
   uses δ = 10⁻² by default: at δ = 10⁻⁵ the informative tail has probability ~10⁻³ and 10⁵
@@ -41,16 +41,16 @@ inverse at the default ε = 1, so a scale inverted, or multiplied where it shoul
 
 * ``exponential-wide``: the same change with 64 choices in calls of 16 rows, which the seeded
   sampler serves row by row (:mod:`dptaucc.privacy.wide_choice`, DPM's and DPHD's path);
-  {the one choice} has ratio (1 + 63e^ε)/64 (0.99 ε at ε = 1).
+  {choice 0} has the ratio above with k = 64 (0.99 ε at ε = 1 with the tilt).
 * ``linear-exponential-sparse``: the linear exponential mechanism on sparse (CSR) profiles,
   the path of sparse inputs (the dense one is ``linear-exponential``).
 * ``exponential-many``: the same change with 65 choices in calls of many rows, more choices
   than the compiled loop takes (64): the column-by-column numpy path that sorts by argsort
-  (DP-τCC with more than 64 clusters); {the one choice} has ratio (1 + 64e^ε)/65.
+  (DP-τCC with more than 64 clusters); the ratio above with k = 65.
 * ``exponential-portable``: the same change with 16 choices and the compiled loops switched
   off (``DPTAUCC_NATIVE=0``): the numpy path with the sorting network (up to 16 choices; more
   go to the argsort path of ``exponential-many``), which runs wherever the package was
-  installed without a C compiler; {the one choice} has ratio (1 + 15e^ε)/16.
+  installed without a C compiler; the ratio above with k = 16.
 
 The last two differ from ``exponential`` only on the seeded path (the secure sampler's exact
 choice takes neither), so they are audited there only (:data:`SEEDED_ONLY`).
@@ -130,7 +130,8 @@ WIDE_ROWS, WIDE_CHOICES = 16, 64
 MANY_N, MANY_CHOICES = 300_000, 65
 #: choices of the portable call: at most the numpy path's sorting network takes (16)
 PORTABLE_CHOICES = 16
-#: the primitives whose path exists on the seeded sampler only (the secure one has one choice)
+#: the primitives whose path exists on the seeded sampler only (the secure sampler's exact
+#: choice takes neither numpy path)
 SEEDED_ONLY = ("exponential-many", "exponential-portable")
 #: the primitives audited with a fresh secure sampler per output (``fresh=True``)
 FRESH_PRIMITIVES = ("discrete-laplace", "bounded-discrete-laplace", "exponential", "gaussian")
