@@ -233,6 +233,6 @@ def colored_gaussian_mechanism(values: np.ndarray, covariance: np.ndarray, epsil
     width = int(np.shape(values)[-1]) if np.ndim(values) else 1
     declared = Declaration("gaussian", float(l2_sensitivity), "l2-blocks", 1,
                            {"blocks": tuple(blocks) if blocks is not None
-                            else ((width, float(l2_sensitivity)),)})
+                            else ((width, float(l2_sensitivity)),)}, exact=values)
     out = first_draw(seen, draw, declared)
     return out if seen is None else seen.released(step, mechanism, out, draw)

@@ -42,6 +42,7 @@ from dptaucc._cli import plain
 
 from .events import AuditEventError
 from .experiment import default_output, estimate, load_config, plan, run_all, violations
+from .pair_cost import exceeds
 
 VIOLATION = 3
 AUDIT_ERROR = 2
@@ -58,6 +59,11 @@ def _print_violations(found: list[dict]) -> None:
                   f"{r['event']}")
             continue
         where = r["step"] or r["pair"]
+        exact = r.get("epsilon_pair")
+        if exact is not None and exceeds(exact, r["epsilon_claimed"]):
+            print(f"VIOLATION {r['method']}/{r['mode']} {r['scope']} {where}: the pair's exact "
+                  f"cost {exact:.3f} > claimed {r['epsilon_claimed']:.3g} ({r['pair_how']})")
+            continue
         print(f"VIOLATION {r['method']}/{r['mode']} {r['scope']} {where}: ε_lower = "
               f"{r['epsilon_lower']:.3f} > claimed {r['epsilon_claimed']:.3g} ({r['event']})")
 

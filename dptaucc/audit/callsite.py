@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import derived
+from .pair_cost import exceeds, pair_cost
 from .runner import fit_seed
 from .transcript import Call, HistoryDiverged, open_call, record
 from .workers import bug_context, in_chunks
@@ -50,11 +51,18 @@ class CallSiteResult:
     """One call site's audit: its claim, the lower bound on its privacy loss and the verdict
     ("violation" when the bound exceeds the claim).
 
+    ``epsilon_pair``: the pair's exact cost at this call under its declared law
+    (:mod:`dptaucc.audit.pair_cost`; NaN: not computable); above the charge it is a violation
+    whatever the draws showed.
+
     >>> result = CallSiteResult(3, "table", "discrete-laplace", 1.25, 0.0, 2.2, "x <= 19", 2000,
     ...                         0.2)
     >>> result.verdict, CallSiteResult(3, "table", "discrete-laplace", 1.25, 0.0, float("nan"),
     ...                                "", 0, 0.0).verdict
     ('violation', 'no evidence')
+    >>> CallSiteResult(3, "table", "discrete-laplace", 1.25, 0.0, 0.9, "x <= 19", 2000, 0.2,
+    ...                epsilon_pair=2.5).verdict  # the pair moved the input twice as far
+    'violation'
     """
 
     index: int
@@ -67,9 +75,18 @@ class CallSiteResult:
     n_fits: int  # draws of the call per side
     elapsed_s: float
     counts: dict = field(default_factory=dict)
+    epsilon_pair: float = math.nan
+    pair_how: str = ""
+
+    @property
+    def pair_exceeds(self) -> bool:
+        """The pair's exact cost is above the charge (beyond float rounding)."""
+        return exceeds(self.epsilon_pair, self.epsilon_claimed)
 
     @property
     def verdict(self) -> str:
+        if self.pair_exceeds:
+            return "violation"
         if math.isnan(self.epsilon_lower):
             return "no evidence"
         return "violation" if self.epsilon_lower > self.epsilon_claimed * (1 + 1e-9) else "ok"
@@ -195,6 +212,7 @@ def audit_call_site(build: Callable, D, D_prime, k: int, *, n_fits: int, alpha: 
         step, mech = call.step, call.mechanism
         eps_claim = max(call.epsilon, side_b.call.epsilon)
         delta = max(call.delta, side_b.call.delta)
+        exact = pair_cost(call.calibration, side_b.call.calibration, delta)
         n_max = max(4, min(int(n_fits), MAX_VALUES // max(1, call.output.size)))
         sizes = [max(4, int(round(n_max * (i + 1) / looks))) for i in range(looks)]
         result = None
@@ -209,7 +227,8 @@ def audit_call_site(build: Callable, D, D_prime, k: int, *, n_fits: int, alpha: 
             result = CallSiteResult(
                 k, step, mech, eps_claim, delta, eps, "" if cand is None else cand.label,
                 size, time.perf_counter() - t0,
-                {e.label: [int(a), int(b)] for e, a, b in zip(events, k_a, k_b, strict=True)})
+                {e.label: [int(a), int(b)] for e, a, b in zip(events, k_a, k_b, strict=True)},
+                exact.epsilon, exact.how)
             if result.verdict == "violation":
                 break
     assert result is not None

@@ -68,7 +68,7 @@ RECORD_COLUMNS = [
     "method", "mode", "epsilon", "delta", "epsilon_spent", "end_to_end_dp", "epsilon_lower",
     "scope", "step", "epsilon_claimed", "verdict", "event", "epsilon_lower_max", "n_fits",
     "time_s", "pair", "events", "alpha", "bug", "seed", "size", "git_sha", "versions",
-    "started_at", "limit",
+    "started_at", "limit", "epsilon_pair", "pair_how",
 ]
 
 
@@ -364,8 +364,12 @@ def _unit_record(job: AuditJob, unit, a: float, seed: int, bug: str | None, work
                    pair=setup.pair.name, epsilon_claimed=res.epsilon_claimed,
                    limit=setup.limit_of(res.step))
         claimed = res.epsilon_claimed
+        # the pair's exact cost under the call's declared law: above the charge, a violation
+        rec.update(epsilon_pair=res.epsilon_pair, pair_how=res.pair_how)
+    pair_over = job.scope != "end-to-end" and res.pair_exceeds
     rec.update(epsilon_lower=res.epsilon_lower,
-               verdict=_verdict(res.epsilon_lower, claimed, res.event),
+               verdict="violation" if pair_over else _verdict(res.epsilon_lower, claimed,
+                                                                res.event),
                event=res.event, n_fits=res.n_fits, time_s=res.elapsed_s,
                epsilon_lower_max=measurable_max(max(1, res.n_fits // 2), 8, a / looks),
                events=yaml.safe_dump(res.counts, sort_keys=False, allow_unicode=True),
@@ -512,8 +516,10 @@ def run_job(job: AuditJob, *, seed: int = 0, alpha: float = 0.05, n_jobs: int | 
         for rec in recs:
             records.append(rec)
             if progress:
+                exact = rec.get("epsilon_pair", math.nan)
+                pair = "" if exact is None or math.isnan(exact) else f", pair {exact:.3f}"
                 print(f"    {job.label} {rec['pair']} {rec['step']}: ε_lower = "
-                      f"{rec['epsilon_lower']:.3f} / claimed {rec['epsilon_claimed']:.3g} "
+                      f"{rec['epsilon_lower']:.3f} / claimed {rec['epsilon_claimed']:.3g}{pair} "
                       f"({rec['verdict']}, {rec['n_fits']} fits, {rec['time_s']:.1f} s)",
                       flush=True)
         if stop_at_violation and job.mode == "corrected" and any(
@@ -636,6 +642,10 @@ def _write(records: list[dict], out: Path, size: str) -> None:
 
     df = pd.DataFrame(records)
     df["size"] = size
+    for column, empty in (("epsilon_pair", math.nan), ("pair_how", "")):  # call sites only
+        if column not in df.columns:
+            df[column] = empty
+        df[column] = df[column].fillna(empty)
     df = df[[c for c in RECORD_COLUMNS if c in df.columns]]
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(".parquet.tmp")

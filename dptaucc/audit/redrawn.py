@@ -25,6 +25,7 @@ from joblib import Parallel, delayed
 
 from . import derived
 from .callsite import CallSiteResult
+from .pair_cost import pair_cost
 from .runner import fit_seed
 from .transcript import Call, HistoryDiverged, open_call, record
 from .workers import bug_context
@@ -56,7 +57,7 @@ def _sample_task(build, X, history, k, n, seed, bug):
             call, draws = sample_call(build(seed), X, history, k, n)
         except HistoryDiverged:
             return None
-    return call.epsilon, call.delta, draws.reshape(n, -1).astype(float)
+    return call.epsilon, call.delta, draws.reshape(n, -1).astype(float), call.calibration
 
 
 def _record_task(build, X, seed, bug):
@@ -66,7 +67,8 @@ def _record_task(build, X, seed, bug):
 
 def _both_sides(build, D, D_prime, history, k, n, seeds, bug, n_jobs):
     """Samples of call k on D and on D' (``n`` each, split over ``len(seeds) // 2`` replays
-    per side); None if a replay diverged."""
+    per side), the charge, and the two sides' first replays' calibrations; None if a replay
+    diverged."""
     per = len(seeds) // 2
     sizes = [n // per + (i < n % per) for i in range(per)]
     tasks = [(X, size, s) for X, off in ((D, 0), (D_prime, per))
@@ -79,7 +81,8 @@ def _both_sides(build, D, D_prime, history, k, n, seeds, bug, n_jobs):
     if any(r is None for r in out):
         return None
     A, B = np.vstack([r[2] for r in out[:per]]), np.vstack([r[2] for r in out[per:]])
-    return A, B, max(r[0] for r in out), max(r[1] for r in out)
+    return (A, B, max(r[0] for r in out), max(r[1] for r in out),
+            (out[0][3], out[per][3]))
 
 
 def audit_call_site_redrawn(build: Callable, D, D_prime, k: int, *, n_samples: int,
@@ -138,8 +141,9 @@ def audit_call_site_redrawn(build: Callable, D, D_prime, k: int, *, n_samples: i
     if got is None:
         return CallSiteResult(k, call.step, call.mechanism, call.epsilon, call.delta, math.nan,
                               "the history diverged on a replay", 0, time.perf_counter() - t0)
-    A, B, eps_claim, delta = got
+    A, B, eps_claim, delta, (calib_a, calib_b) = got
     eps_claim, delta = max(eps_claim, call.epsilon), max(delta, call.delta)
+    exact = pair_cost(calib_a, calib_b, delta)  # the first replays: the same seed a side
     sa, sb = np.zeros(len(A), dtype=np.int64), np.zeros(len(B), dtype=np.int64)
     sel, held = slice(0, None, 2), slice(1, None, 2)
     events = derived.select(A[sel], B[sel], sa[sel], sb[sel], name=call.step, n_events=n_events,
@@ -149,4 +153,5 @@ def audit_call_site_redrawn(build: Callable, D, D_prime, k: int, *, n_samples: i
     return CallSiteResult(
         k, call.step, call.mechanism, eps_claim, delta, eps, "" if cand is None else cand.label,
         len(A), time.perf_counter() - t0,
-        {e.label: [int(a), int(b)] for e, a, b in zip(events, k_a, k_b, strict=True)})
+        {e.label: [int(a), int(b)] for e, a, b in zip(events, k_a, k_b, strict=True)},
+        exact.epsilon, exact.how)

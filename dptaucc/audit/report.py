@@ -229,16 +229,24 @@ def tightness_section(df: pd.DataFrame) -> list[str]:
              f"against the ε (and δ) the call charged. **{tight} of {len(d)}** call sites reach "
              f"{TIGHT:g} × their charge; a call below says why (declared beside its method). "
              "A bug that raises a call's privacy loss by more than charge − ε_lower shows at "
-             "that call.", "",
-             "| method | call | charged ε (δ) | ε_lower | ε_lower / charge | draws per side | "
-             "below 0.9 |", "|---|---|---|---|---|---|---|"]
+             "that call. *Exact pair / charge*: the pair's loss at that call computed exactly "
+             "from the two sides' inputs under the call's declared law (no sampling; above 1 "
+             "it is a violation): the ceiling of ε_lower there, and what any mis-stated "
+             "sensitivity that this pair exceeds is measured against.", "",
+             "| method | call | charged ε (δ) | ε_lower | ε_lower / charge | exact pair / charge "
+             "| draws per side | below 0.9 |", "|---|---|---|---|---|---|---|---|"]
     limits = d["limit"] if "limit" in d.columns else pd.Series("", index=d.index)
-    for (_, r), q, why in zip(d.iterrows(), ratio, limits.fillna(""), strict=True):
+    exact = d["epsilon_pair"] if "epsilon_pair" in d.columns else pd.Series(
+        math.nan, index=d.index)
+    for (_, r), q, why, pair in zip(d.iterrows(), ratio, limits.fillna(""), exact,
+                                    strict=True):
         lower = "no evidence" if r["verdict"] == "no evidence" else f"{r['epsilon_lower']:.3f}"
         delta = f" ({r['delta']:g})" if r.get("delta", 0) else ""
         note = "–" if q >= TIGHT else f"below {TIGHT:g}: {why or 'no reason known (a gap)'}"
+        pair_q = "–" if pair is None or math.isnan(pair) else \
+            f"{pair / r['epsilon_claimed']:.3f}"
         lines.append(f"| {label(r['method'])} | {r['step']} | {r['epsilon_claimed']:.3g}"
-                     f"{delta} | {lower} | {0.0 if math.isnan(q) else q:.2f} | "
+                     f"{delta} | {lower} | {0.0 if math.isnan(q) else q:.2f} | {pair_q} | "
                      f"{int(r['n_fits']):,} | {note} |")
     return [*lines, ""]
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -45,6 +45,10 @@ class Call:
     epsilon: float  # sum of the ε its ledger entries charged
     delta: float
     output: Any
+    #: what the call told the audit when it was opened by :func:`open_call` (its
+    #: :class:`~dptaucc.privacy.calibration.Calibration`, exact input included); None in a
+    #: recorded history
+    calibration: Any = field(default=None, repr=False, compare=False)
 
 
 class HistoryDiverged(RuntimeError):
@@ -90,6 +94,11 @@ class _Replayer:
         self.history, self.k, self.n = history, k, 0
         self.call: Call | None = None
         self.redraw = None
+        self.calibration = None
+
+    def calibrated(self, step, mechanism, entries, calibration):
+        if self.n == self.k:  # told just before call k's ``released``
+            self.calibration = calibration
 
     def released(self, step, mechanism, entries, output, redraw=None):
         i, self.n = self.n, self.n + 1
@@ -100,7 +109,8 @@ class _Replayer:
                                       f"history has {want.step!r} {np.shape(want.output)}")
             return np.array(want.output, copy=True)
         eps, delta = _charged(entries)
-        self.call = Call(i, str(step), mechanism, eps, delta, np.array(output, copy=True))
+        self.call = Call(i, str(step), mechanism, eps, delta, np.array(output, copy=True),
+                         self.calibration)
         self.redraw = redraw
         raise _Stop
 

@@ -222,6 +222,7 @@ def bounded_discrete_laplace_mechanism(
         shape = (n, *np.broadcast_shapes(exact.shape, upper.shape, scales.shape))
         return bounded_discrete_laplace(*(np.broadcast_to(a, shape) for a in
                                           (exact, upper, scales)), sampler)
-    out = first_draw(seen, draw, Declaration("bounded-discrete-laplace", float(sensitivity),
-                                             "per-value", int(n_changed), {"unit": unit}))
+    declared = Declaration("bounded-discrete-laplace", float(sensitivity), "per-value",
+                           int(n_changed), {"unit": unit, "upper": upper}, exact=exact)
+    out = first_draw(seen, draw, declared)
     return out if seen is None else seen.released(step, "bounded-discrete-laplace", out, draw)

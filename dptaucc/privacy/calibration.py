@@ -72,6 +72,10 @@ class Declaration:
     ``"l2-blocks"``: one row of the release changes, block B of that row by at most
     ``detail["blocks"][B]`` in L2). ``n_changed``: rows (exponential mechanism) or values
     (per-value norm) a neighbour may change; 1 for a norm that covers the whole release.
+    ``exact``: the call's exact input as its law reads it (the values noised, or the
+    utilities chosen from), a reference kept only while the audit collects: the call-site
+    audit compares D's with D''s to compute what the pair really costs under this law
+    (:mod:`dptaucc.audit.pair_cost`). None: not told.
 
     >>> Declaration("discrete-laplace", 1.0, "l1").n_changed
     1
@@ -82,6 +86,7 @@ class Declaration:
     norm: str
     n_changed: int = 1
     detail: dict = field(default_factory=dict)
+    exact: Any = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)

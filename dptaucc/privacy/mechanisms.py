@@ -128,7 +128,8 @@ def exponential_mechanism(
             return np.stack([sampler.choose(utilities, scale) for _ in range(n)])
         rows = utilities.shape[0]
         return sampler.choose(np.tile(utilities, (n, 1)), scale).reshape(n, rows)
-    out = first_draw(seen, draw, Declaration("exponential", float(sensitivity), "range"))
+    out = first_draw(seen, draw, Declaration("exponential", float(sensitivity), "range",
+                                                 exact=utilities))
     return out if seen is None else seen.released(step, "exponential", out, draw)
 
 
@@ -317,7 +318,8 @@ def discrete_laplace_mechanism(
     def draw(n=None):  # n: a batch of n outputs (audit redraws)
         return exact + sampler.discrete_laplace(exact.shape if n is None else
                                                 (n, *exact.shape), scale)
-    out = first_draw(seen, draw, Declaration("discrete-laplace", float(sensitivity), "l1"))
+    out = first_draw(seen, draw, Declaration("discrete-laplace", float(sensitivity), "l1",
+                                                 exact=exact))
     return out if seen is None else seen.released(step, "discrete-laplace", out, draw)
 
 
@@ -358,7 +360,8 @@ def float_laplace_mechanism(
         note_draw("laplace-float", "generator", scale, int(np.prod(shape)))
         return np.broadcast_to(values, shape).copy() if scale == 0.0 else (
             values + sampler.rng.laplace(0.0, scale, size=shape))
-    out = first_draw(seen, draw, Declaration("laplace-float", float(sensitivity), "l1"))
+    out = first_draw(seen, draw, Declaration("laplace-float", float(sensitivity), "l1",
+                                                 exact=values))
     return out if seen is None else seen.released(step, "laplace-float", out, draw)
 
 
@@ -430,5 +433,5 @@ def gaussian_mechanism(
         shape = values.shape if n is None else (n, *values.shape)
         return np.broadcast_to(values, shape).copy() if sigma == 0.0 else snap_to_grid(
             values + sampler.normal(shape, sigma), sigma)
-    out = first_draw(seen, draw, Declaration("gaussian", sensitivity, "l2"))
+    out = first_draw(seen, draw, Declaration("gaussian", sensitivity, "l2", exact=values))
     return out if seen is None else seen.released(step, "gaussian", out, draw)
