@@ -228,6 +228,31 @@ def _coinciding(df: pd.DataFrame) -> list[str]:
             ] + [f"- {line}" for line in out]
 
 
+def exact_power_lines(df: pd.DataFrame) -> list[str]:
+    """What the call sites' exact pair cost sees of the catalogue alone, by kind of bug.
+
+    >>> table = pd.DataFrame({"method": ["m"] * 3, "bug": ["", "m.a", "m.b"],
+    ...                       "kind": ["correct code", "sensitivity off by 2", "raw"],
+    ...                       "seen": [False, True, False], "max_ratio": [1.0, 2.0, 1.0]})
+    >>> line = exact_power_lines(table)[2]
+    >>> "**1 of 2**" in line, "0 of 1 methods flagged" in line
+    (True, True)
+    """
+    bugs, correct = df[df["bug"] != ""], df[df["bug"] == ""]
+    kinds = bugs.groupby("kind")["seen"].agg(["sum", "size"]).sort_values(
+        ["sum", "size"], ascending=False)
+    by_kind = "; ".join(f"{kind} {int(r['sum'])}/{int(r['size'])}" for kind, r in kinds.iterrows())
+    return ["### The exact pair cost on the catalogue (no sampling)", "",
+            "`python -m dptaucc.auditscore.exact_power`: every audited call of every call-site "
+            "setup opened on D and D' under each catalogue bug, its pair's exact cost under the "
+            "declared law compared with its charge (docs/audit.md). **"
+            f"{int(bugs['seen'].sum())} of {len(bugs)}** catalogue bugs are seen by it alone; "
+            f"correct code: {int(correct['seen'].sum())} of {len(correct)} methods flagged "
+            f"(largest exact cost / charge {correct['max_ratio'].max():.3f}). By kind: "
+            f"{by_kind}. Bugs that release a raw-data attribute or leave the calls' inputs "
+            "alone are the end-to-end layer's and the ledger check's.", ""]
+
+
 def audit_score_section(results_dir: str | os.PathLike = "results") -> list[str]:
     """Both parts, from the tables under ``results_dir`` (a missing table says so).
 
@@ -251,6 +276,9 @@ def audit_score_section(results_dir: str | os.PathLike = "results") -> list[str]
         lines += ["### Power on bugs nobody wrote by hand (mutation run)", "",
                   f"No mutation run is stored (`{mutants.name}` absent): no mutation score. "
                   "`make audit-mutants` measures it.", ""]
+    exact = results / "audit_exact_power.parquet"
+    if exact.exists():
+        lines += exact_power_lines(pd.read_parquet(exact))
     alarms = results / "audit_false_alarms.parquet"
     if alarms.exists():
         lines += false_alarm_lines(pd.read_parquet(alarms))

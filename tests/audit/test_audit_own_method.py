@@ -60,7 +60,12 @@ def test_own_method_is_audited_from_its_own_files(tmp_path):
     # the same power rules: each call site reaches most of its charge of 2 on correct code
     assert (sites["epsilon_lower"] >= 0.8 * sites["epsilon_claimed"]).all(), sites
     assert (table["verdict"] != "violation").all()
+    # its calls draw through the library's mechanisms: each has its pair's exact cost, at most
+    # its charge (the row and column sums move by the full sensitivity: exactly the charge)
+    assert (sites["epsilon_pair"] <= sites["epsilon_claimed"] * (1 + 1e-6)).all(), sites
+    assert (sites["epsilon_pair"] >= 0.99 * sites["epsilon_claimed"]).all(), sites
 
     broken = _run(tmp_path, "--bug", "noisy_margins.sensitivity_halved")
     assert broken.returncode == 3, broken.stdout[-3000:] + broken.stderr[-3000:]
     assert "VIOLATION noisy_margins/corrected call-site" in broken.stdout
+    assert "the pair's exact cost" in broken.stdout  # 2 × the charge, seen without sampling
