@@ -359,7 +359,7 @@ def primitives_section(table: str | os.PathLike) -> list[str]:
                   "Bernoulli ties on the 2⁻⁵³ grid, the exact choice's bounds and acceptance "
                   "words) and compared with an exact reference (docs/audit.md).", "",
                   "| kernel | cases | result |", "|---|---|---|"]
-        lines += [f"| {r['primitive']} | {int(r['n'])} | "
+        lines += [f"| `{r['primitive']}` | {int(r['n'])} | "
                   f"{'exact' if r['conforms'] else 'VIOLATION: ' + str(r['failed'])} |"
                   for _, r in exact.iterrows()]
     return [*lines, ""]

@@ -145,3 +145,17 @@ def test_the_cli_and_the_gate_exit_3_on_a_planted_kernel_bug(monkeypatch, capsys
     exact_rows = [r for r in records if r["step"].startswith("conformance: ")]
     assert len(exact_rows) == len(GROUPS) and all(math.isnan(r["epsilon_lower"])
                                                  and r["alpha"] == 0.0 for r in exact_rows)
+
+
+def test_report_lists_the_conformance_rows_apart_from_the_bounds(tmp_path):
+    import pandas as pd
+
+    from dptaucc.audit.report import primitives_section
+
+    rows = conformance_rows({g: GROUPS[g] for g in ("exact_choose", "mechanism arguments")})
+    rows[1] = {**rows[1], "conforms": False, "failed": "bounded n_changed: accepted"}
+    pd.DataFrame(rows).to_parquet(tmp_path / "audit_primitives.parquet", index=False)
+    text = "\n".join(primitives_section(tmp_path / "audit_primitives.parquet"))
+    assert "| `exact_choose` | 1 | exact |" in text
+    assert "| `mechanism arguments` | 1 | VIOLATION: bounded n_changed: accepted |" in text
+    assert "| exact_choose | exact |" not in text  # not in the table of bounds
