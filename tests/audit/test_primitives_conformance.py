@@ -159,3 +159,12 @@ def test_report_lists_the_conformance_rows_apart_from_the_bounds(tmp_path):
     assert "| `exact_choose` | 1 | exact |" in text
     assert "| `mechanism arguments` | 1 | VIOLATION: bounded n_changed: accepted |" in text
     assert "| exact_choose | exact |" not in text  # not in the table of bounds
+
+
+def test_a_case_that_cannot_run_here_is_named_not_counted_as_exact():
+    def unavailable():
+        raise conformance.NotRun("no secure sampler here")
+
+    [row] = conformance_rows({"g": [Case("a", "r", lambda: None), Case("b", "r", unavailable)]})
+    assert row["conforms"] and row["n"] == 1
+    assert row["event"] == "all 1 cases exact; b not run: no secure sampler here"
