@@ -450,16 +450,22 @@ def _uniform_below_case() -> str | None:
     return None
 
 
-#: scores of the exact choice's cases: the top choice (weight 2³², t = 1) and one at γ = 40
-#: (weight 1: 2³²·e⁻⁴⁰ ≈ 1.8·10⁻⁸ < 1, t = 2³²·e⁻⁴⁰), so the proposal word 2³² picks choice 1
-#: and any word below 2³² choice 0 (module docstring of :mod:`dptaucc.privacy.exact`)
+#: scores of the exact choice's cases: with S the proposal's scale bits (32), the top choice
+#: (weight 2^S, t = 1) and one at γ = 40 (weight 1: 2^S·e⁻⁴⁰ ≈ 1.8·10⁻⁸ < 1, t = 2^S·e⁻⁴⁰),
+#: so the proposal word 2^S picks choice 1 and any word below it choice 0 (module docstring
+#: of :mod:`dptaucc.privacy.exact`)
 _EXACT_SCORES = np.array([[0.0, -40.0]])
 
 
 def _exact_choice_cases() -> list[tuple[str, list[int], int]]:
     """(what, words, exact index) for the two-choice row: proposal word, U's word(s), and a
-    second round (choice 0, U = 0) that a rejected proposal falls through to."""
-    t = _exp_neg(Fraction(40)) * 2**32
+    second round (choice 0, U = 0) that a rejected proposal falls through to. S is read from
+    the module, so another resolution of the proposal (the same law) is no difference."""
+    bits = exact_module._SCALE_BITS
+    if not 1 <= bits <= 56:
+        raise ValueError(f"conformance case built for 1 to 56 scale bits, not {bits}")
+    top = 2**bits
+    t = _exp_neg(Fraction(40)) * top
     again = [0, 0]  # round 2: choice 0, accepted (t = 1)
     below = math.floor(t * 2**53) - 2
     above = math.ceil(t * 2**53) + 2
@@ -469,14 +475,14 @@ def _exact_choice_cases() -> list[tuple[str, list[int], int]]:
         raise ValueError("conformance case: t too close to the 53-bit grid: redesign it")
     mask = 2**64 - 1
     return [
-        ("U's 53 bits just below t: accept choice 1", [2**32, (below << 11) | 0x7FF, *again], 1),
-        ("U's 53 bits just above t: reject, then choice 0", [2**32, above << 11, *again], 0),
-        ("U = 0.6 against t = 1: accept choice 0", [0, int(0.6 * 2**53) << 11, 2**32, 0], 0),
+        ("U's 53 bits just below t: accept choice 1", [top, (below << 11) | 0x7FF, *again], 1),
+        ("U's 53 bits just above t: reject, then choice 0", [top, above << 11, *again], 0),
+        ("U = 0.6 against t = 1: accept choice 0", [0, int(0.6 * 2**53) << 11, top, 0], 0),
         ("U straddles t at 53 bits, below at 117: accept choice 1",
-         [2**32, (low >> 64) << 11, low & mask, *again], 1),
-        ("U straddles t at 53 bits, above at 117: reject", [2**32, (high >> 64) << 11,
+         [top, (low >> 64) << 11, low & mask, *again], 1),
+        ("U straddles t at 53 bits, above at 117: reject", [top, (high >> 64) << 11,
                                                             high & mask, *again], 0),
-        ("an out-of-range proposal word is redrawn", [2**64 - 1, 2**32, below << 11, *again], 1),
+        ("an out-of-range proposal word is redrawn", [2**64 - 1, top, below << 11, *again], 1),
     ]
 
 
