@@ -373,9 +373,15 @@ def _bernoulli_case(draw: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndar
 
 
 def _scripted_sampler(sampler_type):
+    """The Bernoulli of a sampler (the seeded one, or the base class's default) whose rng
+    returns hi, then lo."""
     def draw(p, hi, lo):
-        sampler = sampler_type.__new__(sampler_type)
-        sampler.rng = _Scripted([hi, lo])
+        rng = _Scripted([hi, lo])
+        if sampler_type is SeededSampler:
+            sampler = SeededSampler(rng)
+        else:
+            sampler = sampler_type()
+            sampler.rng = rng
         return sampler.bernoulli(p)
     return draw
 
