@@ -427,6 +427,7 @@ def _sampler_records(job: AuditJob, seed: int, alpha: float, progress: bool) -> 
     from .primitives import (
         FRESH_PRIMITIVES,
         audit_primitive,
+        conformance_rows,
         fresh_sampler_rows,
         primitive_names,
         violated,
@@ -440,6 +441,8 @@ def _sampler_records(job: AuditJob, seed: int, alpha: float, progress: bool) -> 
         method, per = PRIMITIVES_JOB, alpha / len(names)
         rows = [audit_primitive(name, 1.0, job.n_fits, seed=seed, alpha=per) for name in names]
     records = []
+    if not job.secure:  # the exact conformance checks: deterministic, no share of α
+        records += _conformance_records(job, seed, conformance_rows(), progress)
     for row in rows:
         rec = _base(job, seed, None)
         rec.update(method=method, epsilon=1.0, delta=row["delta"], epsilon_spent=row["epsilon"],
@@ -454,6 +457,29 @@ def _sampler_records(job: AuditJob, seed: int, alpha: float, progress: bool) -> 
                   f"{row['epsilon_map']:.3f} / claimed {rec['epsilon_claimed']:.3g} "
                   f"({rec['verdict']}, {rec['n_fits']} "
                   f"{'fresh samplers' if job.secure else 'outputs'} per side)", flush=True)
+    return records
+
+
+def _conformance_records(job: AuditJob, seed: int, rows: list[dict],
+                         progress: bool) -> list[dict]:
+    """One record per kernel group of :mod:`dptaucc.audit.conformance` (scope "sampler",
+    step "conformance: <group>", pair "exact reference"): a kernel off its exact reference is
+    a violation; no ε bound (``epsilon_lower`` NaN), no share of α."""
+    records = []
+    for row in rows:
+        rec = _base(job, seed, None)
+        rec.update(method=PRIMITIVES_JOB, epsilon=math.nan, delta=math.nan,
+                   epsilon_spent=math.nan, end_to_end_dp=True, epsilon_lower=math.nan,
+                   scope="sampler", step=f"conformance: {row['primitive']}",
+                   epsilon_claimed=math.nan,
+                   verdict="ok" if row["conforms"] else "violation",
+                   event=row["event"] if row["conforms"] else row["failed"], n_fits=row["n"],
+                   time_s=row["seconds"], pair="exact reference", epsilon_lower_max=math.nan,
+                   events="", alpha=0.0)
+        records.append(rec)
+        if progress:
+            print(f"    {job.label} {rec['step']}: {rec['verdict']} ({row['n']} cases; "
+                  f"{rec['event']})", flush=True)
     return records
 
 

@@ -59,13 +59,23 @@ Each call is also run with the audit hook listening: the privacy map
 (:mod:`dptaucc.audit.privacy_map`) recomputes from what the sampler really drew what the call
 costs (``epsilon_map``); a charge below it is a violation as well.
 
+**Exact conformance** (:mod:`dptaucc.audit.conformance`, rows with ``check`` "conformance"):
+no number of draws sees a kernel whose law moves only on events of probability about 2⁻⁵³
+(the far tails of the 106-bit uniforms, Bernoulli ties on the 2⁻⁵³ grid, the exact choice's
+acceptance bounds, a low uniform word reused from the high one). Those inputs are fed to each
+kernel, crafted, and its decision compared with an exact reference (integers, fractions); one
+row per kernel group, deterministic, under a second. Any difference is a violation. The
+statistical rows have ``check`` "sampling".
+
 On the secure path the slow exact samplers get fewer outputs (:data:`SECURE_N`), so their
 bounds are looser. ``--secure --fresh`` draws every output from a *new* secure sampler
 (:data:`FRESH_PRIMITIVES`, :mod:`dptaucc.audit.secure`): a sampler whose state a seed
 reproduces draws alike in every fresh copy, which one long-lived sampler does not show.
 
 ``python -m dptaucc.audit.primitives [--secure [--fresh]] [--epsilon E] [-n N]`` prints the
-table and exits 3 when some ε_lower or ε_map exceeds the claimed ε (a violation), 0 otherwise.
+table and the conformance checks and exits 3 when some ε_lower or ε_map exceeds the claimed ε
+or a kernel differs from its exact reference (a violation), 0 otherwise
+(``--conformance-only``: the exact checks alone, in seconds).
 """
 
 from __future__ import annotations
@@ -83,6 +93,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from dptaucc._cli import plain
+from dptaucc.audit.conformance import conformance_rows
 from dptaucc.audit.ledger_check import RTOL, mapped, observing
 from dptaucc.audit.stats import cp_lower, cp_upper
 from dptaucc.baselines.nmf_dp.gaussian import analytic_gaussian_sigma
@@ -102,7 +113,7 @@ from dptaucc.privacy.checks import ScaledSampler
 
 __all__ = ["PRIMITIVES", "FRESH_PRIMITIVES", "SEEDED_ONLY", "audit_primitive",
            "audit_primitives", "primitive_names",
-           "fresh_sampler_rows", "violated", "main"]
+           "fresh_sampler_rows", "conformance_rows", "violated", "main"]
 
 N_CHOICES = 20
 #: the sensitivity of every pair whose sensitivity the audit chooses (see the module docstring)
@@ -411,7 +422,7 @@ def audit_primitive(name: str, epsilon: float = 1.0, n: int = 400_000, *,
     out_dp, map_dp = _outputs(run, 1, n, epsilon, delta, make, fresh, PrivacyLedger())
     lower, event = epsilon_lower_split(out_d, out_dp, delta, alpha)
     worst = max(map_d + map_dp, key=lambda c: c.epsilon_cost / max(c.epsilon_charged, 1e-300))
-    return {"primitive": name,
+    return {"check": "sampling", "primitive": name,
             "path": ("secure-fresh" if fresh else "secure") if exact else "seeded",
             "epsilon": ledger.epsilon_spent, "delta": ledger.delta_spent,
             "epsilon_lower": lower, "epsilon_map": worst.epsilon_cost,
@@ -435,14 +446,18 @@ def fresh_sampler_rows(epsilon: float = 1.0, n: int = 3000, alpha: float = 0.05)
 
 def violated(row: dict) -> bool:
     """A primitive's row is a violation: ε_lower above the ε charged, or a charge below what
-    the map recomputes.
+    the map recomputes; a conformance row, when a kernel differs from its exact reference.
 
     >>> row = {"epsilon": 1.0, "epsilon_lower": 0.4, "epsilon_map": 1.0}
     >>> violated(row), violated({**row, "epsilon_lower": 1.2})
     (False, True)
     >>> violated({**row, "epsilon_map": 2.0})  # charged below what the noise costs
     True
+    >>> violated({"check": "conformance", "conforms": False})  # a kernel off its reference
+    True
     """
+    if row.get("check") == "conformance":
+        return not row["conforms"]
     return bool(row["epsilon_lower"] > row["epsilon"] or not row.get("map_ok", True)
                 or row.get("epsilon_map", 0.0) > row["epsilon"] * (1 + RTOL))
 
@@ -468,8 +483,8 @@ def main(argv: list[str] | None = None) -> int:
     >>> import contextlib, io
     >>> with contextlib.redirect_stdout(io.StringIO()) as out:
     ...     code = main(["-n", "1000"])
-    >>> code, out.getvalue().split()[0]
-    (0, 'primitive')
+    >>> code, out.getvalue().split()[0], "exact conformance" in out.getvalue()
+    (0, 'primitive', True)
     """
     parser = argparse.ArgumentParser(prog="python -m dptaucc.audit.primitives",
                                      description=plain(__doc__.split("\n\n")[0]))
@@ -485,29 +500,45 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", help="also write the table to this parquet file (REPORT "
                         "reads <results>/audit_primitives.parquet)")
+    parser.add_argument("--conformance-only", action="store_true",
+                        help="only the exact conformance checks of the sampler kernels (no "
+                        "sampling; a second or two)")
     args = parser.parse_args(argv)
     paths = (False, True) if args.both else (args.secure,)
-    rows = [r for secure in paths for r in audit_primitives(args.epsilon, args.n, secure,
-                                                            args.seed)]
-    if args.fresh and True in paths:
+    rows = [] if args.conformance_only else [
+        r for secure in paths for r in audit_primitives(args.epsilon, args.n, secure, args.seed)]
+    if args.fresh and True in paths and not args.conformance_only:
         rows += fresh_sampler_rows(args.epsilon, args.fresh)
+    exact = conformance_rows()
+    rows += exact
     if args.output:
         import pandas as pd
         Path(args.output).parent.mkdir(parents=True, exist_ok=True)
         pd.DataFrame(rows).to_parquet(args.output, index=False)
-    print(f"{'primitive':26s} {'path':12s} {'epsilon':>8s} {'delta':>7s} {'eps_map':>8s} "
-          f"{'eps_lower':>9s} {'ratio':>6s} {'n':>7s} {'seconds':>7s}  event")
+    if not args.conformance_only:
+        print(f"{'primitive':26s} {'path':12s} {'epsilon':>8s} {'delta':>7s} {'eps_map':>8s} "
+              f"{'eps_lower':>9s} {'ratio':>6s} {'n':>7s} {'seconds':>7s}  event")
     for r in rows:
+        if r["check"] == "conformance":
+            continue
         ratio = r["epsilon_lower"] / r["epsilon"] if r["epsilon"] > 0 else math.nan
         print(f"{r['primitive']:26s} {r['path']:12s} {r['epsilon']:8.3f} {r['delta']:7.0e} "
               f"{r['epsilon_map']:8.3f} {r['epsilon_lower']:9.3f} {ratio:6.2f} "
               f"{r['n']:7d} {r['seconds']:7.2f}  {r['event']}")
-    violations = [f"{r['primitive']} ({r['path']})" for r in rows if violated(r)]
-    if violations:
+    print(f"\nexact conformance (check=conformance: crafted randomness, exact references)\n"
+          f"{'kernel':26s} {'result':12s} {'cases':>5s} {'seconds':>7s}  detail")
+    for r in exact:
+        print(f"{r['primitive']:26s} {'ok' if r['conforms'] else 'VIOLATION':12s} {r['n']:5d} "
+              f"{r['seconds']:7.2f}  {r['event'] if r['conforms'] else r['failed']}")
+    sampled = [f"{r['primitive']} ({r['path']})" for r in rows
+               if r["check"] != "conformance" and violated(r)]
+    differs = [r["primitive"] for r in exact if violated(r)]
+    if sampled:
         print(f"VIOLATION: ε_lower or the privacy map's ε above the claimed ε for "
-              f"{', '.join(violations)}")
-        return 3
-    return 0
+              f"{', '.join(sampled)}")
+    if differs:
+        print(f"VIOLATION: sampler kernels off their exact reference: {', '.join(differs)}")
+    return 3 if sampled or differs else 0
 
 
 if __name__ == "__main__":

@@ -204,7 +204,11 @@ def test_the_gate_runs_the_seeded_primitives_and_exits_3_on_a_broken_one(tmp_pat
     assert main(args) == 0
     df = pd.read_parquet(out)
     names = primitives.primitive_names(secure=False)
-    assert df["step"].tolist() == [f"{n} (seeded)" for n in names]
+    from dptaucc.audit.conformance import GROUPS
+
+    # the exact conformance records first (no share of α), then one record per primitive
+    assert df["step"].tolist() == ([f"conformance: {g}" for g in GROUPS]
+                                   + [f"{n} (seeded)" for n in names])
     assert (df["method"] == "primitives").all() and (df["verdict"] == "ok").all()
     assert df["alpha"].sum() == pytest.approx(0.05)
     run, uses_delta = primitives.PRIMITIVES["exponential-many"]
