@@ -580,7 +580,13 @@ GROUPS: dict[str, list[Case]] = {
 
 def run_case(case: Case) -> str | None:
     """A case's difference from the exact reference, or None; an exception is a difference
-    (its type and message)."""
+    (its type and message).
+
+    >>> run_case(Case("ok", "conforms", lambda: None)) is None
+    True
+    >>> run_case(Case("broken", "raises", lambda: 1 / 0))
+    'raised ZeroDivisionError: division by zero'
+    """
     try:
         with np.errstate(all="ignore"):
             return case.run()
@@ -594,7 +600,13 @@ def conformance_rows(groups: dict[str, list[Case]] | None = None) -> list[dict]:
     """One row per group of :data:`GROUPS`: ``check`` "conformance", ``primitive`` the group,
     ``n`` its cases run, ``conforms``, ``event`` ("all N cases exact" or the first difference,
     with its case's reason; cases that cannot run here are named, never counted as exact)
-    and ``failed`` (every failing case: name, difference)."""
+    and ``failed`` (every failing case: name, difference).
+
+    >>> bad = {"demo": [Case("a", "conforms", lambda: None),
+    ...                 Case("b", "differs", lambda: "3 != 4")]}
+    >>> [(r["primitive"], r["n"], r["conforms"], r["event"]) for r in conformance_rows(bad)]
+    [('demo', 2, False, 'b (differs): 3 != 4')]
+    """
     rows = []
     for group, cases in (GROUPS if groups is None else groups).items():
         start = time.perf_counter()

@@ -113,7 +113,7 @@ from dptaucc.privacy.checks import ScaledSampler
 
 __all__ = ["PRIMITIVES", "FRESH_PRIMITIVES", "SEEDED_ONLY", "audit_primitive",
            "audit_primitives", "primitive_names",
-           "fresh_sampler_rows", "conformance_rows", "violated", "main"]
+           "fresh_sampler_rows", "violated", "main"]
 
 N_CHOICES = 20
 #: the sensitivity of every pair whose sensitivity the audit chooses (see the module docstring)

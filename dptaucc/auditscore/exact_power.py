@@ -59,7 +59,12 @@ def _opened_ratios(job, units, bug: str | None):
 
 
 def bug_rows(method: str, size: str = "quick") -> list[dict]:
-    """One row for the correct code (``bug`` "") and one per catalogue bug of ``method``."""
+    """One row for the correct code (``bug`` "") and one per catalogue bug of ``method``; none
+    for a method without call sites.
+
+    >>> bug_rows("fast_taucc")  # not private: no mechanism call to open
+    []
+    """
     from dptaucc.audit.catalogue import CATALOGUE
     from dptaucc.audit.experiment import _n_units, load_config, plan
     from dptaucc.audit.pair_cost import PAIR_TOLERANCE
@@ -85,6 +90,14 @@ def bug_rows(method: str, size: str = "quick") -> list[dict]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Write the table (module docstring) and print each row and the count seen.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     main(["--methods", "fast_taucc", "--results-dir", d])
+    no method with call sites among fast_taucc: nothing written
+    0
+    """
     import pandas as pd
 
     from dptaucc.audit.experiment import load_config
@@ -103,6 +116,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{row['method']:14s} {row['bug'] or '(correct code)':48s} "
                   f"{row['calls']:3d} calls  max exact/charge {row['max_ratio']:.3f}"
                   f"{'  SEEN' if row['seen'] else ''}  {row['where']}", flush=True)
+    if not rows:
+        print(f"no method with call sites among {','.join(methods)}: nothing written")
+        return 0
     out = Path(args.output or Path(args.results_dir) / "audit_exact_power.parquet")
     out.parent.mkdir(parents=True, exist_ok=True)
     df = pd.DataFrame(rows)
