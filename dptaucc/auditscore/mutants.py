@@ -38,6 +38,7 @@ import ast
 import json
 import math
 import os
+import re
 import sys
 import time
 from collections import Counter
@@ -218,8 +219,28 @@ def judge_mutant(tree: ScratchTree, mutant: Mutant, audits: dict[str, AuditBasel
     return rec
 
 
+#: absolute paths of the machine a run happened on, as they appear in tracebacks and in the
+#: audit's printed output, and what replaces them in the stored details
+_MACHINE_PATHS = ((re.compile(r"[^\s|:\"',()]*/(?:site|dist)-packages/"), "<site-packages>/"),
+                  (re.compile(r"[^\s|:\"',()]*/dptaucc-mutants-[A-Za-z0-9_]+"), "<scratch>"))
+
+
+def scrub_paths(text: str) -> str:
+    """``text`` with the machine's absolute paths replaced (installed packages, the scratch
+    copy): a stored detail names files relative to what they are, never where they were.
+
+    >>> scrub_paths('File "/opt/x/.venv/lib/python3.11/site-packages/sklearn/base.py", line 3')
+    'File "<site-packages>/sklearn/base.py", line 3'
+    >>> scrub_paths("ok | /var/tmp/dptaucc-mutants-ab12_c/results/fig.png")
+    'ok | <scratch>/results/fig.png'
+    """
+    for pattern, replacement in _MACHINE_PATHS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
 def _last_lines(text: str, n: int = 3) -> str:
-    lines = [x for x in text.strip().splitlines() if x.strip()]
+    lines = [x for x in scrub_paths(text).strip().splitlines() if x.strip()]
     return " | ".join(lines[-n:])[-600:]
 
 
