@@ -272,8 +272,10 @@ def _killed(outcome: str) -> bool:
 
 
 def mutant_table(sample: Sequence[Mutant], store: Store, tree: str, judgements: dict,
-                 population_size: int, seed: int):
+                 population_size: int | dict[str, int], seed: int):
     """One row per sampled mutant: where it is, what it does, both outcomes, the judgement.
+    ``population_size``: the population sampled from, one number or one per group (a run
+    over several groups, or of given ids, records each row's own group's size).
 
     >>> import tempfile
     >>> ms = mutants_of("dptaucc/privacy/bounded.py", "def f(x):\\n    return x * 2\\n")[:2]
@@ -314,7 +316,9 @@ def mutant_table(sample: Sequence[Mutant], store: Store, tree: str, judgements: 
             "n_tests": r.get("n_tests", 0), "tests_s": r.get("tests_s", math.nan),
             "killed_by_audit": _killed(audit), "killed_by_tests": _killed(tests),
             "judgement": judgement, "reason": reason, "tree_hash": tree,
-            "population": population_size, "sample_seed": seed})
+            "population": (population_size.get(_group_name(m), 0)
+                           if isinstance(population_size, dict) else population_size),
+            "sample_seed": seed})
     return pd.DataFrame(rows)
 
 
@@ -529,7 +533,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"  [{k}/{len(mine)}] {m.id} {m.path}:{m.line} {m.description} -> "
                       f"audit {rec['audit']} ({rec['audit_s']:.0f} s), tests {rec['tests']} "
                       f"({rec['n_tests']} tests, {rec['tests_s']:.0f} s)", flush=True)
-    df = mutant_table(sample, store, current, judgements, len(pop), args.seed)
+    df = mutant_table(sample, store, current, judgements, dict(Counter(map(_group_name, pop))),
+                      args.seed)
     out.parent.mkdir(parents=True, exist_ok=True)
     if out.exists():  # this run's rows replace their own, every other row stays
         import pandas as pd

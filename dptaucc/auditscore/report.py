@@ -54,7 +54,8 @@ def mutants_lines(df: pd.DataFrame) -> list[str]:
     seconds = float(df["audit_s"].fillna(0).sum() + df["tests_s"].fillna(0).sum())
     untested = int(((df["audit"] != "not run") & (df["tests"] == "not run")).sum())
     samples = df.groupby("group", sort=True).agg(
-        n=("id", "size"), population=("population", "first"), seed=("sample_seed", "first"),
+        n=("id", "size"), population=("population", "max"),
+        seed=("sample_seed", lambda v: ", ".join(str(int(x)) for x in sorted(set(v)))),
         trees=("tree_hash", lambda t: ", ".join(sorted(set(t)))))
     if len(samples) == 1 and df["tree_hash"].nunique() == 1:
         what = (f"tree {df['tree_hash'].iloc[0]}: a stratified sample of {s['sampled']} of the "
@@ -62,7 +63,7 @@ def mutants_lines(df: pd.DataFrame) -> list[str]:
                 f"{int(df['sample_seed'].iloc[0])}, ")
     else:  # one sample per group, each run on the tree of its time
         what = ("one stratified sample per group: " + "; ".join(
-            f"{g} {r['n']} of {int(r['population'])} (seed {int(r['seed'])}, tree {r['trees']})"
+            f"{g} {r['n']} of {int(r['population'])} (seed {r['seed']}, tree {r['trees']})"
             for g, r in samples.iterrows()) + f" ({s['sampled']} mutants; ")
     lines = [
         "### Power on bugs nobody wrote by hand (mutation run)", "",
