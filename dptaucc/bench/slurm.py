@@ -448,13 +448,43 @@ def _count_tasks(sweep: _Sweep, tasks: Sequence, tally: Tally) -> None:
     tally.task_workers += sum(sweep.task_workers.get(t.job_id, 1) for t in tasks)
     if not sweep.on_cluster:
         return
-    from dptaucc.bench.slurm_queue import accounting_rows
-
-    rows = accounting_rows(tasks[0].job_id.split("_")[0]) or {}
+    rows = _final_rows(tasks[0].job_id.split("_")[0], [t.job_id for t in tasks])
     for task in tasks:
         row = rows.get(task.job_id, {})
         tally.task_s += float(row.get("ElapsedRaw") or 0)
         tally.task_core_s += float(row.get("CPUTimeRAW") or 0)
+
+
+#: how long the driver waits for ``sacct`` to record its finished tasks' final state (the
+#: accounting daemon writes it a moment after the task ends)
+ACCOUNTING_WAIT_S = 30.0
+#: the states of a task that is still running, or whose end accounting has not recorded yet
+_NOT_FINAL = ("", "PENDING", "RUNNING", "COMPLETING", "REQUEUED", "RESIZING", "SUSPENDED")
+
+
+def _final_rows(array_id: str, task_ids: Sequence[str],
+                wait_s: float = ACCOUNTING_WAIT_S) -> dict[str, dict[str, str]]:
+    """``sacct``'s rows of the array's tasks once each has a final state (its elapsed and CPU
+    seconds are then final too), polling once a second for at most ``wait_s``; after that,
+    the rows as they are, with a message naming the tasks still unrecorded."""
+    from dptaucc.bench.slurm_queue import accounting_rows
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        got = accounting_rows(array_id)
+        if got is None:  # accounting does not answer: nothing to wait for
+            return {}
+        rows = got
+        late = [t for t in task_ids
+                if rows.get(t, {}).get("State", "").split(" ")[0] in _NOT_FINAL]
+        if not late:
+            return rows
+        if time.monotonic() >= deadline:
+            print(f"[slurm] sacct has not recorded the end of {len(late)} task(s) of array "
+                  f"{array_id} after {wait_s:.0f} s ({', '.join(late[:3])}): their seconds are "
+                  "counted as accounting shows them now", file=sys.stderr, flush=True)
+            return rows
+        time.sleep(1.0)
 
 
 def _cancel_all(tasks, on_cluster: bool, array_id: str, cancel) -> None:

@@ -237,3 +237,24 @@ def test_live_arrays_are_recorded_beside_the_lock_and_ended_ones_forgotten(tmp_p
     assert [a.array_id for a in sa.live(tmp_path)] == ["5"]  # kept: better adopted than rerun
     sa.forget(tmp_path, "5")
     assert sa.read(tmp_path) == [] and not (tmp_path / sa.FILENAME).exists()
+
+
+def test_task_seconds_wait_for_accounting_to_record_the_end(monkeypatch, capsys):
+    """sacct records a task's end a moment after it: the driver polls (bounded) until every
+    task has a final state, so a task's elapsed seconds are not read as 0 while it is still
+    'RUNNING' in accounting; with no accounting it does not wait at all."""
+    import dptaucc.bench.slurm as slurm
+    import dptaucc.bench.slurm_queue as queue
+
+    answers = iter([{"7_0": {"State": "RUNNING", "ElapsedRaw": "0"}},
+                    {"7_0": {"State": "COMPLETED", "ElapsedRaw": "4"}}])
+    monkeypatch.setattr(queue, "accounting_rows", lambda job_id: next(answers))
+    monkeypatch.setattr(slurm.time, "sleep", lambda s: None)
+    assert slurm._final_rows("7", ["7_0"])["7_0"]["ElapsedRaw"] == "4"
+
+    monkeypatch.setattr(queue, "accounting_rows", lambda job_id: None)
+    assert slurm._final_rows("7", ["7_0"]) == {}
+
+    monkeypatch.setattr(queue, "accounting_rows", lambda job_id: {})
+    assert slurm._final_rows("7", ["7_0"], wait_s=0.0) == {}
+    assert "has not recorded the end of 1 task(s)" in capsys.readouterr().err
