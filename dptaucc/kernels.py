@@ -23,6 +23,7 @@ the next. Tests check both against :mod:`math` (the C library) value for value.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
@@ -31,8 +32,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import boxcox, boxcox1p, inv_boxcox
 
-__all__ = ["native_kernels", "sum_by_column_label", "sum_by_column_label_and_group",
-           "sum_by_row_label", "value_summary",
+__all__ = ["native_kernels", "compiled_loops", "sum_by_column_label",
+           "sum_by_column_label_and_group", "sum_by_row_label", "value_summary",
            "exponential_from_uniforms", "choose_by_inversion", "sum_rows_by_label",
            "libm_exp", "libm_log", "libm_log1p"]
 
@@ -76,6 +77,26 @@ def native_kernels():
     if _native is None or os.environ.get(NATIVE_SWITCH, "1") == "0":
         return None
     return _native
+
+
+@contextlib.contextmanager
+def compiled_loops(on: bool):
+    """The compiled loops switched on (when built) or off (the numpy path) for the duration,
+    then the switch as it was: how the audit reaches each path of a kernel.
+
+    >>> with compiled_loops(False):
+    ...     native_kernels() is None
+    True
+    """
+    old = os.environ.get(NATIVE_SWITCH)
+    os.environ[NATIVE_SWITCH] = "1" if on else "0"
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ[NATIVE_SWITCH]
+        else:
+            os.environ[NATIVE_SWITCH] = old
 
 
 def libm_exp(x: np.ndarray) -> np.ndarray:

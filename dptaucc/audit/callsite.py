@@ -38,12 +38,24 @@ from .runner import fit_seed
 from .transcript import Call, HistoryDiverged, open_call, record
 from .workers import bug_context, in_chunks
 
-__all__ = ["CallSiteResult", "call_sites", "audit_call_site"]
+__all__ = ["CallSiteResult", "call_sites", "audit_call_site", "history_seeds"]
 
 #: draws per ``redraw`` call (memory stays bounded for large outputs)
 BATCH = 20_000
 #: at most this many values (draws × output size) are kept per side
 MAX_VALUES = 30_000_000
+
+
+def history_seeds(k: int, r: int) -> tuple[int, int]:
+    """The offsets (of the audit seed, :func:`~dptaucc.audit.runner.fit_seed`) of call ``k``'s
+    ``r``-th candidate history: the fit that records it on D, and the fit that replays it on
+    both sides.
+
+    >>> history_seeds(2, 0)
+    (7200000, 7201000)
+    """
+    base = 7_000_000 + 100_000 * k
+    return base + r, base + 1000 + r
 
 
 @dataclass
@@ -181,9 +193,9 @@ def audit_call_site(build: Callable, D, D_prime, k: int, *, n_fits: int, alpha: 
     """
     del n_jobs
     t0 = time.perf_counter()
-    base = 7_000_000 + 100_000 * k
     with bug_context(bug):
-        histories = [record(build(fit_seed(seed, base + r)), D) for r in range(n_histories)]
+        histories = [record(build(fit_seed(seed, history_seeds(k, r)[0])), D)
+                     for r in range(n_histories)]
         histories = [h for h in histories if len(h) > k]
         if craft is not None:
             histories = [craft(h) for h in histories]
@@ -191,7 +203,7 @@ def audit_call_site(build: Callable, D, D_prime, k: int, *, n_fits: int, alpha: 
             raise HistoryDiverged(f"no fit on D reaches call {k}")
         best, best_sep = None, -math.inf
         for r, h in enumerate(histories):
-            sides = _open(build, D, D_prime, h, k, fit_seed(seed, base + 1000 + r))
+            sides = _open(build, D, D_prime, h, k, fit_seed(seed, history_seeds(k, r)[1]))
             if sides is None:
                 continue  # this history cannot be replayed on D or on D'
             if len(histories) > 1:

@@ -197,22 +197,6 @@ def _words_from(module, script: Sequence[int]) -> Iterator[None]:
         module.os_words = original
 
 
-@contextlib.contextmanager
-def _native(on: bool) -> Iterator[None]:
-    """The kernels' compiled loops on (if built) or off (numpy path) for the duration."""
-    import os
-
-    old = os.environ.get(kernels.NATIVE_SWITCH)
-    os.environ[kernels.NATIVE_SWITCH] = "1" if on else "0"
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ[kernels.NATIVE_SWITCH]
-        else:
-            os.environ[kernels.NATIVE_SWITCH] = old
-
-
 def _differs(what: str, got, want) -> str | None:
     return None if got == want else f"{what}: got {got}, exact {want}"
 
@@ -309,7 +293,9 @@ def _inversion_case(path: str, k: int) -> str | None:
         if path == "wide rows":
             got = wide_choice.choose_wide_rows(x, h, v, scale)
         else:
-            with _native(path == "compiled"):
+            if path == "compiled" and kernels._native is None:
+                raise NotRun("the compiled loops are not built here")
+            with kernels.compiled_loops(path == "compiled"):
                 got = kernels.choose_by_inversion(x, h, v, scale)
         if int(got[0]) != want:
             return f"{what} (k = {k}): got index {int(got[0])}, exact {want}"

@@ -81,9 +81,7 @@ or a kernel differs from its exact reference (a violation), 0 otherwise
 from __future__ import annotations
 
 import argparse
-import contextlib
 import math
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -97,7 +95,7 @@ from dptaucc.audit.conformance import conformance_rows
 from dptaucc.audit.ledger_check import RTOL, mapped, observing
 from dptaucc.audit.stats import cp_lower, cp_upper
 from dptaucc.baselines.nmf_dp.gaussian import analytic_gaussian_sigma
-from dptaucc.kernels import NATIVE_SWITCH
+from dptaucc.kernels import compiled_loops
 from dptaucc.privacy import (
     PrivacyLedger,
     Sampler,
@@ -207,25 +205,10 @@ def _exponential_many(side, n, eps, delta, sampler, ledger):
                                  ledger=ledger, step="audit")
 
 
-@contextlib.contextmanager
-def _compiled_loops_off():
-    """The kernels' numpy path for the duration (:func:`dptaucc.kernels.native_kernels`
-    reads the switch at every call)."""
-    old = os.environ.get(NATIVE_SWITCH)
-    os.environ[NATIVE_SWITCH] = "0"
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ[NATIVE_SWITCH]
-        else:
-            os.environ[NATIVE_SWITCH] = old
-
-
 def _exponential_portable(side, n, eps, delta, sampler, ledger):
     utilities = _utilities((n, PORTABLE_CHOICES))
     utilities[:, 1:] += side * SENSITIVITY
-    with _compiled_loops_off():
+    with compiled_loops(False):
         return exponential_mechanism(utilities, epsilon=eps, sensitivity=SENSITIVITY,
                                      sampler=sampler, ledger=ledger, step="audit")
 

@@ -24,12 +24,9 @@ from pathlib import Path
 
 __all__ = ["bug_rows", "main"]
 
-#: the gate's first pilot seeds of call k (``audit_call_site``'s ``base``)
-_RECORD_BASE, _REPLAY_BASE = 7_000_000, 7_001_000
-
-
 def _opened_ratios(job, units, bug: str | None):
     """(ratio, where) of every audited call's exact pair cost over its charge."""
+    from dptaucc.audit.callsite import history_seeds
     from dptaucc.audit.pair_cost import pair_cost
     from dptaucc.audit.runner import fit_seed
     from dptaucc.audit.transcript import HistoryDiverged, open_call, record
@@ -40,12 +37,13 @@ def _opened_ratios(job, units, bug: str | None):
         for setup, call in units:
             build = job.factory(setup.params)
             k = call.index
-            history = record(build(fit_seed(0, _RECORD_BASE + 100_000 * k)), setup.pair.D)
+            recorded, replayed = history_seeds(k, 0)  # the gate's first candidate history
+            history = record(build(fit_seed(0, recorded)), setup.pair.D)
             if len(history) <= k:
                 continue
             if setup.craft is not None:
                 history = setup.craft(history)
-            seed = fit_seed(0, _REPLAY_BASE + 100_000 * k)
+            seed = fit_seed(0, replayed)
             try:
                 a, _ = open_call(build(seed), setup.pair.D, history, k)
                 b, _ = open_call(build(seed), setup.pair.D_prime, history, k)
