@@ -423,7 +423,8 @@ def _sampler_records(job: AuditJob, seed: int, alpha: float, progress: bool) -> 
     """The fresh-sampler job (secure): every primitive of :data:`~dptaucc.audit.primitives.
     FRESH_PRIMITIVES` at ε = 1, α split over them; the seeded primitives job: every primitive
     of :func:`~dptaucc.audit.primitives.primitive_names` on the seeded sampler at ε = 1,
-    ``job.n_fits`` outputs per side, α split over them."""
+    ``job.n_fits`` outputs per side, α split over them. Both jobs first run the exact
+    conformance checks (:mod:`dptaucc.audit.conformance`)."""
     from .primitives import (
         FRESH_PRIMITIVES,
         audit_primitive,
@@ -440,9 +441,9 @@ def _sampler_records(job: AuditJob, seed: int, alpha: float, progress: bool) -> 
         names = primitive_names(secure=False)
         method, per = PRIMITIVES_JOB, alpha / len(names)
         rows = [audit_primitive(name, 1.0, job.n_fits, seed=seed, alpha=per) for name in names]
-    records = []
-    if not job.secure:  # the exact conformance checks: deterministic, no share of α
-        records += _conformance_records(job, seed, conformance_rows(), progress)
+    # the exact conformance checks (deterministic, no share of α) on either path: their cases
+    # feed crafted randomness to the seeded kernels and to the secure ones alike
+    records = _conformance_records(job, seed, conformance_rows(), progress)
     for row in rows:
         rec = _base(job, seed, None)
         rec.update(method=method, epsilon=1.0, delta=row["delta"], epsilon_spent=row["epsilon"],
@@ -468,8 +469,9 @@ def _conformance_records(job: AuditJob, seed: int, rows: list[dict],
     records = []
     for row in rows:
         rec = _base(job, seed, None)
-        rec.update(method=PRIMITIVES_JOB, epsilon=math.nan, delta=math.nan,
-                   epsilon_spent=math.nan, end_to_end_dp=True, epsilon_lower=math.nan,
+        rec.update(method="samplers" if job.secure else PRIMITIVES_JOB, epsilon=math.nan,
+                   delta=math.nan, epsilon_spent=math.nan, end_to_end_dp=True,
+                   epsilon_lower=math.nan,
                    scope="sampler", step=f"conformance: {row['primitive']}",
                    epsilon_claimed=math.nan,
                    verdict="ok" if row["conforms"] else "violation",

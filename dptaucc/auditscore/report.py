@@ -47,7 +47,8 @@ def mutants_lines(df: pd.DataFrame) -> list[str]:
     >>> lines[lines.index("Survivors of the audit:") + 4].split(" | ")[-2]  # not judged yet
     'unjudged'
     """
-    df = rejudge(df, load_judgements())
+    judgements = load_judgements()
+    df = rejudge(df, judgements)
     s = score(df)
     run = s["run"]
     groups = ", ".join(sorted(set(df["group"])))
@@ -98,7 +99,7 @@ def mutants_lines(df: pd.DataFrame) -> list[str]:
                   f"{s['score_n']} non-equivalent mutants of the sample on paths it reaches "
                   f"(95 % Clopper–Pearson interval {100 * lo:.0f}–{100 * hi:.0f} %; "
                   f"{by_violation} by a violation, the rest because the mutant made the code "
-                  "raise or hang).", ""]
+                  "raise or hang)." + _designed_in(df, judgements), ""]
     else:
         lines += ["**Score**: no non-equivalent mutant of the sample reached an audit: no "
                   "evidence.", ""]
@@ -115,6 +116,36 @@ def mutants_lines(df: pd.DataFrame) -> list[str]:
                          f"{r['judgement']} | {r['reason']} |")
         lines.append("")
     return lines
+
+
+def _designed_in(df: pd.DataFrame, judgements: dict[str, dict]) -> str:
+    """What the score owes to checks written after their mutants were seen: kills of mutants
+    that ``judgements`` still holds as survivors (judged out of reach or a gap, then killed by
+    a check written with them in view), and the score without them.
+
+    >>> df = pd.DataFrame({"id": ["a", "b", "c"], "killed_by_audit": [True, True, False],
+    ...                    "audit": ["violation", "error", "survived"],
+    ...                    "judgement": ["", "", "gap"]})
+    >>> text = _designed_in(df, {"a": {"verdict": "out of reach"}, "c": {"verdict": "gap"}})
+    >>> text.split(": ")[0], text.split("; ")[-1]
+    (' Of these kills, 1 is of a mutant first judged a survivor (out of reach or a gap) and \
+killed by a check written with it in view', 'without it, 1/2 (50 %).')
+    >>> _designed_in(df, {})
+    ''
+    """
+    scored = df[~df["audit"].isin(["not run", "unreached"]) & (df["judgement"] != "equivalent")]
+    killed = scored[scored["killed_by_audit"].fillna(False).astype(bool)]
+    seen = int(killed["id"].isin([k for k, j in judgements.items()
+                                  if j.get("verdict") in ("out of reach", "gap")]).sum())
+    if not seen:
+        return ""
+    one = seen == 1
+    them, mutants = ("it", "a mutant") if one else ("them", "mutants")
+    return (f" Of these kills, {seen} {'is' if one else 'are'} of {mutants} first judged "
+            f"{'a survivor' if one else 'survivors'} (out of reach or a gap) and killed by a "
+            f"check written with {them} in view: the score owes "
+            f"{'that one' if one else 'those'} to design; without {them}, "
+            f"{_pct(len(killed) - seen, len(scored) - seen)}.")
 
 
 def _by_group_lines(df: pd.DataFrame) -> list[str]:

@@ -168,3 +168,23 @@ def test_a_case_that_cannot_run_here_is_named_not_counted_as_exact():
     [row] = conformance_rows({"g": [Case("a", "r", lambda: None), Case("b", "r", unavailable)]})
     assert row["conforms"] and row["n"] == 1
     assert row["event"] == "all 1 cases exact; b not run: no secure sampler here"
+
+
+def test_the_secure_gate_runs_the_conformance_checks_too(monkeypatch):
+    """``python -m dptaucc.audit --secure`` runs the fresh-sampler job, not the seeded
+    primitives job: the exact conformance checks run there as well, so a slip in a secure-only
+    kernel (the exact choice's rational bounds on e^-γ) is a violation of that job."""
+    from fractions import Fraction
+
+    job = AuditJob("samplers", "corrected", None, 100, scope="sampler", secure=True)
+    records = run_job(job, progress=False)
+    exact_rows = [r for r in records if r["step"].startswith("conformance: ")]
+    assert len(exact_rows) == len(GROUPS) and not violations(records)
+    assert {r["method"] for r in exact_rows} == {"samplers"}
+
+    bounds = exact.exp_neg_bounds
+    monkeypatch.setattr(exact, "exp_neg_bounds",
+                        lambda gamma, bits: tuple(x * Fraction(1001, 1000)
+                                                  for x in bounds(gamma, bits)))
+    steps = {r["step"] for r in violations(run_job(job, progress=False))}
+    assert "conformance: exact bounds" in steps, steps
