@@ -74,7 +74,9 @@ def mutants_lines(df: pd.DataFrame) -> list[str]:
         f"reused), {run} run ({seconds / 60:.0f} min of audits and tests). **A sample, not a "
         "census**: the shares below estimate the population's, within the interval given for "
         "the score. Each mutant is judged by the audit alone (the quick gate of its method, "
-        "the primitives audit, seeded and secure, for `dptaucc/privacy`) and by the tests "
+        "the primitives audit, seeded and secure, for `dptaucc/privacy`, with the quick gates "
+        "of DP-τCC, DP-τCC (row) and colored noise for the mutants whose `audits_run` names "
+        "them) and by the tests "
         "alone (those that execute the mutated statement), in a scratch copy of the tree.", "",
         "| | mutants |", "|---|---|",
         f"| killed by the audit | {_pct(s['killed_audit'], run)} (violation "

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Group", "GROUPS", "AUDITS", "group_of", "is_release_function", "NOT_RELEASE"]
+__all__ = ["Group", "GROUPS", "AUDITS", "group_of", "is_release_function", "NOT_RELEASE",
+           "PRIVACY_METHOD_AUDITS"]
 
 #: methods that read the private data by design (documented as not private): not mutated
 NOT_RELEASE = ("predict", "fit_predict", "score", "transform", "evaluation_", "_evaluation_",
@@ -38,6 +39,13 @@ AUDITS: dict[str, tuple[str, ...]] = {
        for m in ("dp_taucc", "dp_taucc_row", "dp_kmeans", "colored_noise", "dpnmf", "dpm",
                  "dphd")},
 }
+
+
+#: the quick method gates also run on mutants of the privacy primitives: the gate a user runs
+#: (``python -m dptaucc.audit --size quick``) draws the primitives through the methods too
+#: (the call sites' batched redraws, the methods' own arguments), paths the primitives audit
+#: never takes; these three take seconds to minutes, the others longer
+PRIVACY_METHOD_AUDITS = ("method:dp_taucc", "method:dp_taucc_row", "method:colored_noise")
 
 
 @dataclass(frozen=True)
@@ -64,7 +72,7 @@ GROUPS: tuple[Group, ...] = (
         "dptaucc/kernels.py": ("exponential_from_uniforms", "choose_by_inversion",
                                "_choose_native", "_choose_block", "_invert_sorted_by_argsort",
                                "_invert_sorted_by_network", "_sorted_rows", "_choose_row"),
-    }, ("primitives", "primitives-secure"),
+    }, ("primitives", "primitives-secure", *PRIVACY_METHOD_AUDITS),
         ("tests/privacy", "tests/dptaucc/test_wide_choice.py",
          "tests/dptaucc/test_kernels_exact.py", _DOCTESTS)),
     Group("dp_taucc", {"dptaucc/dp_taucc.py": None}, ("method:dp_taucc",),
@@ -96,7 +104,7 @@ GROUPS: tuple[Group, ...] = (
 def group_of(path: str) -> Group | None:
     """The group that mutates ``path`` (repository-relative), or None.
 
-    >>> group_of("dptaucc/privacy/ledger.py").audits
+    >>> group_of("dptaucc/privacy/ledger.py").audits[:2]
     ('primitives', 'primitives-secure')
     >>> group_of("baselines/dp_sampling.py").name, group_of("dptaucc/privacy/hook.py")
     ('dp_kmeans', None)
