@@ -38,7 +38,7 @@ from .runner import fit_seed
 from .transcript import Call, HistoryDiverged, open_call, record
 from .workers import bug_context, in_chunks
 
-__all__ = ["CallSiteResult", "call_sites", "audit_call_site", "history_seeds"]
+__all__ = ["path_event", "CallSiteResult", "call_sites", "audit_call_site", "history_seeds"]
 
 #: draws per ``redraw`` call (memory stays bounded for large outputs)
 BATCH = 20_000
@@ -75,6 +75,9 @@ class CallSiteResult:
     >>> CallSiteResult(3, "table", "discrete-laplace", 1.25, 0.0, 0.9, "x <= 19", 2000, 0.2,
     ...                epsilon_pair=2.5).verdict  # the pair moved the input twice as far
     'violation'
+    >>> CallSiteResult(3, "table", "discrete-laplace", 1.25, 0.0, float("nan"), "", 0, 0.0,
+    ...                path_differs="call 2: step 'b' where the history has 'a'").verdict
+    'violation'
     """
 
     index: int
@@ -89,11 +92,15 @@ class CallSiteResult:
     counts: dict = field(default_factory=dict)
     epsilon_pair: float = math.nan
     pair_how: str = ""
+    path_differs: str = ""
 
     @property
     def pair_exceeds(self) -> bool:
-        """The pair's exact cost is above the charge (beyond float rounding)."""
-        return exceeds(self.epsilon_pair, self.epsilon_claimed)
+        """The pair's exact cost is above the charge (beyond float rounding), or the fit's
+        path differs between D and D' with every mechanism output forced equal
+        (``path_differs``: a history that replays on D diverged on D' under the same seed,
+        so something other than a mechanism's output steers the fit by the data)."""
+        return bool(self.path_differs) or exceeds(self.epsilon_pair, self.epsilon_claimed)
 
     @property
     def verdict(self) -> str:
@@ -151,11 +158,28 @@ class _Side:
         return np.concatenate(self.rows)
 
 
-def _open(build, D, D_prime, history, k, seed):
+def _open(build, D, D_prime, history, k, seed) -> tuple[tuple | None, str]:
+    """Both sides opened at call k under ``history`` (None if either diverged), and the
+    divergence on D' when the history replays on D (the same seed on both sides: forced
+    outputs equal, the fit's path still differs), else ""."""
     try:
-        return _Side(build, D, history, k, seed), _Side(build, D_prime, history, k, seed)
+        side_a = _Side(build, D, history, k, seed)
     except HistoryDiverged:
-        return None
+        return None, ""
+    try:
+        return (side_a, _Side(build, D_prime, history, k, seed)), ""
+    except HistoryDiverged as why:
+        return None, str(why)
+
+
+def path_event(why: str) -> str:
+    """The event a one-sided divergence is reported with.
+
+    >>> path_event("call 2: step 'b'")[:48]
+    "the forced history replays on D, diverges on D'"
+    """
+    return (f"the forced history replays on D, diverges on D' ({why}): with every mechanism "
+            "output equal, the data steers the fit's path")
 
 
 def _separation(A, B, delta) -> float:
@@ -201,9 +225,10 @@ def audit_call_site(build: Callable, D, D_prime, k: int, *, n_fits: int, alpha: 
             histories = [craft(h) for h in histories]
         if not histories:
             raise HistoryDiverged(f"no fit on D reaches call {k}")
-        best, best_sep = None, -math.inf
+        best, best_sep, differs = None, -math.inf, ""
         for r, h in enumerate(histories):
-            sides = _open(build, D, D_prime, h, k, fit_seed(seed, history_seeds(k, r)[1]))
+            sides, why = _open(build, D, D_prime, h, k, fit_seed(seed, history_seeds(k, r)[1]))
+            differs = differs or why
             if sides is None:
                 continue  # this history cannot be replayed on D or on D'
             if len(histories) > 1:
@@ -217,8 +242,9 @@ def audit_call_site(build: Callable, D, D_prime, k: int, *, n_fits: int, alpha: 
         if best is None:
             call = histories[0][k]
             return CallSiteResult(k, call.step, call.mechanism, call.epsilon, call.delta,
-                                  math.nan, "no recorded history replays on both D and D'", 0,
-                                  time.perf_counter() - t0)
+                                  math.nan, path_event(differs) if differs else
+                                  "no recorded history replays on both D and D'", 0,
+                                  time.perf_counter() - t0, path_differs=differs)
         side_a, side_b = best
         call = side_a.call
         step, mech = call.step, call.mechanism
@@ -240,7 +266,7 @@ def audit_call_site(build: Callable, D, D_prime, k: int, *, n_fits: int, alpha: 
                 k, step, mech, eps_claim, delta, eps, "" if cand is None else cand.label,
                 size, time.perf_counter() - t0,
                 {e.label: [int(a), int(b)] for e, a, b in zip(events, k_a, k_b, strict=True)},
-                exact.epsilon, exact.how)
+                exact.epsilon, exact.how, differs)
             if result.verdict == "violation":
                 break
     assert result is not None

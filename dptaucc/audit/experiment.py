@@ -45,7 +45,7 @@ from typing import Any
 import yaml
 from joblib import Parallel, delayed
 
-from .callsite import audit_call_site, call_sites
+from .callsite import audit_call_site, call_sites, path_event
 from .endtoend import audit_release
 from .events import applicable
 from .methods import algorithm_config, call_site_setup, method_audit, method_audits
@@ -352,7 +352,9 @@ def _unit_record(job: AuditJob, unit, a: float, seed: int, bug: str | None, work
         if setup.redraw_samples:
             res = audit_call_site_redrawn(build, setup.pair.D, setup.pair.D_prime,
                                           call.index, n_samples=unit_draws(job, unit),
-                                          alpha=a, seed=seed, bug=bug, n_jobs=workers)
+                                          alpha=a, seed=seed, bug=bug, n_jobs=workers,
+                                          n_histories=setup.n_histories,
+                                          n_pilot=setup.n_pilot)
         else:
             res = audit_call_site(build, setup.pair.D, setup.pair.D_prime, call.index,
                                   n_fits=unit_draws(job, unit), alpha=a, seed=seed, bug=bug,
@@ -367,10 +369,12 @@ def _unit_record(job: AuditJob, unit, a: float, seed: int, bug: str | None, work
         # the pair's exact cost under the call's declared law: above the charge, a violation
         rec.update(epsilon_pair=res.epsilon_pair, pair_how=res.pair_how)
     pair_over = job.scope != "end-to-end" and res.pair_exceeds
+    differs = getattr(res, "path_differs", "")
     rec.update(epsilon_lower=res.epsilon_lower,
                verdict="violation" if pair_over else _verdict(res.epsilon_lower, claimed,
                                                                 res.event),
-               event=res.event, n_fits=res.n_fits, time_s=res.elapsed_s,
+               event=path_event(differs) if differs else res.event, n_fits=res.n_fits,
+               time_s=res.elapsed_s,
                epsilon_lower_max=measurable_max(max(1, res.n_fits // 2), 8, a / looks),
                events=yaml.safe_dump(res.counts, sort_keys=False, allow_unicode=True),
                alpha=a)
@@ -617,7 +621,9 @@ def _estimate_call_sites(job: AuditJob, n_jobs: int) -> dict:
         build = job.factory(setup.params)
         if setup.redraw_samples:
             return audit_call_site_redrawn(build, setup.pair.D, setup.pair.D_prime, index,
-                                           n_samples=draws, alpha=0.05, seed=0).elapsed_s
+                                           n_samples=draws, alpha=0.05, seed=0,
+                                           n_histories=setup.n_histories,
+                                           n_pilot=setup.n_pilot).elapsed_s
         return audit_call_site(build, setup.pair.D, setup.pair.D_prime, index, n_fits=draws,
                                alpha=0.05, looks=1, craft=setup.craft,
                                n_histories=setup.n_histories, n_pilot=setup.n_pilot).elapsed_s

@@ -24,7 +24,7 @@ import numpy as np
 from joblib import Parallel, delayed
 
 from . import derived
-from .callsite import CallSiteResult
+from .callsite import CallSiteResult, path_event
 from .pair_cost import pair_cost
 from .runner import fit_seed
 from .transcript import Call, HistoryDiverged, open_call, record
@@ -55,8 +55,8 @@ def _sample_task(build, X, history, k, n, seed, bug):
     with bug_context(bug):
         try:
             call, draws = sample_call(build(seed), X, history, k, n)
-        except HistoryDiverged:
-            return None
+        except HistoryDiverged as why:
+            return str(why)
     return call.epsilon, call.delta, draws.reshape(n, -1).astype(float), call.calibration
 
 
@@ -68,7 +68,7 @@ def _record_task(build, X, seed, bug):
 def _both_sides(build, D, D_prime, history, k, n, seeds, bug, n_jobs):
     """Samples of call k on D and on D' (``n`` each, split over ``len(seeds) // 2`` replays
     per side), the charge, and the two sides' first replays' calibrations; None if a replay
-    diverged."""
+    on D diverged; the divergence (a str) if only replays on D' did (the same seeds a side)."""
     per = len(seeds) // 2
     sizes = [n // per + (i < n % per) for i in range(per)]
     tasks = [(X, size, s) for X, off in ((D, 0), (D_prime, per))
@@ -78,8 +78,10 @@ def _both_sides(build, D, D_prime, history, k, n, seeds, bug, n_jobs):
                                       for X, size, s in tasks)
     else:
         out = [_sample_task(build, X, history, k, size, s, bug) for X, size, s in tasks]
-    if any(r is None for r in out):
+    if any(isinstance(r, str) for r in out[:per]):
         return None
+    if any(isinstance(r, str) for r in out[per:]):
+        return next(r for r in out[per:] if isinstance(r, str))
     A, B = np.vstack([r[2] for r in out[:per]]), np.vstack([r[2] for r in out[per:]])
     return (A, B, max(r[0] for r in out), max(r[1] for r in out),
             (out[0][3], out[per][3]))
@@ -112,11 +114,13 @@ def audit_call_site_redrawn(build: Callable, D, D_prime, k: int, *, n_samples: i
     if not histories:
         raise HistoryDiverged(f"no fit on D reaches call {k}")
     shards = max(1, n_jobs)
-    best, best_sep = None, -math.inf
+    best, best_sep, differs = None, -math.inf, ""
     for r, h in enumerate(histories):
         seeds = [fit_seed(seed, base + 1000 + 100 * r)] * 2  # the same fit seed on D and D'
         pilot = _both_sides(build, D, D_prime, h, k, n_pilot, seeds, bug, 1)
-        if pilot is None:
+        if isinstance(pilot, str):
+            differs = differs or pilot
+        if pilot is None or isinstance(pilot, str):
             continue
         A, B = pilot[0], pilot[1]
         evs = derived.select(A, B, np.zeros(len(A)), np.zeros(len(B)), n_events=1)
@@ -130,17 +134,21 @@ def audit_call_site_redrawn(build: Callable, D, D_prime, k: int, *, n_samples: i
     call = (best or histories[0])[k]
     if best is None:
         return CallSiteResult(k, call.step, call.mechanism, call.epsilon, call.delta, math.nan,
+                              path_event(differs) if differs else
                               "no recorded history replays on both D and D'", 0,
-                              time.perf_counter() - t0)
+                              time.perf_counter() - t0, path_differs=differs)
     # the same fit seeds on D and D': randomness that is not a mechanism's (a random start) is
     # data-independent, so conditioning both sides on it is legitimate, while different seeds
     # would let it differ between the sides and be counted as privacy loss (a false alarm)
     side = [fit_seed(seed, 2 * i) for i in range(shards)]
     seeds = side + side
     got = _both_sides(build, D, D_prime, best, k, n_samples, seeds, bug, n_jobs)
-    if got is None:
+    if got is None or isinstance(got, str):
+        differs = differs or (got or "")
         return CallSiteResult(k, call.step, call.mechanism, call.epsilon, call.delta, math.nan,
-                              "the history diverged on a replay", 0, time.perf_counter() - t0)
+                              path_event(differs) if differs else
+                              "the history diverged on a replay", 0, time.perf_counter() - t0,
+                              path_differs=differs)
     A, B, eps_claim, delta, (calib_a, calib_b) = got
     eps_claim, delta = max(eps_claim, call.epsilon), max(delta, call.delta)
     exact = pair_cost(calib_a, calib_b, delta)  # the first replays: the same seed a side
@@ -154,4 +162,4 @@ def audit_call_site_redrawn(build: Callable, D, D_prime, k: int, *, n_samples: i
         k, call.step, call.mechanism, eps_claim, delta, eps, "" if cand is None else cand.label,
         len(A), time.perf_counter() - t0,
         {e.label: [int(a), int(b)] for e, a, b in zip(events, k_a, k_b, strict=True)},
-        exact.epsilon, exact.how)
+        exact.epsilon, exact.how, differs)

@@ -131,3 +131,33 @@ class TwoCallRelease(BaseEstimator):
                                          sensitivity=1.0, sampler=rng, ledger=ledger,
                                          step="gaussian")
         return self
+
+
+class SteeredPath(BaseEstimator):
+    """Three discrete Laplace counts of ``X[0, 0]`` (ε = 1 each); the second call's step is
+    chosen by the first *release* (``steer="release"``: post-processing, correct) or by the
+    exact count (``steer="exact"``: the data steers the fit's path between two calls, a leak
+    no mechanism output shows: with the first output forced equal on D and D', D' = D + 1
+    across the threshold takes the other branch)."""
+
+    def __init__(self, steer="release", threshold=3, random_state=None):
+        self.steer = steer
+        self.threshold = threshold
+        self.random_state = random_state
+
+    def fit(self, X, y=None):
+        from dptaucc.privacy import discrete_laplace_mechanism
+
+        rng = np.random.default_rng(self.random_state)
+        ledger = PrivacyLedger()
+        x = np.array([round(first_count(X))])
+
+        def count(step):
+            return discrete_laplace_mechanism(x, epsilon=1.0, sensitivity=1, sampler=rng,
+                                              ledger=ledger, step=step)
+
+        first = count("first")
+        steer = first[0] if self.steer == "release" else x[0]
+        self.middle_ = count("above" if steer > self.threshold else "at or below")
+        self.last_ = count("last")
+        return self
