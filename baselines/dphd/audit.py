@@ -226,6 +226,19 @@ def _exact_sizes(original):
     return serve
 
 
+def _picks_argmax(original):
+    """The local search's picks (exponential requests) answered with the best candidate
+    (1-based, as Octave reads it), the mechanism still called and charged."""
+    def serve(self, request):
+        answer = original(self, request)
+        if request["op"] == "exponential":
+            rows = int(request.get("batch", 1))
+            best = np.asarray(request["values"], dtype=float).reshape(rows, -1).argmax(axis=1)
+            return (best.astype(np.int64) + 1).reshape(np.shape(answer))
+        return answer
+    return serve
+
+
 def _double_epsilon_unlogged(fragment: str):
     """Requests whose step contains ``fragment`` draw at 2ε, charged ε (the server's ledger
     seen through :class:`UnderChargingLedger`)."""
@@ -283,6 +296,9 @@ BUGS = (
     Bug("dphd.exact_sizes", "dphd", "exact counts declared DP",
         "the recover steps' cluster sizes charged and noised, then released exactly",
         ((_DPHD, "__call__", _exact_sizes),)),
+    Bug("dphd.local_search_argmax", "dphd", "exact input after a call",
+        "the local search's picks answered with the best candidate, the exponential mechanism "
+        "still called and charged", ((_DPHD, "__call__", _picks_argmax),)),
     Bug("dphd.partition_epsilon_doubled", "dphd", "ε split spends 2ε, ledger unchanged",
         "the grid's bucket counts drawn at 2ε per level while the ledger records ε",
         ((_DPHD, "__call__", _double_epsilon_unlogged("level")),)),
@@ -301,7 +317,7 @@ def scenarios() -> AuditScenarios:
 
     >>> s = scenarios()
     >>> s.main.pair.name, [c.pair.name for c in s.call_sites], len(s.bugs)
-    ('new_column_maximum', ['disjoint_rows', 'disjoint_rows'], 7)
+    ('new_column_maximum', ['disjoint_rows', 'disjoint_rows'], 8)
     >>> power = s.end_to_end[1]
     >>> power.pair.name, dict(power.params)["epsilon"], power.derive
     ('row_among_zeros', 2.0, False)

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import derived
+from .law_check import law_differs
 from .pair_cost import exceeds, pair_cost
 from .runner import fit_seed
 from .transcript import Call, HistoryDiverged, open_call, record
@@ -93,14 +94,23 @@ class CallSiteResult:
     epsilon_pair: float = math.nan
     pair_how: str = ""
     path_differs: str = ""
+    law_differs: str = ""
+
+    @property
+    def flagged(self) -> str:
+        """What an exact check of this call found ("" if nothing): the fit's path differs
+        between D and D' with every mechanism output forced equal (``path_differs``: a history
+        that replays on D diverged on D' under the same seed, so something other than a
+        release steers the fit by the data), or the call's outputs on one side are more
+        concentrated than its declared law allows (``law_differs``,
+        :mod:`dptaucc.audit.law_check`: an output replaced after its mechanism)."""
+        return self.path_differs or self.law_differs
 
     @property
     def pair_exceeds(self) -> bool:
-        """The pair's exact cost is above the charge (beyond float rounding), or the fit's
-        path differs between D and D' with every mechanism output forced equal
-        (``path_differs``: a history that replays on D diverged on D' under the same seed,
-        so something other than a mechanism's output steers the fit by the data)."""
-        return bool(self.path_differs) or exceeds(self.epsilon_pair, self.epsilon_claimed)
+        """The pair's exact cost is above the charge (beyond float rounding), or
+        :attr:`flagged`."""
+        return bool(self.flagged) or exceeds(self.epsilon_pair, self.epsilon_claimed)
 
     @property
     def verdict(self) -> str:
@@ -175,7 +185,7 @@ def _open(build, D, D_prime, history, k, seed) -> tuple[tuple | None, str]:
 def path_event(why: str) -> str:
     """The event a one-sided divergence is reported with.
 
-    >>> path_event("call 2: step 'b'")[:48]
+    >>> path_event("call 2: step 'b'")[:47]
     "the forced history replays on D, diverges on D'"
     """
     return (f"the forced history replays on D, diverges on D' ({why}): with every mechanism "
@@ -266,7 +276,9 @@ def audit_call_site(build: Callable, D, D_prime, k: int, *, n_fits: int, alpha: 
                 k, step, mech, eps_claim, delta, eps, "" if cand is None else cand.label,
                 size, time.perf_counter() - t0,
                 {e.label: [int(a), int(b)] for e, a, b in zip(events, k_a, k_b, strict=True)},
-                exact.epsilon, exact.how, differs)
+                exact.epsilon, exact.how, differs,
+                law_differs(A, call.calibration, "D")
+                or law_differs(B, side_b.call.calibration, "D'"))
             if result.verdict == "violation":
                 break
     assert result is not None

@@ -369,11 +369,11 @@ def _unit_record(job: AuditJob, unit, a: float, seed: int, bug: str | None, work
         # the pair's exact cost under the call's declared law: above the charge, a violation
         rec.update(epsilon_pair=res.epsilon_pair, pair_how=res.pair_how)
     pair_over = job.scope != "end-to-end" and res.pair_exceeds
-    differs = getattr(res, "path_differs", "")
+    differs, law = getattr(res, "path_differs", ""), getattr(res, "law_differs", "")
     rec.update(epsilon_lower=res.epsilon_lower,
                verdict="violation" if pair_over else _verdict(res.epsilon_lower, claimed,
                                                                 res.event),
-               event=path_event(differs) if differs else res.event, n_fits=res.n_fits,
+               event=path_event(differs) if differs else (law or res.event), n_fits=res.n_fits,
                time_s=res.elapsed_s,
                epsilon_lower_max=measurable_max(max(1, res.n_fits // 2), 8, a / looks),
                events=yaml.safe_dump(res.counts, sort_keys=False, allow_unicode=True),

@@ -25,6 +25,7 @@ from joblib import Parallel, delayed
 
 from . import derived
 from .callsite import CallSiteResult, path_event
+from .law_check import law_differs
 from .pair_cost import pair_cost
 from .runner import fit_seed
 from .transcript import Call, HistoryDiverged, open_call, record
@@ -124,11 +125,11 @@ def audit_call_site_redrawn(build: Callable, D, D_prime, k: int, *, n_samples: i
             continue
         A, B = pilot[0], pilot[1]
         evs = derived.select(A, B, np.zeros(len(A)), np.zeros(len(B)), n_events=1)
-        if not evs:
-            continue
-        sep = float(derived._scores([evs[0].fires(A, np.zeros(len(A))).sum()],
-                                    [evs[0].fires(B, np.zeros(len(B))).sum()],
-                                    len(A), len(B), 0.05)[0])
+        # a history whose pilot separates nothing is still sampled if no other replays (its
+        # outputs are checked against the declared law, which needs no separation)
+        sep = -math.inf if not evs else float(derived._scores(
+            [evs[0].fires(A, np.zeros(len(A))).sum()], [evs[0].fires(B, np.zeros(len(B))).sum()],
+            len(A), len(B), 0.05)[0])
         if best is None or sep > best_sep:
             best, best_sep = h, sep
     call = (best or histories[0])[k]
@@ -162,4 +163,5 @@ def audit_call_site_redrawn(build: Callable, D, D_prime, k: int, *, n_samples: i
         k, call.step, call.mechanism, eps_claim, delta, eps, "" if cand is None else cand.label,
         len(A), time.perf_counter() - t0,
         {e.label: [int(a), int(b)] for e, a, b in zip(events, k_a, k_b, strict=True)},
-        exact.epsilon, exact.how, differs)
+        exact.epsilon, exact.how, differs,
+        law_differs(A, calib_a, "D") or law_differs(B, calib_b, "D'"))

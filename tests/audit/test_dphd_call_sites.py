@@ -129,3 +129,22 @@ def test_call_site_audit_flags_halved_sums_and_passes_correct_code(bug):
     res = audit_call_site_redrawn(b, PAIR.D, PAIR.D_prime, k, n_samples=60_000, alpha=0.05,
                                   bug=bug, n_histories=2, n_pilot=2000)
     assert res.verdict == ("ok" if bug is None else "violation"), res
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_local_search_pick_answered_with_its_argmax_is_a_violation_at_any_seed(seed):
+    """The picks answered with the best candidate (``dphd.local_search_argmax``) move by a
+    small share of their charge between D and D', rarely enough to change the best candidate:
+    comparing the sides sees it at some audit seeds only. The redraws are the server's answers,
+    and they all equal one candidate where the declared law spreads its mass: the law check
+    (:mod:`dptaucc.audit.law_check`) flags it on one side, at every seed; not the correct
+    code."""
+    history = record(build(0), PAIR.D)
+    k = _index(history, "local search swap 1")
+    for bug, violates in ((None, False), ("dphd.local_search_argmax", True)):
+        res = audit_call_site_redrawn(functools.partial(build), PAIR.D, PAIR.D_prime, k,
+                                      n_samples=4000, alpha=0.05, seed=seed, bug=bug,
+                                      n_histories=2, n_pilot=1000)
+        assert bool(res.law_differs) is violates, res
+        assert (res.verdict == "violation") is violates, res
