@@ -26,6 +26,8 @@ import math
 import numpy as np
 
 from dptaucc.privacy import PrivacyLedger, Sampler, as_sampler, exponential_mechanism
+from dptaucc.privacy.calibration import first_draw
+from dptaucc.privacy.hook import MECHANISM_HOOK, watch
 
 __all__ = [
     "GAP_QUANTILE",
@@ -133,11 +135,31 @@ def smith_quantile(values: np.ndarray, q: float, lower: float, upper: float, eps
     util = -np.abs(np.arange(M + 1) - q * M)[keep]
     weight = 0.0 if math.isinf(epsilon) else sensitivity / epsilon
     scores = util / 2.0 + weight * np.log(counts[keep])
-    i = keep[int(exponential_mechanism(scores[None, :], epsilon=epsilon, sensitivity=sensitivity,
-                                       sampler=sampler, ledger=ledger,
-                                       step=step, note=note)[0])]
-    offset = as_sampler(sampler).integers(int(counts[i]))  # the mechanism's own randomness
-    return float((bounds[i] + offset) * g)
+
+    def pick(charged_to: PrivacyLedger) -> float:
+        i = keep[int(exponential_mechanism(scores[None, :], epsilon=epsilon,
+                                           sensitivity=sensitivity, sampler=sampler,
+                                           ledger=charged_to, step=step, note=note)[0])]
+        offset = as_sampler(sampler).integers(int(counts[i]))  # the mechanism's own randomness
+        return float((bounds[i] + offset) * g)
+
+    seen = watch(ledger)
+    if seen is None:
+        return pick(ledger)
+    # audited: the release the hook sees (and a replay forces) is the grid point, whose set
+    # does not depend on the data, not the index of an interval, which does; the choice inside
+    # declares its law but does not report itself (one call, not two)
+    def quiet(charged_to: PrivacyLedger) -> float:
+        token = MECHANISM_HOOK.set(None)
+        try:
+            return pick(charged_to)
+        finally:
+            MECHANISM_HOOK.reset(token)
+
+    value = first_draw(seen, lambda: quiet(ledger), None)
+    out = seen.released(step, "exponential", np.array([value]),
+                        lambda: np.array([quiet(PrivacyLedger())]))
+    return float(np.asarray(out, dtype=float).ravel()[0])
 
 
 def simulated_gap_scale(n_samples: int, rng: np.random.Generator, reps: int = 30,
