@@ -68,8 +68,10 @@ def _record_task(build, X, seed, bug):
 
 def _both_sides(build, D, D_prime, history, k, n, seeds, bug, n_jobs):
     """Samples of call k on D and on D' (``n`` each, split over ``len(seeds) // 2`` replays
-    per side), the charge, and the two sides' first replays' calibrations; None if a replay
-    on D diverged; the divergence (a str) if only replays on D' did (the same seeds a side)."""
+    per side), the charge, the two sides' first replays' calibrations and their draws (a
+    replay's own law: the shards' fit seeds may differ in randomness that is not a
+    mechanism's); None if a replay on D diverged; the divergence (a str) if only replays on D'
+    did (the same seeds a side)."""
     per = len(seeds) // 2
     sizes = [n // per + (i < n % per) for i in range(per)]
     tasks = [(X, size, s) for X, off in ((D, 0), (D_prime, per))
@@ -85,7 +87,7 @@ def _both_sides(build, D, D_prime, history, k, n, seeds, bug, n_jobs):
         return next(r for r in out[per:] if isinstance(r, str))
     A, B = np.vstack([r[2] for r in out[:per]]), np.vstack([r[2] for r in out[per:]])
     return (A, B, max(r[0] for r in out), max(r[1] for r in out),
-            (out[0][3], out[per][3]))
+            (out[0][3], out[per][3]), (out[0][2], out[per][2]))
 
 
 def audit_call_site_redrawn(build: Callable, D, D_prime, k: int, *, n_samples: int,
@@ -150,7 +152,7 @@ def audit_call_site_redrawn(build: Callable, D, D_prime, k: int, *, n_samples: i
                               path_event(differs) if differs else
                               "the history diverged on a replay", 0, time.perf_counter() - t0,
                               path_differs=differs)
-    A, B, eps_claim, delta, (calib_a, calib_b) = got
+    A, B, eps_claim, delta, (calib_a, calib_b), (first_a, first_b) = got
     eps_claim, delta = max(eps_claim, call.epsilon), max(delta, call.delta)
     exact = pair_cost(calib_a, calib_b, delta)  # the first replays: the same seed a side
     sa, sb = np.zeros(len(A), dtype=np.int64), np.zeros(len(B), dtype=np.int64)
@@ -164,4 +166,4 @@ def audit_call_site_redrawn(build: Callable, D, D_prime, k: int, *, n_samples: i
         len(A), time.perf_counter() - t0,
         {e.label: [int(a), int(b)] for e, a, b in zip(events, k_a, k_b, strict=True)},
         exact.epsilon, exact.how, differs,
-        law_differs(A, calib_a, "D") or law_differs(B, calib_b, "D'"))
+        law_differs(first_a, calib_a, "D") or law_differs(first_b, calib_b, "D'"))
