@@ -118,10 +118,7 @@ def law_differs(draws: np.ndarray, calib: Calibration | None, side: str = "D",
     >>> law_differs(np.full((4000, 1), 3), choice)[:44]  # the same answer every time
     'the outputs on D concentrate on one value: 2'
     """
-    try:
-        log_p = log_top_probability(calib)
-    except ValueError:  # a declaration whose shapes do not fit the law read here: not checked
-        log_p = None
+    log_p = log_top_probability(calib)
     draws = np.asarray(draws)
     if log_p is None or draws.shape[0] < 4:
         return ""
