@@ -13,7 +13,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 SCALE ?= quick
 
 .DEFAULT_GOAL := help
-.PHONY: help setup setup-latest octave data test test-fast test-float-paths verify test-slurm slurm-install slurm-start slurm-stop slurm-status lint bench bench-authors reproduce reproduce-quick collect figures report audit audit-quick audit-ci audit-power audit-primitives audit-secure audit-estimate audit-mutants audit-false-alarms clean
+.PHONY: help setup setup-latest octave data test test-fast test-float-paths verify test-slurm slurm-install slurm-start slurm-stop slurm-status lint bench bench-authors reproduce reproduce-quick collect figures report audit audit-quick audit-ci audit-power audit-primitives audit-secure audit-estimate audit-mutants audit-false-alarms audit-sweep clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
@@ -149,6 +149,9 @@ audit-mutants: ## the audit's power on mutants of the privacy code, vs the tests
 FALSE_ALARM_ARGS ?= --primitive-repeats 200 --method-repeats 10
 audit-false-alarms: ## the gate's false-alarm rate on correct code, >= 1,000 decisions with fresh seeds (resumable) -> results/audit_false_alarms.parquet
 	$(PY) -m dptaucc.auditscore.false_alarms $(FALSE_ALARM_ARGS)
+
+audit-sweep: ## the neighbour sweep of every private method's correct code at audit seeds 0-9 (exact, about 8 minutes) -> results/audit_sweep.parquet
+	$(PY) -m dptaucc.audit.neighbour_sweep --seeds 0-9
 
 clean: ## remove caches (not the data cache, not results/)
 	rm -rf .pytest_cache .ruff_cache build dist *.egg-info

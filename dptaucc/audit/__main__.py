@@ -13,7 +13,10 @@ fit's totals against the ε (δ) it was given (:mod:`dptaucc.audit.ledger_check`
 there exits 3 too. So does the refit check (scope "refit", once per private method): one
 estimator fitted on D' (same settings, other options, paper mode), refitted on D, must hold
 exactly what a fresh fit on D with the same seed holds (:mod:`dptaucc.audit.refit_check`).
-``--ledger-only`` runs just those two checks (seconds).
+So does the neighbour sweep (scope "sweep", once per private method): on random neighbouring
+pairs, every call's exact cost against its charge and its input against its declaration, the
+path and the fitted attributes under equal releases (:mod:`dptaucc.audit.neighbour_sweep`).
+``--ledger-only`` runs just those three checks (seconds; DPHD's sweep under a minute).
 
 ``--secure`` audits the secure path instead (``<results>/quick/audit_secure.parquet`` or
 ``<results>/audit_secure.parquet``): each method's call sites and ledgers with every mechanism
@@ -54,7 +57,7 @@ def _workers(jobs: int | None) -> int:
 
 def _print_violations(found: list[dict]) -> None:
     for r in found:
-        if r["scope"] in ("ledger", "refit", "sampler"):
+        if r["scope"] in ("ledger", "refit", "sampler", "sweep"):
             print(f"VIOLATION {r['method']}/{r['mode']} {r['scope']} {r['pair']} {r['step']}: "
                   f"{r['event']}")
             continue
@@ -96,7 +99,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "method on them, and fresh secure samplers per primitive")
     ap.add_argument("--ledger-only", action="store_true",
                     help="only the ledger checks (every charge against its noise's cost, "
-                         "totals against the ε given) and the refit check: seconds per method")
+                         "totals against the ε given), the refit check and the neighbour "
+                         "sweep: seconds per method (DPHD under a minute)")
     ap.add_argument("--seed", type=int, default=None,
                     help="the audit's seed (default: the config's, 0): every fit seed, history "
                          "and split of the fits derives from it; another seed is an independent "

@@ -18,6 +18,9 @@ means the pair's planted number of clusters) and runs, per method:
 * ``scope = "refit"`` (once per private method, its first corrected job, seeded path): one
   estimator refitted on D after fits on D' with other settings must equal a fresh fit on D
   (:mod:`dptaucc.audit.refit_check`); not statistical either.
+* ``scope = "sweep"`` (once per private method, beside the refit check, seeded path): every
+  call's exact cost, declared move and path, and the fitted attributes, on random
+  neighbouring pairs (:mod:`dptaucc.audit.neighbour_sweep`); exact, no α.
 
 With ``secure=True`` (``--secure``, :func:`plan`) the call sites and the ledger run on the
 secure samplers (:mod:`dptaucc.audit.secure`), and a ``scope = "sampler"`` job draws each
@@ -60,7 +63,7 @@ __all__ = ["AuditJob", "load_config", "plan", "job_alpha", "other_form_twin", "r
            "PRIMITIVES_JOB"]
 
 #: scopes of the deterministic checks (no ε bound, no share of α): the ledger and the refit
-CHECK_SCOPES = ("ledger", "refit")
+CHECK_SCOPES = ("ledger", "refit", "sweep")
 #: the name of the seeded primitives job in ``--methods`` and in its records' ``method``
 PRIMITIVES_JOB = "primitives"
 
@@ -423,6 +426,21 @@ def _refit(job: AuditJob, unit, seed: int, bug: str | None) -> dict | None:
     return rec
 
 
+def _sweep(job: AuditJob, seed: int, bug: str | None, n_pairs: int | None) -> dict | None:
+    """The neighbour sweep's record of a private method (:mod:`dptaucc.audit.neighbour_sweep`);
+    None (a note printed) on the secure path, whose draws no seed repeats on D and D′."""
+    from .neighbour_sweep import N_PAIRS, sweep_record
+
+    if job.secure:
+        print(f"    {job.label} sweep: skipped (secure draws cannot be forced alike on D and "
+              "D' from a seed; the seeded audit sweeps)", flush=True)
+        return None
+    rec = _base(job, seed, bug)
+    rec.update(sweep_record(job.factory, job.method, seed=seed, bug=bug,
+                            n_pairs=int(n_pairs or N_PAIRS)), alpha=0.0)
+    return rec
+
+
 def _sampler_records(job: AuditJob, seed: int, alpha: float, progress: bool) -> list[dict]:
     """The fresh-sampler job (secure): every primitive of :data:`~dptaucc.audit.primitives.
     FRESH_PRIMITIVES` at ε = 1, α split over them; the seeded primitives job: every primitive
@@ -492,13 +510,14 @@ def _conformance_records(job: AuditJob, seed: int, rows: list[dict],
 def run_job(job: AuditJob, *, seed: int = 0, alpha: float = 0.05, n_jobs: int | None = 1,
             progress: bool = True, bug: str | None = None, looks: int = 2,
             stop_at_violation: bool = False, ledger_only: bool = False,
-            refit: bool = False) -> list[dict]:
+            refit: bool = False, sweep_pairs: int | None = None) -> list[dict]:
     """Audit one job: one record per end-to-end scenario, or per audited call, each at
     ``alpha / (number of records)``, so the job's bounds hold simultaneously at 1 − α; and
     (private methods) one ledger record per scenario or setup, first. Call sites sampled
     in-process run ``n_jobs`` at a time (a violation stops the job after the batch it is found
     in, with ``stop_at_violation``). ``ledger_only``: the ledger records alone (seconds).
-    ``refit`` (a private method's job): a refit record after the ledger's (:func:`_refit`).
+    ``refit`` (a private method's job): a refit record after the ledger's (:func:`_refit`),
+    then the neighbour sweep's (:func:`_sweep`).
 
     >>> [record] = run_job(AuditJob("fast_taucc", None, None, 20), progress=False)
     >>> record["scope"], record["verdict"], record["epsilon_lower"] > 0  # it reads the data
@@ -527,13 +546,19 @@ def run_job(job: AuditJob, *, seed: int = 0, alpha: float = 0.05, n_jobs: int | 
                       f"({rec['event'][:160]})", flush=True)
             if stop_at_violation and rec["verdict"] == "violation" and job.mode == "corrected":
                 return records
-        rec = _refit(job, specs[0], seed, bug) if refit and specs else None
-        if rec is not None:
+        checks = ((lambda: _refit(job, specs[0], seed, bug) if specs else None,
+                   lambda r: f"{r['pair']} refit: {r['verdict']} ({r['step']}, "
+                             f"{r['n_fits']} fits, {r['time_s']:.1f} s: {r['event'][:160]})"),
+                  (lambda: _sweep(job, seed, bug, sweep_pairs),
+                   lambda r: f"sweep: {r['verdict']} ({r['step']}, {r['time_s']:.1f} s: "
+                             f"{r['event'][:200]})"))
+        for check, line in checks if refit else ():
+            rec = check()
+            if rec is None:
+                continue
             records.append(rec)
             if progress:
-                print(f"    {job.label} {rec['pair']} refit: {rec['verdict']} ({rec['step']}, "
-                      f"{rec['n_fits']} fits, {rec['time_s']:.1f} s: {rec['event'][:160]})",
-                      flush=True)
+                print(f"    {job.label} {line(rec)}", flush=True)
             if stop_at_violation and rec["verdict"] == "violation" and job.mode == "corrected":
                 return records
     if ledger_only:
@@ -729,7 +754,8 @@ def run_all(cfg: dict, jobs: list[AuditJob], out: Path | None, *, n_jobs: int | 
                        alpha=job_alpha(float(cfg.get("alpha", 0.05)), job, jobs),
                        n_jobs=n_jobs, progress=progress, bug=bug,
                        looks=int(cfg.get("looks", 2)), stop_at_violation=stop_at_violation,
-                       ledger_only=ledger_only, refit=refit)
+                       ledger_only=ledger_only, refit=refit,
+                       sweep_pairs=cfg.get("neighbour_sweep_pairs"))
         records += recs
         if out is not None:
             _write(records, out, cfg["size"])
@@ -743,8 +769,10 @@ def run_all(cfg: dict, jobs: list[AuditJob], out: Path | None, *, n_jobs: int | 
         if ledger:
             bad = [r for r in ledger if r["verdict"] == "violation"]
             n_refit = sum(r["scope"] == "refit" for r in ledger)
+            n_sweep = sum(r["scope"] == "sweep" for r in ledger)
             print(f"[{k}/{len(jobs)}] {job.label}: ledger {len(ledger) - len(bad)}/"
                   f"{len(ledger)} ok" + (" (refit check included)" if n_refit else "")
+                  + (" (neighbour sweep included)" if n_sweep else "")
                   + (f"; VIOLATION {bad[0]['scope']} {bad[0]['pair']}: {bad[0]['event']}"
                      if bad else ""), flush=True)
         recs = [r for r in recs if r["scope"] not in CHECK_SCOPES]

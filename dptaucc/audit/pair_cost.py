@@ -43,7 +43,7 @@ from dptaucc.privacy.calibration import Calibration, Declaration, NoiseDraw
 
 from .privacy_map import gaussian_epsilon
 
-__all__ = ["PairCost", "pair_cost", "PAIR_TOLERANCE", "exceeds"]
+__all__ = ["PairCost", "pair_cost", "PAIR_TOLERANCE", "exceeds", "declared_move_exceeded"]
 
 #: relative slack for float rounding between a pair's exact cost and the charge (as the
 #: ledger check's)
@@ -267,3 +267,67 @@ def pair_cost(a: Calibration | None, b: Calibration | None, delta: float = 0.0) 
         parts.append(f"{da.mechanism}: {how}")
     eps = math.fsum(total) if all(math.isfinite(e) for e in total) else math.inf
     return PairCost(eps, "; ".join(parts))
+
+
+def _over(moved: float, bound: float) -> bool:
+    return bool(moved > bound * (1.0 + PAIR_TOLERANCE) + 1e-12)
+
+
+def _declared_move(d: Declaration, xa: np.ndarray, xb: np.ndarray) -> str:
+    """How this pair's move breaks what ``d`` declares, or ""."""
+    diff = xa.astype(float) - xb.astype(float)
+    if d.norm == "l1":
+        moved = math.fsum(np.abs(diff).ravel().tolist())
+        return f"L1 move {moved:.6g} > sensitivity {d.sensitivity:.6g}" if _over(
+            moved, d.sensitivity) else ""
+    if d.norm == "l2":
+        moved = float(np.sqrt(np.sum(diff ** 2)))
+        return f"L2 move {moved:.6g} > sensitivity {d.sensitivity:.6g}" if _over(
+            moved, d.sensitivity) else ""
+    if d.norm == "range" and diff.ndim == 2:
+        # each row's range of change; together at most n_changed·Δ (one row at Δ under
+        # parallel composition, the rows' sum under sequential: the declaration covers both)
+        per_row = diff.max(axis=1) - diff.min(axis=1)
+        total = math.fsum(per_row.tolist())
+        return (f"the rows' utilities moved by a total range of {total:.6g} > "
+                f"{d.n_changed} × {d.sensitivity:.6g}") if _over(
+                    total, d.n_changed * d.sensitivity) else ""
+    if d.norm == "per-value":
+        per_value = np.abs(diff).ravel()
+        values = int(np.count_nonzero(per_value))
+        if _over(float(per_value.max(initial=0.0)), d.sensitivity):
+            return f"a value moved by {float(per_value.max()):.6g} > {d.sensitivity:.6g}"
+        return f"{values} values moved, {d.n_changed} declared" if values > d.n_changed else ""
+    return ""  # l2-blocks and other norms: the pair cost covers them
+
+
+def declared_move_exceeded(a: Calibration | None, b: Calibration | None) -> str:
+    """Whether D's and D''s exact inputs of one call move further than its declarations say
+    (the L1 or L2 move over the sensitivity; the rows' utility ranges summed over
+    ``n_changed`` × Δ; one value over Δ, or more values moving than ``n_changed``), described,
+    or "". Stricter than the pair cost against the charge: a call charged for n values at Δ
+    that moves one value by 2Δ and leaves the rest still costs less than its charge on this
+    pair, but not on the pair that moves all n. Calls without exact inputs on both sides, or
+    of other shapes, are not judged.
+
+    >>> from dptaucc.privacy.calibration import Calibration, Declaration
+    >>> def bounded(x):
+    ...     return Calibration((Declaration("bounded-discrete-laplace", 5.0, "per-value",
+    ...                                     n_changed=4, exact=np.array(x)),))
+    >>> declared_move_exceeded(bounded([10, 0, 0, 0]), bounded([2, 0, 0, 0]))
+    'bounded-discrete-laplace: a value moved by 8 > 5'
+    >>> declared_move_exceeded(bounded([10, 0, 3, 0]), bounded([5, 0, 0, 0]))
+    ''
+    """
+    if a is None or b is None or len(a.declarations) != len(b.declarations):
+        return ""
+    for da, db in zip(a.declarations, b.declarations, strict=True):
+        if da.exact is None or db.exact is None or da.mechanism != db.mechanism:
+            continue
+        xa, xb = np.asarray(da.exact), np.asarray(db.exact)
+        if xa.shape != xb.shape or xa.dtype.kind not in "iufb" or xb.dtype.kind not in "iufb":
+            continue
+        why = _declared_move(da, xa, xb)
+        if why:
+            return f"{da.mechanism}: {why}"
+    return ""

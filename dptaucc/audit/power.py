@@ -41,7 +41,7 @@ def _ratio(r: dict) -> float:
 def _row(bug, method: str, kind: str, records: list[dict], wall: float) -> dict:
     found = violations(records)
     scored = [r for r in records if r["mode"] == "corrected" and not math.isnan(_ratio(r))
-              and r["scope"] not in ("ledger", "refit", "sampler")]  # bounds only
+              and r["scope"] not in ("ledger", "refit", "sampler", "sweep")]  # bounds only
     top = found[0] if found else max(scored, key=_ratio, default=None)
     return {"bug": bug or "(correct code)", "method": method, "kind": kind,
             "detected": bool(found),

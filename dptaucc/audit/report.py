@@ -172,7 +172,7 @@ def _no_evidence(lower: float, verdict: str) -> bool:
 
 def _statistical(df: pd.DataFrame) -> pd.DataFrame:
     """The records that hold ε lower bounds (the ledger checks have their own section)."""
-    return df[~df["scope"].isin(("ledger", "refit", "sampler"))]
+    return df[~df["scope"].isin(("ledger", "refit", "sampler", "sweep"))]
 
 
 def _method_tables(df: pd.DataFrame) -> list[str]:
@@ -313,7 +313,9 @@ def audit_section(results_dir: str | os.PathLike = "results",
         "and bounded the same way (claim: the ε its ledger entry charged); three exact checks "
         "at each call add violations no draw count resolves: the pair's cost under the call's "
         "declared law above its charge, a forced history that replays on D and diverges on "
-        "D', and outputs on one side more concentrated than the declared law allows. "
+        "D', and outputs on one side more concentrated than the declared law allows; and a "
+        "neighbour sweep per method checks every call on random neighbouring pairs, with no "
+        "sampling (its table below). "
         "ε_lower is only a "
         "lower bound: above the claim it proves a privacy bug; at or below it proves nothing; "
         "\"no evidence\" means no event ever told D from D'. \"max measurable\" is the "
@@ -346,6 +348,9 @@ def audit_section(results_dir: str | os.PathLike = "results",
 
     lines += refit_section(df)
     root = Path(table).parent if table is not None else Path(results_dir)
+    from .neighbour_sweep import sweep_section
+
+    lines += sweep_section(root / "audit_sweep.parquet")
     for power in (root / "audit_power.parquet", root / "quick" / "audit_power.parquet"):
         if power.exists():
             from .power import power_section

@@ -24,7 +24,7 @@ import numpy as np
 
 from dptaucc.privacy.hook import MECHANISM_HOOK
 
-__all__ = ["Call", "HistoryDiverged", "record", "replay", "open_call"]
+__all__ = ["Call", "HistoryDiverged", "record", "replay", "open_call", "replay_all"]
 
 
 @dataclass(frozen=True)
@@ -115,6 +115,32 @@ class _Replayer:
         raise _Stop
 
 
+class _FullReplayer:
+    """Forces every call to the history's output and keeps each call's calibration."""
+
+    def __init__(self, history: list[Call]):
+        self.history = history
+        self.calls: list[Call] = []
+        self.calibration = None
+
+    def calibrated(self, step, mechanism, entries, calibration):
+        self.calibration = calibration
+
+    def released(self, step, mechanism, entries, output, redraw=None):
+        i = len(self.calls)
+        if i >= len(self.history):
+            raise HistoryDiverged(f"call {i}: step {step!r} after the history's last call")
+        want = self.history[i]
+        if want.step != str(step) or np.shape(want.output) != np.shape(output):
+            raise HistoryDiverged(f"call {i}: step {step!r} {np.shape(output)} where the "
+                                  f"history has {want.step!r} {np.shape(want.output)}")
+        eps, delta = _charged(entries)
+        self.calls.append(Call(i, str(step), mechanism, eps, delta,
+                               np.array(want.output, copy=True), self.calibration))
+        self.calibration = None
+        return np.array(want.output, copy=True)
+
+
 def _fit(model, X) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -175,6 +201,36 @@ def open_call(model, X, history: list[Call], k: int) -> tuple[Call, Callable[[in
     if rep.redraw is None:
         raise HistoryDiverged(f"call {k} ({rep.call.step}) offers no redraw")
     return rep.call, rep.redraw
+
+
+def replay_all(model, X, history: list[Call]) -> list[Call]:
+    """Fit ``model`` on X with *every* call forced to ``history``'s output; return the calls,
+    each with its charge and its calibration (the exact input its law read on X). Raises
+    :class:`HistoryDiverged` when the fit makes another call, ends early or raises.
+
+    >>> from dptaucc import DPTauCC
+    >>> from dptaucc.audit.pairs import make_pair
+    >>> pair = make_pair("moving_row")
+    >>> history = record(DPTauCC(2, 2, epsilon=1.0, random_state=0), pair.D)
+    >>> calls = replay_all(DPTauCC(2, 2, epsilon=1.0, random_state=0), pair.D_prime, history)
+    >>> len(calls) == len(history), calls[0].calibration is not None
+    (True, True)
+    """
+    rep = _FullReplayer(history)
+    token = MECHANISM_HOOK.set(rep)
+    try:
+        _fit(model, X)
+    except HistoryDiverged:
+        raise
+    except Exception as exc:
+        raise HistoryDiverged(f"the fit raised {type(exc).__name__} ({exc}) after "
+                              f"{len(rep.calls)} forced calls") from exc
+    finally:
+        MECHANISM_HOOK.reset(token)
+    if len(rep.calls) != len(history):
+        raise HistoryDiverged(f"the fit ended after {len(rep.calls)} of the history's "
+                              f"{len(history)} calls")
+    return rep.calls
 
 
 def _replay(model, X, history: list[Call], k: int) -> _Replayer:

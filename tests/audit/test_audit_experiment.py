@@ -27,11 +27,14 @@ def table(tmp_path_factory):
 def test_records(table):
     df = pd.read_parquet(table)
     assert list(df.columns) == RECORD_COLUMNS
-    assert set(df["scope"]) == {"end-to-end", "ledger", "refit"} and set(df["size"]) == {"quick"}
-    # one refit record per private method, in its first corrected job
-    refit = df[df["scope"] == "refit"]
-    assert refit[["method", "mode", "verdict"]].values.tolist() == [["dp_taucc", "corrected",
-                                                                     "ok"]]
+    assert set(df["scope"]) == {"end-to-end", "ledger", "refit", "sweep"}
+    assert set(df["size"]) == {"quick"}
+    # one refit record and one neighbour sweep per private method, in its first corrected job
+    for scope in ("refit", "sweep"):
+        rows = df[df["scope"] == scope]
+        assert rows[["method", "mode", "verdict"]].values.tolist() == [["dp_taucc", "corrected",
+                                                                       "ok"]]
+    assert df[df["scope"] == "sweep"]["epsilon_pair"].iloc[0] <= 1.0 + 1e-6
     ledger, df = df[df["scope"] == "ledger"], df[df["scope"] == "end-to-end"]
     # one ledger record per private scenario: the paper mode's ∞ is reported, corrected is ok
     assert len(ledger) == 8 and set(ledger["method"]) == {"dp_taucc"}

@@ -67,5 +67,7 @@ def test_own_method_is_audited_from_its_own_files(tmp_path):
 
     broken = _run(tmp_path, "--bug", "noisy_margins.sensitivity_halved")
     assert broken.returncode == 3, broken.stdout[-3000:] + broken.stderr[-3000:]
-    assert "VIOLATION noisy_margins/corrected call-site" in broken.stdout
-    assert "the pair's exact cost" in broken.stdout  # 2 × the charge, seen without sampling
+    # seen without sampling: first by the neighbour sweep (a planted bug stops the gate at its
+    # first violation), whose random pairs move the row sums by 1 against a declared 0.5
+    assert "VIOLATION noisy_margins/corrected sweep" in broken.stdout, broken.stdout[-3000:]
+    assert "L1 move 1 > sensitivity 0.5" in broken.stdout

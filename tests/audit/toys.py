@@ -161,3 +161,43 @@ class SteeredPath(BaseEstimator):
         self.middle_ = count("above" if steer > self.threshold else "at or below")
         self.last_ = count("last")
         return self
+
+
+class ColumnTotals(BaseEstimator):
+    """Every column's total released with discrete Laplace noise (sensitivity 1 under one count
+    changed, ε = 1), then one column chosen by the exponential mechanism over the released
+    totals (range sensitivity 1 after scaling by the public ``1/scale``). ``leak`` plants one
+    slip the neighbour sweep must find on random pairs:
+
+    * ``"none"``: correct; ``share_`` = released totals over their released sum;
+    * ``"state"``: ``share_`` divides by the exact total (an exact value after the call);
+    * ``"weights"``: the choice's utilities add 1.5 times the exact totals (one count moves
+      a utility by 1.5, past the declared range sensitivity 1);
+    * ``"doubled"``: the totals noised twice over (every count counted twice) while the
+      call declares sensitivity 1."""
+
+    def __init__(self, leak="none", random_state=None):
+        self.leak = leak
+        self.random_state = random_state
+
+    def fit(self, X, y=None):
+        from dptaucc.privacy import discrete_laplace_mechanism, exponential_mechanism
+
+        X = sp.csr_matrix(X)
+        rng = np.random.default_rng(self.random_state)
+        ledger = PrivacyLedger()
+        totals = np.asarray(X.sum(axis=0)).ravel().astype(np.int64)
+        if self.leak == "doubled":
+            totals = 2 * totals
+        released = discrete_laplace_mechanism(totals, epsilon=1.0, sensitivity=1,
+                                              sampler=rng, ledger=ledger, step="totals")
+        clipped = np.maximum(released, 0).astype(float)
+        utilities = clipped[None, :] / max(1.0, clipped.max())
+        if self.leak == "weights":  # the exact totals next to the released ones
+            utilities = utilities + 1.5 * totals[None, :]
+        self.choice_ = exponential_mechanism(utilities, epsilon=1.0, sensitivity=1.0,
+                                             sampler=rng, ledger=ledger, step="choice")
+        total = float(X.sum()) if self.leak == "state" else max(1.0, float(clipped.sum()))
+        self.share_ = clipped / max(1.0, total)
+        self.privacy_ledger_ = ledger
+        return self

@@ -1,0 +1,525 @@
+"""The neighbour sweep: every mechanism call's exact cost on random neighbouring pairs.
+
+The call-site audit puts each call at the worst case its charge was written for. A bug that
+makes a call depend on the data some *other* way (a weight read from the data, a label
+relabelled, a clip gone) moves the call's input on pairs nobody crafted for it. The sweep
+looks for those pairs at random, with no sampling:
+
+1. From each pair of the method's scenarios and call-site setups (D, D′), a perturbed pair
+   (D + N, D′ + N): N random non-negative counts in every row (row u included, the rows D′
+   adds excluded), so D′ − D, the neighbouring relation, is unchanged.
+2. One fit on D + N records its calls (a fresh seed); the same seed then replays that history
+   on D + N and on D′ + N, every call forced to the recorded output
+   (:func:`~dptaucc.audit.transcript.replay_all`). With outputs and public randomness equal on
+   both sides, each call's law is read from its declared calibration on each side.
+3. Each call's exact pair cost (:mod:`dptaucc.audit.pair_cost`) against its charge: a cost above
+   the charge (beyond float rounding) is a violation; so is an exact input that moves further
+   than the call declared (a value or a row's utilities beyond the sensitivity, more values or
+   rows than ``n_changed``: :func:`~dptaucc.audit.pair_cost.declared_move_exceeded`, which sees
+   a slip at one value of many that the total cost hides), and a history that replays on D + N
+   but not on D′ + N (something other than a release steers the fit: the path check of
+   :mod:`dptaucc.audit.callsite`).
+4. The two replayed fits' fitted attributes (``*_``), compared bit for bit
+   (:func:`state_differs`; for an added row, D′ against D′ with that row zeroed, so n is the
+   same): under equal releases and seed, a corrected fit holds post-processing of its
+   releases and public facts only, so any difference is an attribute the data steers past
+   the mechanisms (an exact count, an exact norm, a step size read from the rows).
+5. The path and the attributes again between D + N and a *far twin*, a random matrix of the
+   same shape (:func:`far_twin`): they must not differ between any two inputs with the same
+   public facts, and a far input moves an exact quantity much further than a neighbour does
+   (a split decided on exact counts flips, where one row rarely tips it).
+
+Correct code cannot fail it: a call's charge bounds its loss on *every* neighbouring pair
+given its history, and the cost is computed, not estimated. A call whose two sides' laws
+cannot be compared (shapes or candidate lists that differ, a continuous law with no exact
+input) is counted as having no exact cost. The sweep is deterministic given the audit seed.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+import scipy.sparse as sp
+
+from .pair_cost import declared_move_exceeded, exceeds, pair_cost
+from .pairs import NeighbouringPair, RowPair
+from .transcript import HistoryDiverged, record, replay_all
+
+__all__ = ["perturbed", "perturbed_rows", "far_twin", "same_shape_twin", "state_differs",
+           "sweep_pair", "SweepResult", "sweep", "method_specs", "sweep_record", "N_PAIRS"]
+
+#: largest count N adds to a cell
+MAX_ADDED = 3
+#: rows of their own reach this many times the pair's largest value (log-uniform: small values
+#: as often as large ones), past any public bound a method could set from the pair's scale
+OWN_REACH = 64
+
+
+def _unit(pair) -> float:
+    """The smallest positive value of D and D′ (1 for an all-zero pair): the perturbations are
+    multiples of it, so they keep the pair's scale (counts, or a grid of fractions)."""
+    values = np.concatenate([pair.D.data, pair.D_prime.data])
+    values = values[values > 0]
+    return float(values.min()) if values.size else 1.0
+
+
+def _noise(rng: np.random.Generator, shape: tuple[int, int], unit: float,
+           top: int = MAX_ADDED) -> sp.csr_matrix:
+    """``unit`` × random counts in 1..``top`` on a random share (10-60 %) of the cells,
+    log-uniform (every scale from one unit to ``top`` equally often, so values fall on both
+    sides of a public bound the sweep does not know)."""
+    density = rng.uniform(0.1, 0.6)
+    mask = rng.random(shape) < density
+    steps = np.floor(np.exp(rng.uniform(0.0, np.log(top + 1.0), size=shape))) * mask
+    values = steps.astype(np.int64) if unit == 1.0 else steps * unit
+    return sp.csr_matrix(values)
+
+
+def _own_rows(rng: np.random.Generator, pair, rows: int, unit: float) -> sp.csr_matrix:
+    """Rows for D′ alone (a replaced or an added row may be any row): up to :data:`OWN_REACH`
+    times the pair's largest value (at least :data:`MAX_ADDED` units), so public bounds and
+    clipping are crossed."""
+    largest = max(pair.D.max() if pair.D.nnz else 0, pair.D_prime.max() if pair.D_prime.nnz
+                  else 0)
+    top = max(MAX_ADDED, int(np.ceil(OWN_REACH * largest / unit)))
+    return _noise(rng, (rows, pair.D.shape[1]), unit, top)
+
+
+#: at most this many rows appended to both sides
+MAX_APPENDED = 30
+
+
+def perturbed(pair: NeighbouringPair | RowPair, rng: np.random.Generator,
+              ) -> NeighbouringPair | RowPair:
+    """:func:`perturbed_rows`, and half the time up to :data:`MAX_APPENDED` rows appended to
+    both D and D′ (random values as :func:`_own_rows` draws them: clusters of other sizes,
+    counts and sums away from their ranges' edges; D′ − D unchanged).
+
+    >>> from dptaucc.audit.pairs import make_pair
+    >>> rng = np.random.default_rng(1)
+    >>> pair = make_pair("moving_row")
+    >>> shapes = {perturbed(pair, rng).D.shape[0] - pair.D.shape[0] for _ in range(20)}
+    >>> min(shapes) == 0 < max(shapes) <= MAX_APPENDED
+    True
+    """
+    out = perturbed_rows(pair, rng)
+    if rng.random() < 0.5:
+        return out
+    rows = _own_rows(rng, pair, int(rng.integers(1, MAX_APPENDED + 1)), _unit(pair))
+    rows = sp.csr_matrix(rows, dtype=out.D.dtype)
+    D = sp.vstack([out.D, rows], format="csr")
+    if isinstance(out, NeighbouringPair):
+        return replace(out, D=D)
+    extra = out.D_prime.shape[0] - out.D.shape[0]
+    if extra == 0:
+        return replace(out, D=D, D_prime=sp.vstack([out.D_prime, rows], format="csr"))
+    # D' adds rows at u: the shared rows go before them, so every shared row keeps its
+    # position on both sides (a fit's per-row random choices stay aligned)
+    n = out.D.shape[0]
+    if out.u != n:
+        raise ValueError(f"pair {out.name}: rows are appended only where D' adds its rows last")
+    return replace(out, D=D, D_prime=sp.vstack([D, out.D_prime[n:]], format="csr"),
+                   u=n + rows.shape[0])
+
+
+def perturbed_rows(pair: NeighbouringPair | RowPair, rng: np.random.Generator,
+                   ) -> NeighbouringPair | RowPair:
+    """``pair`` with the same random values added to D and D′ (1 to 3 times the pair's smallest
+    positive value); under a row relation the rows of D′ that D does not share (row u
+    replaced, the rows D′ adds) get their own random values instead, up to :data:`OWN_REACH`
+    times the pair's largest (any row may replace or join another); and half the time the rows
+    D and D′ share are drawn afresh the same way (a row relation's pair need not keep its
+    counts), so rows fall below and above any public bound.
+
+    >>> from dptaucc.audit.pairs import added_row, make_pair
+    >>> rng = np.random.default_rng(0)
+    >>> pair = make_pair("moving_row")
+    >>> p = perturbed_rows(pair, rng)
+    >>> diff = (p.D_prime - p.D).tocoo()  # still one count in cell (u, v)
+    >>> list(zip(diff.row.tolist(), diff.col.tolist(), diff.data.tolist())) == [(*pair.cell, 1)]
+    True
+    >>> q = perturbed_rows(added_row(n_per_cluster=3, n_cols=4), rng)
+    >>> bool((q.D_prime[:6] != q.D).nnz == 0), q.D_prime.shape  # D' still D plus one row
+    (True, (7, 4))
+    >>> from dptaucc.audit.pairs import replaced_row
+    >>> r = perturbed_rows(replaced_row(n_per_cluster=3, n_cols=4), rng)
+    >>> np.flatnonzero(abs(r.D_prime - r.D).sum(axis=1)).tolist()  # only row u differs
+    [6]
+    """
+    n, m = pair.D.shape
+    unit = _unit(pair)
+    noise = _noise(rng, (n, m), unit)
+    if isinstance(pair, NeighbouringPair):
+        return replace(pair, name=f"{pair.name}+noise", D=sp.csr_matrix(pair.D + noise))
+    extra = pair.D_prime.shape[0] - n
+    if extra < 0 or pair.D_prime.shape[1] != m:
+        raise ValueError(f"pair {pair.name}: D' must have D's columns and as many rows or more")
+    if rng.random() < 0.5:  # every row of its own: values above and below any public bound
+        fresh = _own_rows(rng, pair, n, unit)
+        pair = replace(pair, D=sp.csr_matrix(fresh), D_prime=sp.vstack(
+            [fresh[:pair.u], pair.D_prime[pair.u:pair.u + max(extra, 1)],
+             fresh[pair.u + (1 if extra == 0 else 0):]], format="csr"))
+        noise = sp.csr_matrix((n, m), dtype=fresh.dtype)
+    D = sp.csr_matrix(pair.D + noise)
+    if extra == 0:  # row u replaced: its D' version is a row of its own
+        D_prime = sp.lil_matrix(pair.D_prime + noise)
+        D_prime[pair.u] = _own_rows(rng, pair, 1, unit)
+    else:  # the added rows sit at u (add/remove relation)
+        added = sp.csr_matrix(pair.D_prime[pair.u:pair.u + extra]
+                              + _own_rows(rng, pair, extra, unit))
+        D_prime = sp.vstack([D[:pair.u], added, D[pair.u:]], format="csr")
+    D_prime = sp.csr_matrix(D_prime)
+    if (abs(D_prime[:pair.u] - D[:pair.u]).nnz
+            or abs(D_prime[pair.u + max(extra, 1):] - D[pair.u + (1 if extra == 0 else 0):]).nnz):
+        raise AssertionError("a perturbed pair changed rows other than u")
+    return RowPair(f"{pair.name}+noise", D, D_prime, pair.u, pair.n_clusters, pair.description)
+
+
+def far_twin(pair: NeighbouringPair | RowPair, rng: np.random.Generator) -> RowPair:
+    """(D, a matrix of D's shape drawn as :func:`_own_rows` draws rows): not neighbours, but
+    inputs with the same public facts, which is all the path and the fitted attributes may
+    depend on under equal releases.
+
+    >>> from dptaucc.audit.pairs import make_pair
+    >>> far = far_twin(make_pair("moving_row"), np.random.default_rng(0))
+    >>> far.D.shape == far.D_prime.shape
+    True
+    """
+    other = _own_rows(rng, pair, pair.D.shape[0], _unit(pair))
+    return RowPair(f"{pair.name} (far twin)", pair.D, sp.csr_matrix(other, dtype=pair.D.dtype),
+                   pair.u, pair.n_clusters, pair.description)
+
+
+def same_shape_twin(pair: NeighbouringPair | RowPair) -> NeighbouringPair | RowPair:
+    """``pair`` if D and D′ have the same shape, else (D′ with the rows it adds set to zero,
+    D′): the state check compares fits on inputs with the same public facts (n, m).
+
+    >>> from dptaucc.audit.pairs import added_row
+    >>> twin = same_shape_twin(added_row(n_per_cluster=3, n_cols=4))
+    >>> twin.D.shape == twin.D_prime.shape, twin.D.toarray()[-1].tolist()
+    (True, [0, 0, 0, 0])
+    """
+    extra = pair.D_prime.shape[0] - pair.D.shape[0]
+    if extra == 0:
+        return pair
+    D = sp.lil_matrix(pair.D_prime, copy=True)
+    D[pair.u:pair.u + extra] = 0
+    return RowPair(f"{pair.name} (added rows zeroed)", sp.csr_matrix(D, dtype=pair.D.dtype),
+                   pair.D_prime, pair.u, pair.n_clusters, pair.description)
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """The worst call of a sweep: ``ratio`` = exact cost / charge (NaN when no call had an
+    exact cost), where it was found, whether some pair's history diverged on D′ only
+    (``path_differs``), and the first problem of another kind (``declared``: an input moved
+    beyond its declaration, a fitted attribute that differs under the same releases).
+
+    >>> SweepResult(1.0, "x", 3, 6, 0, "", "", 0.1).violated
+    False
+    >>> SweepResult(0.5, "x", 1, 2, 0, "", "a fitted attribute differs", 0.1).violated
+    True
+    """
+
+    ratio: float
+    where: str
+    pairs: int
+    calls: int
+    no_exact_cost: int
+    path_differs: str
+    declared: str
+    seconds: float
+
+    @property
+    def violated(self) -> bool:
+        return bool(self.path_differs or self.declared) or exceeds(self.ratio, 1.0)
+
+    @property
+    def event(self) -> str:
+        """What the sweep found: the violation, else the worst call."""
+        if self.path_differs:
+            return f"the forced history replays on D, diverges on D' ({self.path_differs})"
+        if self.declared:
+            return self.declared
+        return self.where
+
+
+def _replayed(build, seed: int, X, history):
+    model = build(seed)
+    return replay_all(model, X, history), model
+
+
+def state_differs(build: Callable[[int], object], pair, seed: int) -> str:
+    """Where the fitted attributes of two fits differ that replay one history (recorded on D,
+    same seed) on D and on D′ of the same shape, or "": with every release and all public
+    randomness equal, what a corrected fit holds is post-processing of its releases and
+    public facts, so it must be the same bit for bit; a difference is an attribute the
+    private data steers past the mechanisms (a fit that raises or diverges: "", the path
+    check's business).
+
+    >>> from dptaucc import DPTauCC
+    >>> from dptaucc.audit.pairs import make_pair
+    >>> state_differs(lambda s: DPTauCC(2, 2, random_state=s), make_pair("moving_row"), 0)
+    ''
+    """
+    from .refit_check import difference, fitted_attributes
+
+    try:
+        history = record(build(seed), pair.D)
+        _, model_a = _replayed(build, seed, pair.D, history)
+        _, model_b = _replayed(build, seed, pair.D_prime, history)
+    except Exception:  # noqa: BLE001 - refused input or diverged path: judged elsewhere
+        return ""
+    found = difference(fitted_attributes(model_a), fitted_attributes(model_b))
+    return f"{pair.name}: {found}" if found else ""
+
+
+def sweep_pair(build: Callable[[int], object], pair, seed: int, skip: Sequence[str] = (),
+               costs: bool = True) -> tuple[list[tuple[float, str]], int, str, str]:
+    """((ratio, where) of every call with an exact cost, calls without one, the divergence on
+    D′ or "", the first problem of another kind or "": a call whose input moved beyond its
+    declaration, or fitted attributes that differ under the same history) for one pair; a
+    fit that raises on D leaves the pair out (no calls). Calls of a ``skip`` step (outputs not
+    comparable between D and D′, as the method's call-site setups declare) are not judged.
+    ``costs=False`` (a pair outside the relation the calls are charged for, e.g. an end-to-end
+    scenario's): only the path and the fitted attributes, on :func:`same_shape_twin`, which hold
+    for any two inputs with the same public facts.
+
+    >>> from dptaucc import DPTauCC
+    >>> from dptaucc.audit.pairs import make_pair
+    >>> found, missing, differs, other = sweep_pair(
+    ...     lambda s: DPTauCC(2, 2, random_state=s), make_pair("moving_row"), 0)
+    >>> len(found) > 0, max(r for r, _ in found) <= 1 + 1e-9, differs, other
+    (True, True, '', '')
+    """
+    if not costs:
+        pair = same_shape_twin(pair)
+    try:
+        history = record(build(seed), pair.D)
+        side_a, model_a = _replayed(build, seed, pair.D, history)
+    except Exception:  # noqa: BLE001 - the method refuses this input: nothing to compare
+        return [], 0, "", ""
+    try:
+        side_b, model_b = _replayed(build, seed, pair.D_prime, history)
+    except HistoryDiverged as why:
+        return [], 0, f"{pair.name}: {why}", ""
+    out, missing, other = [], 0, ""
+    for a, b in zip(side_a, side_b, strict=True) if costs else ():
+        if a.step in skip:
+            continue
+        if not other:
+            moved = declared_move_exceeded(a.calibration, b.calibration)
+            other = (f"an input moved beyond its declaration ({pair.name} #{a.index} "
+                     f"{a.step}: {moved})") if moved else ""
+        claim = max(a.epsilon, b.epsilon)
+        cost = pair_cost(a.calibration, b.calibration, max(a.delta, b.delta)).epsilon
+        if math.isnan(cost):
+            missing += 1
+            continue
+        ratio = cost / claim if claim > 0 else (math.inf if cost > 0 else 0.0)
+        out.append((ratio, f"{pair.name} #{a.index} {a.step}: exact cost {cost:.4g} against "
+                           f"a charge of {claim:.4g}"))
+    if not other:
+        twin = same_shape_twin(pair)
+        if twin is pair:
+            from .refit_check import difference, fitted_attributes
+
+            found = difference(fitted_attributes(model_a), fitted_attributes(model_b))
+            found = f"{pair.name}: {found}" if found else ""
+        else:
+            found = state_differs(build, twin, seed)
+        other = (f"a fitted attribute differs under the same releases ({found})"
+                 if found else "")
+    return out, missing, "", other
+
+
+def sweep(build_for: Callable[[tuple], Callable[[int], object]],
+          specs: Sequence[tuple[NeighbouringPair | RowPair, tuple, tuple[str, ...], bool]],
+          n_pairs: int,
+          seeds: Callable[[int], int], rng: np.random.Generator,
+          deadline_s: float = math.inf) -> SweepResult:
+    """``n_pairs`` perturbed pairs, round-robin over ``specs`` ((pair, params, steps to skip,
+    whether its calls' costs are judged) of the method's setups and scenarios); pair i fitted
+    with seed ``seeds(i)``. Stops at the first violation,
+    or after ``deadline_s`` seconds (the pairs done are reported).
+
+    >>> from dptaucc import DPTauCC
+    >>> from dptaucc.audit.pairs import make_pair
+    >>> res = sweep(lambda params: (lambda s: DPTauCC(2, 2, random_state=s)),
+    ...             [(make_pair("moving_row"), (), (), True)], 3, lambda i: i,
+    ...             np.random.default_rng(0))
+    >>> res.pairs, res.violated
+    (3, False)
+    """
+    t0 = time.perf_counter()
+    worst, where, calls, missing, done = math.nan, "", 0, 0, 0
+    for i in range(n_pairs):
+        if not specs or time.perf_counter() - t0 > deadline_s:
+            break
+        pair, params, skip, costs = specs[i % len(specs)]
+        build, near = build_for(params), perturbed(pair, rng)
+        found, miss, differs, declared = sweep_pair(build, near, seeds(i), skip, costs)
+        if not (differs or declared):  # the far twin: path and attributes only
+            _, _, differs, declared = sweep_pair(build, far_twin(near, rng), seeds(i), skip,
+                                                 costs=False)
+        done += 1
+        missing += miss
+        calls += len(found) + miss
+        if differs or declared:
+            return SweepResult(worst, where, done, calls, missing, differs, declared,
+                               time.perf_counter() - t0)
+        for ratio, at in found:
+            if math.isnan(worst) or ratio > worst:
+                worst, where = ratio, at
+        if exceeds(worst, 1.0):
+            break
+    return SweepResult(worst, where, done, calls, missing, "", "", time.perf_counter() - t0)
+
+
+#: perturbed pairs per private method (the gate's sweep; `neighbour_sweep_pairs` in the
+#: audit config overrides it)
+N_PAIRS = 80
+#: a method's sweep stops after this many seconds (the pairs done are reported)
+DEADLINE_S = 300.0
+
+
+def method_specs(method: str) -> list[tuple]:
+    """The sweep's specs of a method: each call-site setup's pair with its settings and with
+    the method's defaults (the calls a setup leaves out, e.g. later iterations, then run),
+    costs judged; and each corrected end-to-end scenario's pair with its settings, only the
+    path and the fitted attributes judged (its pair may lie outside the relation the calls
+    are charged for). Steps a setup skips are skipped everywhere.
+
+    >>> sorted({p.name for p, _, _, costs in method_specs("dpm") if costs})
+    ['added_row', 'zero_row_among_corners']
+    """
+    from .methods import call_site_setup, method_audits
+
+    setups = call_site_setup(method)
+    skip = tuple(sorted({k for s in setups for k in s.skip}))
+    specs = [(s.pair, s.params, skip, True) for s in setups]
+    specs += [(s.pair, (), skip, True) for s in setups if s.params]
+    specs += [(s.pair, s.params, skip, False) for s in method_audits(method)
+              if not s.modes or "corrected" in s.modes]
+    return specs
+
+
+def sweep_record(build_for: Callable[[tuple], Callable[[int], object]], method: str, *,
+                 seed: int, n_pairs: int = N_PAIRS, bug: str | None = None,
+                 deadline_s: float = DEADLINE_S) -> dict:
+    """One audit record (scope "sweep") of :func:`sweep` over :func:`method_specs`, fit seeds
+    spawned from the audit ``seed`` (the catalogue ``bug`` planted): "violation" with the
+    problem as ``event``, "ok" with the worst call's exact cost over its charge, or "no
+    evidence" when no pair was compared. No ε bound: ``epsilon_lower`` is NaN.
+
+    >>> from dptaucc import DPTauCC
+    >>> rec = sweep_record(lambda params: (lambda s: DPTauCC(2, 2, random_state=s)),
+    ...                    "dp_taucc", seed=0, n_pairs=4)
+    >>> rec["scope"], rec["verdict"]
+    ('sweep', 'ok')
+    """
+    from .runner import fit_seed
+    from .workers import bug_context
+
+    specs = method_specs(method)
+    with bug_context(bug):
+        res = sweep(build_for, specs, n_pairs, lambda i: fit_seed(seed, 50_000 + i),
+                    np.random.default_rng([seed, 50_000]), deadline_s)
+    verdict = "violation" if res.violated else ("ok" if res.calls else "no evidence")
+    step = (f"{res.pairs} random pairs from {len(specs)} setups and scenarios, {res.calls} "
+            f"calls ({res.no_exact_cost} without an exact cost)")
+    event = res.event if res.violated else (
+        f"largest exact cost / charge {res.ratio:.4g} ({res.where})" if res.calls else
+        "no call compared")
+    return {"scope": "sweep", "epsilon": math.nan, "delta": math.nan,
+            "epsilon_spent": math.nan, "end_to_end_dp": True, "epsilon_claimed": math.nan,
+            "epsilon_lower": math.nan, "verdict": verdict, "step": step, "event": event,
+            "n_fits": 3 * res.pairs, "epsilon_lower_max": math.nan, "events": "",
+            "time_s": res.seconds, "limit": "", "epsilon_pair": res.ratio,
+            "pair": "random neighbours"}
+
+
+def sweep_section(table) -> list[str]:
+    """REPORT lines from ``audit_sweep.parquet`` (:func:`main`): per method, the sweeps run,
+    those flagged, the pairs and calls compared and the largest exact cost over its charge.
+
+    >>> import pandas as pd, tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "audit_sweep.parquet"
+    >>> pd.DataFrame([{"method": "dpm", "seed": 0, "verdict": "ok", "n_fits": 240,
+    ...                "step": "80 random pairs from 9 setups and scenarios, 200 calls (30 "
+    ...                        "without an exact cost)", "epsilon_pair": 1.0,
+    ...                "time_s": 4.9}]).to_parquet(path)
+    >>> sweep_section(path)[-2]
+    '| dpm | 1 | 0 | 80 | 1 | 4.9 |'
+    """
+    from pathlib import Path
+
+    import pandas as pd
+
+    path = Path(table)
+    if not path.exists():
+        return []
+    df = pd.read_parquet(path)
+    lines = ["### Neighbour sweep of the correct code", "",
+             "`python -m dptaucc.audit.neighbour_sweep` (docs/audit.md, \"Random neighbours\"): "
+             "per private method and audit seed, random neighbouring pairs made from its "
+             "call-site setups, every call's exact cost against its charge and its input "
+             "against its declaration, the path and the fitted attributes under equal "
+             "releases (and against a random matrix of the same shape). Exact, nothing "
+             "sampled: correct code must never be flagged.", "",
+             "| method | sweeps | flagged | pairs each | largest exact cost / charge | "
+             "seconds each |", "|---|---|---|---|---|---|"]
+    for method, g in df.groupby("method", sort=False):
+        pairs = int(g["step"].str.extract(r"^(\d+) random pairs")[0].astype(int).max())
+        lines.append(f"| {method} | {len(g)} | {int((g['verdict'] == 'violation').sum())} | "
+                     f"{pairs} | {g['epsilon_pair'].max():.4g} | {g['time_s'].mean():.1f} |")
+    return [*lines, ""]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m dptaucc.audit.neighbour_sweep --seeds 0-9``: the sweep of every private
+    method's correct code at each audit seed, one row per method and seed, written to
+    ``<results>/audit_sweep.parquet`` (how often correct code is flagged: it must be never).
+    Exit 3 if any row is a violation."""
+    import argparse
+    from pathlib import Path
+
+    import pandas as pd
+
+    from .experiment import AuditJob
+    from .methods import is_private
+
+    parser = argparse.ArgumentParser(prog="python -m dptaucc.audit.neighbour_sweep",
+                                     description=main.__doc__)
+    parser.add_argument("--seeds", default="0-9", help="first-last audit seeds")
+    parser.add_argument("--methods", default="dp_taucc,dp_taucc_row,dp_kmeans,dphd,dpnmf,dpm,"
+                                             "colored_noise")
+    parser.add_argument("--pairs", type=int, default=N_PAIRS)
+    parser.add_argument("--results-dir", default="results")
+    args = parser.parse_args(argv)
+    first, _, last = args.seeds.partition("-")
+    seeds = range(int(first), int(last or first) + 1)
+    rows = []
+    for method in args.methods.split(","):
+        if not is_private(method):
+            raise ValueError(f"{method!r} is not a private method: nothing to sweep")
+        job = AuditJob(method, "corrected", 1.0, 10)
+        for seed in seeds:
+            rec = sweep_record(job.factory, method, seed=seed, n_pairs=args.pairs)
+            rows.append({"method": method, "seed": seed, **rec})
+            print(f"{method} seed {seed}: {rec['verdict']} ({rec['step']}, "
+                  f"{rec['time_s']:.1f} s) {rec['event'][:160]}", flush=True)
+    out = Path(args.results_dir) / "audit_sweep.parquet"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows).to_parquet(out, index=False)
+    bad = sum(r["verdict"] == "violation" for r in rows)
+    print(f"{out}: {len(rows)} sweeps, {bad} violations")
+    return 3 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
