@@ -24,7 +24,11 @@ looks for those pairs at random, with no sampling:
    same): under equal releases and seed, a corrected fit holds post-processing of its
    releases and public facts only, so any difference is an attribute the data steers past
    the mechanisms (an exact count, an exact norm, a step size read from the rows).
-5. The path and the attributes again between D + N and a *far twin*, a random matrix of the
+5. The noise each discrete Laplace or Gaussian call drew on D (its output less its exact
+   input), compared between the calls of a fit: identical noise in two calls far more often
+   than independent draws allow (:func:`noise_coincidences`, a Poisson tail below
+   :data:`REUSE_ALPHA` over the sweep) is a draw reused, a violation.
+6. The path and the attributes again between D + N and a *far twin*, a random matrix of the
    same shape (:func:`far_twin`): they must not differ between any two inputs with the same
    public facts, and a far input moves an exact quantity much further than a neighbour does
    (a split decided on exact counts flips, where one row rarely tips it).
@@ -49,8 +53,9 @@ from .pair_cost import declared_move_exceeded, exceeds, pair_cost
 from .pairs import NeighbouringPair, RowPair
 from .transcript import HistoryDiverged, record, replay_all
 
-__all__ = ["perturbed", "perturbed_rows", "far_twin", "same_shape_twin", "state_differs",
-           "sweep_pair", "SweepResult", "sweep", "method_specs", "sweep_record", "N_PAIRS"]
+__all__ = ["perturbed", "perturbed_rows", "far_twin", "noise_coincidences", "same_shape_twin",
+           "state_differs", "sweep_pair", "SweepResult", "sweep", "method_specs", "sweep_record",
+           "N_PAIRS"]
 
 #: largest count N adds to a cell
 MAX_ADDED = 3
@@ -248,6 +253,71 @@ class SweepResult:
         return self.where
 
 
+#: a sweep flags reused noise when identical noise in two calls of one fit is this improbable
+#: under independent draws (Poisson tail of the coincidences seen over the expected number)
+REUSE_ALPHA = 1e-9
+
+
+def _drawn_noise(call) -> tuple[np.ndarray, tuple] | None:
+    """(noise drawn, per-value scale) of a one-declaration discrete Laplace or Gaussian call,
+    from its released output and its exact input; None for other calls."""
+    calib = call.calibration
+    if calib is None or len(calib.declarations) != 1:
+        return None
+    d = calib.declarations[0]
+    law = {"discrete-laplace": "discrete-laplace", "gaussian": "gaussian"}.get(d.mechanism)
+    draws = [x for x in calib.draws if x.law == law]
+    if law is None or d.exact is None or len(draws) != 1:
+        return None
+    out, exact = np.asarray(call.output), np.asarray(d.exact)
+    if out.shape != exact.shape or out.dtype.kind not in "iuf" or out.size == 0:
+        return None
+    scale = np.broadcast_to(np.asarray(draws[0].scale, dtype=float), out.shape)
+    return (out.astype(float) - exact.astype(float)).ravel(), (law, scale.ravel())
+
+
+def _coincidence(a, b) -> float:
+    """P(two independent draws of these laws agree at every value): for discrete Laplace of
+    scales s, s' (q = e^(−1/s)) each value agrees with c·c'·(1 + qq')/(1 − qq'),
+    c = (1 − q)/(1 + q); a Gaussian never agrees (0)."""
+    (law_a, sa), (law_b, sb) = a, b
+    if law_a != law_b or law_a != "discrete-laplace":
+        return 0.0
+    qa, qb = np.exp(-1.0 / sa), np.exp(-1.0 / sb)
+    ca, cb = (1 - qa) / (1 + qa), (1 - qb) / (1 + qb)
+    return float(np.exp(np.sum(np.log(ca * cb * (1 + qa * qb) / (1 - qa * qb)))))
+
+
+def noise_coincidences(calls) -> tuple[int, float, str]:
+    """(pairs of calls of one fit whose noise is identical, how many were expected under
+    independent draws, the first such pair) over the fit's discrete Laplace and Gaussian calls
+    of the same shape: noise reused from one release in another (a draw kept, a generator
+    rebuilt from the seed) makes them agree every time.
+
+    >>> from types import SimpleNamespace as NS
+    >>> from dptaucc.privacy.calibration import Calibration, Declaration, NoiseDraw
+    >>> def call(step, exact, out):
+    ...     d = Declaration("discrete-laplace", 1.0, "l1", exact=np.array(exact))
+    ...     c = Calibration((d,), (NoiseDraw("discrete-laplace", "seeded", 4.0, len(exact)),))
+    ...     return NS(step=step, output=np.array(out), calibration=c)
+    >>> seen, expected, where = noise_coincidences(
+    ...     [call("a", [5, 0, 2], [7, -1, 2]), call("b", [1, 1, 1], [3, 0, 1])])
+    >>> seen, round(expected, 5), where
+    (1, 0.00025, "'a' and 'b'")
+    """
+    noises = [(c.step, n) for c in calls if (n := _drawn_noise(c)) is not None]
+    seen, expected, where = 0, 0.0, ""
+    for i, (step_i, (x, law_i)) in enumerate(noises):
+        for step_j, (y, law_j) in noises[i + 1:]:
+            if x.shape != y.shape:
+                continue
+            expected += _coincidence(law_i, law_j)
+            if np.array_equal(x, y):
+                seen += 1
+                where = where or f"{step_i!r} and {step_j!r}"
+    return seen, expected, where
+
+
 def _replayed(build, seed: int, X, history):
     model = build(seed)
     return replay_all(model, X, history), model
@@ -279,7 +349,8 @@ def state_differs(build: Callable[[int], object], pair, seed: int) -> str:
 
 
 def sweep_pair(build: Callable[[int], object], pair, seed: int, skip: Sequence[str] = (),
-               costs: bool = True) -> tuple[list[tuple[float, str]], int, str, str]:
+               costs: bool = True, noise: list | None = None,
+               ) -> tuple[list[tuple[float, str]], int, str, str]:
     """((ratio, where) of every call with an exact cost, calls without one, the divergence on
     D′ or "", the first problem of another kind or "": a call whose input moved beyond its
     declaration, or fitted attributes that differ under the same history) for one pair; a
@@ -287,7 +358,8 @@ def sweep_pair(build: Callable[[int], object], pair, seed: int, skip: Sequence[s
     comparable between D and D′, as the method's call-site setups declare) are not judged.
     ``costs=False`` (a pair outside the relation the calls are charged for, e.g. an end-to-end
     scenario's): only the path and the fitted attributes, on :func:`same_shape_twin`, which hold
-    for any two inputs with the same public facts.
+    for any two inputs with the same public facts. ``noise``: a list that gets D's fit's
+    :func:`noise_coincidences` appended.
 
     >>> from dptaucc import DPTauCC
     >>> from dptaucc.audit.pairs import make_pair
@@ -303,6 +375,8 @@ def sweep_pair(build: Callable[[int], object], pair, seed: int, skip: Sequence[s
         side_a, model_a = _replayed(build, seed, pair.D, history)
     except Exception:  # noqa: BLE001 - the method refuses this input: nothing to compare
         return [], 0, "", ""
+    if noise is not None:
+        noise.append(noise_coincidences(side_a))
     try:
         side_b, model_b = _replayed(build, seed, pair.D_prime, history)
     except HistoryDiverged as why:
@@ -337,6 +411,22 @@ def sweep_pair(build: Callable[[int], object], pair, seed: int, skip: Sequence[s
     return out, missing, "", other
 
 
+def _reused(noise: list[tuple[int, float, str]]) -> str:
+    """The reused-noise violation over the fits so far, or "": identical noise in two calls
+    seen more often than independent draws make plausible (Poisson tail below
+    :data:`REUSE_ALPHA`)."""
+    from scipy.stats import poisson
+
+    seen = sum(n for n, _, _ in noise)
+    expected = math.fsum(e for _, e, _ in noise)
+    if seen == 0 or poisson.sf(seen - 1, expected) >= REUSE_ALPHA:
+        return ""
+    first = next(w for n, _, w in noise if n)
+    return (f"noise reused: two calls of one fit drew identical noise {seen} times in "
+            f"{len(noise)} fits, {expected:.3g} expected from independent draws (first: "
+            f"{first})")
+
+
 def sweep(build_for: Callable[[tuple], Callable[[int], object]],
           specs: Sequence[tuple[NeighbouringPair | RowPair, tuple, tuple[str, ...], bool]],
           n_pairs: int,
@@ -357,12 +447,15 @@ def sweep(build_for: Callable[[tuple], Callable[[int], object]],
     """
     t0 = time.perf_counter()
     worst, where, calls, missing, done = math.nan, "", 0, 0, 0
+    noise: list[tuple[int, float, str]] = []
     for i in range(n_pairs):
         if not specs or time.perf_counter() - t0 > deadline_s:
             break
         pair, params, skip, costs = specs[i % len(specs)]
         build, near = build_for(params), perturbed(pair, rng)
-        found, miss, differs, declared = sweep_pair(build, near, seeds(i), skip, costs)
+        found, miss, differs, declared = sweep_pair(build, near, seeds(i), skip, costs, noise)
+        reused = _reused(noise)
+        declared = declared or reused
         if not (differs or declared):  # the far twin: path and attributes only
             _, _, differs, declared = sweep_pair(build, far_twin(near, rng), seeds(i), skip,
                                                  costs=False)

@@ -41,6 +41,32 @@ def test_utilities_weighted_by_the_data_are_found_by_the_exact_cost_or_the_decla
     assert "choice" in (res.declared + res.where)
 
 
+def test_noise_reused_across_releases_is_found():
+    """The totals drawn twice from a generator rebuilt from the seed: each release alone has
+    the right law, but the two carry the same noise (their difference is exact)."""
+
+    class Reused(ColumnTotals):
+        def fit(self, X, y=None):
+            from dptaucc.privacy import PrivacyLedger, discrete_laplace_mechanism
+
+            totals = np.asarray(X.sum(axis=0)).ravel().astype(np.int64)
+            ledger = PrivacyLedger()
+            for step in ("first", "second"):
+                rng = np.random.default_rng(self.random_state)  # the slip: a fresh generator
+                discrete_laplace_mechanism(totals, epsilon=1.0, sensitivity=1, sampler=rng,
+                                           ledger=ledger, step=step)
+            self.privacy_ledger_ = ledger
+            return self
+
+    specs = [(make_pair("moving_row"), (), (), True)]
+    res = sweep(lambda params: (lambda seed: Reused(random_state=seed)), specs, 30,
+                lambda i: fit_seed(0, i), np.random.default_rng(0))
+    assert res.violated and "noise reused" in res.declared, res
+    fresh = sweep(lambda params: (lambda seed: ColumnTotals(random_state=seed)), specs, 30,
+                  lambda i: fit_seed(0, i), np.random.default_rng(0))
+    assert "noise reused" not in fresh.declared
+
+
 def test_a_sensitivity_slip_is_found_by_the_declared_move():
     res = _sweep_toy("doubled")
     assert res.violated and "L1 move 2 > sensitivity 1" in res.declared
