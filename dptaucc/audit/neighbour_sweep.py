@@ -562,8 +562,9 @@ def sweep_section(table) -> list[str]:
              "per private method and audit seed, random neighbouring pairs made from its "
              "call-site setups, every call's exact cost against its charge and its input "
              "against its declaration, the path and the fitted attributes under equal "
-             "releases (and against a random matrix of the same shape). Exact, nothing "
-             "sampled: correct code must never be flagged.", "",
+             "releases (and against a random matrix of the same shape), and noise drawn "
+             "identical in two calls. Exact, nothing sampled: correct code must never be "
+             "flagged.", "",
              "| method | sweeps | flagged | pairs each | largest exact cost / charge | "
              "seconds each |", "|---|---|---|---|---|---|"]
     for method, g in df.groupby("method", sort=False):
