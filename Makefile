@@ -151,7 +151,7 @@ audit-false-alarms: ## the gate's false-alarm rate on correct code, >= 1,000 dec
 	$(PY) -m dptaucc.auditscore.false_alarms $(FALSE_ALARM_ARGS)
 
 audit-sweep: ## the neighbour sweep of every private method's correct code at audit seeds 0-9 (exact, about 8 minutes) -> results/audit_sweep.parquet
-	$(PY) -m dptaucc.audit.neighbour_sweep --seeds 0-9
+	$(PY) -m dptaucc.audit.sweep_runs --seeds 0-9
 
 clean: ## remove caches (not the data cache, not results/)
 	rm -rf .pytest_cache .ruff_cache build dist *.egg-info

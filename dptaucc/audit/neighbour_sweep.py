@@ -537,8 +537,9 @@ def sweep_record(build_for: Callable[[tuple], Callable[[int], object]], method: 
 
 
 def sweep_section(table) -> list[str]:
-    """REPORT lines from ``audit_sweep.parquet`` (:func:`main`): per method, the sweeps run,
-    those flagged, the pairs and calls compared and the largest exact cost over its charge.
+    """REPORT lines from ``audit_sweep.parquet`` (:mod:`dptaucc.audit.sweep_runs`): per method,
+    the sweeps run, those flagged, the pairs compared and the largest exact cost over its
+    charge.
 
     >>> import pandas as pd, tempfile, pathlib
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "audit_sweep.parquet"
@@ -558,7 +559,7 @@ def sweep_section(table) -> list[str]:
         return []
     df = pd.read_parquet(path)
     lines = ["### Neighbour sweep of the correct code", "",
-             "`python -m dptaucc.audit.neighbour_sweep` (docs/audit.md, \"Random neighbours\"): "
+             "`python -m dptaucc.audit.sweep_runs` (docs/audit.md, \"Random neighbours\"): "
              "per private method and audit seed, random neighbouring pairs made from its "
              "call-site setups, every call's exact cost against its charge and its input "
              "against its declaration, the path and the fitted attributes under equal "
@@ -573,47 +574,3 @@ def sweep_section(table) -> list[str]:
                      f"{pairs} | {g['epsilon_pair'].max():.4g} | {g['time_s'].mean():.1f} |")
     return [*lines, ""]
 
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m dptaucc.audit.neighbour_sweep --seeds 0-9``: the sweep of every private
-    method's correct code at each audit seed, one row per method and seed, written to
-    ``<results>/audit_sweep.parquet`` (how often correct code is flagged: it must be never).
-    Exit 3 if any row is a violation."""
-    import argparse
-    from pathlib import Path
-
-    import pandas as pd
-
-    from .experiment import AuditJob
-    from .methods import is_private
-
-    parser = argparse.ArgumentParser(prog="python -m dptaucc.audit.neighbour_sweep",
-                                     description=main.__doc__)
-    parser.add_argument("--seeds", default="0-9", help="first-last audit seeds")
-    parser.add_argument("--methods", default="dp_taucc,dp_taucc_row,dp_kmeans,dphd,dpnmf,dpm,"
-                                             "colored_noise")
-    parser.add_argument("--pairs", type=int, default=N_PAIRS)
-    parser.add_argument("--results-dir", default="results")
-    args = parser.parse_args(argv)
-    first, _, last = args.seeds.partition("-")
-    seeds = range(int(first), int(last or first) + 1)
-    rows = []
-    for method in args.methods.split(","):
-        if not is_private(method):
-            raise ValueError(f"{method!r} is not a private method: nothing to sweep")
-        job = AuditJob(method, "corrected", 1.0, 10)
-        for seed in seeds:
-            rec = sweep_record(job.factory, method, seed=seed, n_pairs=args.pairs)
-            rows.append({"method": method, "seed": seed, **rec})
-            print(f"{method} seed {seed}: {rec['verdict']} ({rec['step']}, "
-                  f"{rec['time_s']:.1f} s) {rec['event'][:160]}", flush=True)
-    out = Path(args.results_dir) / "audit_sweep.parquet"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame(rows).to_parquet(out, index=False)
-    bad = sum(r["verdict"] == "violation" for r in rows)
-    print(f"{out}: {len(rows)} sweeps, {bad} violations")
-    return 3 if bad else 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
