@@ -238,6 +238,10 @@ class SweepResult:
     path_differs: str
     declared: str
     seconds: float
+    #: pairs left out because the fit (or its replay on D) raised, and the first reason
+    refused: tuple[int, str] = (0, "")
+    #: estimators the sweep built and fitted (records, replays, twins)
+    fits: int = 0
 
     @property
     def violated(self) -> bool:
@@ -349,7 +353,7 @@ def state_differs(build: Callable[[int], object], pair, seed: int) -> str:
 
 
 def sweep_pair(build: Callable[[int], object], pair, seed: int, skip: Sequence[str] = (),
-               costs: bool = True, noise: list | None = None,
+               costs: bool = True, noise: list | None = None, refused: list | None = None,
                ) -> tuple[list[tuple[float, str]], int, str, str]:
     """((ratio, where) of every call with an exact cost, calls without one, the divergence on
     D′ or "", the first problem of another kind or "": a call whose input moved beyond its
@@ -359,7 +363,8 @@ def sweep_pair(build: Callable[[int], object], pair, seed: int, skip: Sequence[s
     ``costs=False`` (a pair outside the relation the calls are charged for, e.g. an end-to-end
     scenario's): only the path and the fitted attributes, on :func:`same_shape_twin`, which hold
     for any two inputs with the same public facts. ``noise``: a list that gets D's fit's
-    :func:`noise_coincidences` appended.
+    :func:`noise_coincidences` appended; ``refused``: one that gets why, when the fit or its
+    replay on D raised (the pair is then left out).
 
     >>> from dptaucc import DPTauCC
     >>> from dptaucc.audit.pairs import make_pair
@@ -373,7 +378,9 @@ def sweep_pair(build: Callable[[int], object], pair, seed: int, skip: Sequence[s
     try:
         history = record(build(seed), pair.D)
         side_a, model_a = _replayed(build, seed, pair.D, history)
-    except Exception:  # noqa: BLE001 - the method refuses this input: nothing to compare
+    except Exception as error:  # noqa: BLE001 - the method refuses this input: nothing to compare
+        if refused is not None:  # counted and named in the record, never silently dropped
+            refused.append(f"{pair.name}: {type(error).__name__}: {error}")
         return [], 0, "", ""
     if noise is not None:
         noise.append(noise_coincidences(side_a))
@@ -448,29 +455,41 @@ def sweep(build_for: Callable[[tuple], Callable[[int], object]],
     t0 = time.perf_counter()
     worst, where, calls, missing, done = math.nan, "", 0, 0, 0
     noise: list[tuple[int, float, str]] = []
+    refused: list[str] = []
+    fits = [0]
+
+    def counted(build):
+        def make(seed):
+            fits[0] += 1
+            return build(seed)
+        return make
+
     for i in range(n_pairs):
         if not specs or time.perf_counter() - t0 > deadline_s:
             break
         pair, params, skip, costs = specs[i % len(specs)]
-        build, near = build_for(params), perturbed(pair, rng)
-        found, miss, differs, declared = sweep_pair(build, near, seeds(i), skip, costs, noise)
+        build, near = counted(build_for(params)), perturbed(pair, rng)
+        found, miss, differs, declared = sweep_pair(build, near, seeds(i), skip, costs, noise,
+                                                    refused)
         reused = _reused(noise)
         declared = declared or reused
         if not (differs or declared):  # the far twin: path and attributes only
             _, _, differs, declared = sweep_pair(build, far_twin(near, rng), seeds(i), skip,
-                                                 costs=False)
+                                                 costs=False, refused=refused)
         done += 1
         missing += miss
         calls += len(found) + miss
         if differs or declared:
             return SweepResult(worst, where, done, calls, missing, differs, declared,
-                               time.perf_counter() - t0)
+                               time.perf_counter() - t0,
+                               (len(refused), refused[0] if refused else ""), fits[0])
         for ratio, at in found:
             if math.isnan(worst) or ratio > worst:
                 worst, where = ratio, at
         if exceeds(worst, 1.0):
             break
-    return SweepResult(worst, where, done, calls, missing, "", "", time.perf_counter() - t0)
+    return SweepResult(worst, where, done, calls, missing, "", "", time.perf_counter() - t0,
+                       (len(refused), refused[0] if refused else ""), fits[0])
 
 
 #: perturbed pairs per private method (the gate's sweep; `neighbour_sweep_pairs` in the
@@ -524,14 +543,16 @@ def sweep_record(build_for: Callable[[tuple], Callable[[int], object]], method: 
                     np.random.default_rng([seed, 50_000]), deadline_s)
     verdict = "violation" if res.violated else ("ok" if res.calls else "no evidence")
     step = (f"{res.pairs} random pairs from {len(specs)} setups and scenarios, {res.calls} "
-            f"calls ({res.no_exact_cost} without an exact cost)")
+            f"calls ({res.no_exact_cost} without an exact cost)"
+            + (f"; {res.refused[0]} fits refused their input and were left out (first: "
+               f"{res.refused[1][:160]})" if res.refused[0] else ""))
     event = res.event if res.violated else (
         f"largest exact cost / charge {res.ratio:.4g} ({res.where})" if res.calls else
         "no call compared")
     return {"scope": "sweep", "epsilon": math.nan, "delta": math.nan,
             "epsilon_spent": math.nan, "end_to_end_dp": True, "epsilon_claimed": math.nan,
             "epsilon_lower": math.nan, "verdict": verdict, "step": step, "event": event,
-            "n_fits": 3 * res.pairs, "epsilon_lower_max": math.nan, "events": "",
+            "n_fits": res.fits, "epsilon_lower_max": math.nan, "events": "",
             "time_s": res.seconds, "limit": "", "epsilon_pair": res.ratio,
             "pair": "random neighbours"}
 

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from toys import ColumnTotals
 
 from dptaucc.audit.neighbour_sweep import method_specs, sweep, sweep_record
@@ -65,6 +66,35 @@ def test_noise_reused_across_releases_is_found():
     fresh = sweep(lambda params: (lambda seed: ColumnTotals(random_state=seed)), specs, 30,
                   lambda i: fit_seed(0, i), np.random.default_rng(0))
     assert "noise reused" not in fresh.declared
+
+
+def test_an_attribute_one_neighbour_never_moves_is_found_on_the_far_twin():
+    """The number of rows holding counts, kept as a fitted attribute: one count more in a row
+    that already has counts never changes it, a random matrix of the same shape does."""
+
+    class RowsCounted(ColumnTotals):
+        def fit(self, X, y=None):
+            super().fit(X)
+            self.rows_with_counts_ = int((sp.csr_matrix(X).getnnz(axis=1) > 0).sum())
+            return self
+
+    specs = [(make_pair("moving_row"), (), (), True)]
+    res = sweep(lambda params: (lambda seed: RowsCounted(random_state=seed)), specs, 10,
+                lambda i: fit_seed(0, i), np.random.default_rng(0))
+    assert res.violated and "(far twin)" in res.declared, res
+    assert "rows_with_counts_" in res.declared
+
+
+def test_refused_inputs_are_counted_not_dropped():
+    class Refuses(ColumnTotals):
+        def fit(self, X, y=None):
+            raise ValueError("this toy refuses every input")
+
+    specs = [(make_pair("moving_row"), (), (), True)]
+    res = sweep(lambda params: (lambda seed: Refuses(random_state=seed)), specs, 3,
+                lambda i: fit_seed(0, i), np.random.default_rng(0))
+    assert res.refused[0] == 6 and "refuses every input" in res.refused[1]
+    assert res.calls == 0 and not res.violated
 
 
 def test_a_sensitivity_slip_is_found_by_the_declared_move():
