@@ -42,6 +42,7 @@ input) is counted as having no exact cost. The sweep is deterministic given the 
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -55,6 +56,7 @@ from .transcript import HistoryDiverged, record, replay_all
 
 __all__ = ["perturbed", "perturbed_rows", "far_twin", "noise_coincidences", "same_shape_twin",
            "state_differs", "sweep_pair", "SweepResult", "sweep", "method_specs", "sweep_record",
+           "call_kind",
            "N_PAIRS"]
 
 #: largest count N adds to a cell
@@ -242,6 +244,9 @@ class SweepResult:
     refused: tuple[int, str] = (0, "")
     #: estimators the sweep built and fitted (records, replays, twins)
     fits: int = 0
+    #: kinds of call (:func:`call_kind`) the sweep met but never costed exactly: no evidence
+    #: on them from the sweep
+    unjudged: tuple[str, ...] = ()
 
     @property
     def violated(self) -> bool:
@@ -355,7 +360,8 @@ def state_differs(build: Callable[[int], object], pair, seed: int) -> str:
 def sweep_pair(build: Callable[[int], object], pair, seed: int, skip: Sequence[str] = (),
                costs: bool = True, noise: list | None = None, refused: list | None = None,
                ) -> tuple[list[tuple[float, str]], int, str, str]:
-    """((ratio, where) of every call with an exact cost, calls without one, the divergence on
+    """((ratio, where, step) of every call with an exact cost, the steps of the calls without one,
+    the divergence on
     D′ or "", the first problem of another kind or "": a call whose input moved beyond its
     declaration, or fitted attributes that differ under the same history) for one pair; a
     fit that raises on D leaves the pair out (no calls). Calls of a ``skip`` step (outputs not
@@ -370,7 +376,7 @@ def sweep_pair(build: Callable[[int], object], pair, seed: int, skip: Sequence[s
     >>> from dptaucc.audit.pairs import make_pair
     >>> found, missing, differs, other = sweep_pair(
     ...     lambda s: DPTauCC(2, 2, random_state=s), make_pair("moving_row"), 0)
-    >>> len(found) > 0, max(r for r, _ in found) <= 1 + 1e-9, differs, other
+    >>> len(found) > 0, max(r for r, _, _ in found) <= 1 + 1e-9, differs, other
     (True, True, '', '')
     """
     if not costs:
@@ -381,14 +387,14 @@ def sweep_pair(build: Callable[[int], object], pair, seed: int, skip: Sequence[s
     except Exception as error:  # noqa: BLE001 - the method refuses this input: nothing to compare
         if refused is not None:  # counted and named in the record, never silently dropped
             refused.append(f"{pair.name}: {type(error).__name__}: {error}")
-        return [], 0, "", ""
+        return [], [], "", ""
     if noise is not None:
         noise.append(noise_coincidences(side_a))
     try:
         side_b, model_b = _replayed(build, seed, pair.D_prime, history)
     except HistoryDiverged as why:
-        return [], 0, f"{pair.name}: {why}", ""
-    out, missing, other = [], 0, ""
+        return [], [], f"{pair.name}: {why}", ""
+    out, missing, other = [], [], ""
     for a, b in zip(side_a, side_b, strict=True) if costs else ():
         if a.step in skip:
             continue
@@ -399,11 +405,11 @@ def sweep_pair(build: Callable[[int], object], pair, seed: int, skip: Sequence[s
         claim = max(a.epsilon, b.epsilon)
         cost = pair_cost(a.calibration, b.calibration, max(a.delta, b.delta)).epsilon
         if math.isnan(cost):
-            missing += 1
+            missing.append(a.step)
             continue
         ratio = cost / claim if claim > 0 else (math.inf if cost > 0 else 0.0)
         out.append((ratio, f"{pair.name} #{a.index} {a.step}: exact cost {cost:.4g} against "
-                           f"a charge of {claim:.4g}"))
+                           f"a charge of {claim:.4g}", a.step))
     if not other:
         twin = same_shape_twin(pair)
         if twin is pair:
@@ -416,6 +422,21 @@ def sweep_pair(build: Callable[[int], object], pair, seed: int, skip: Sequence[s
         other = (f"a fitted attribute differs under the same releases ({found})"
                  if found else "")
     return out, missing, "", other
+
+
+def call_kind(step: str) -> str:
+    """A call's step with its numbers replaced by ``#``: the same call at another iteration,
+    round or level is the same kind.
+
+    >>> call_kind("round 2: Lloyd 3 recover sums"), call_kind("split_level_0")
+    ('round #: Lloyd # recover sums', 'split_level_#')
+    """
+    return re.sub(r"\d+", "#", step)
+
+
+def _unjudged(judged: set[str], missing: list[str]) -> tuple[str, ...]:
+    """Kinds of the calls without an exact cost that no pair costed either."""
+    return tuple(sorted({call_kind(s) for s in missing} - judged))
 
 
 def _reused(noise: list[tuple[int, float, str]]) -> str:
@@ -454,6 +475,8 @@ def sweep(build_for: Callable[[tuple], Callable[[int], object]],
     """
     t0 = time.perf_counter()
     worst, where, calls, missing, done = math.nan, "", 0, 0, 0
+    judged: set[str] = set()
+    missing_steps: list[str] = []
     noise: list[tuple[int, float, str]] = []
     refused: list[str] = []
     fits = [0]
@@ -477,19 +500,23 @@ def sweep(build_for: Callable[[tuple], Callable[[int], object]],
             _, _, differs, declared = sweep_pair(build, far_twin(near, rng), seeds(i), skip,
                                                  costs=False, refused=refused)
         done += 1
-        missing += miss
-        calls += len(found) + miss
+        missing += len(miss)
+        missing_steps += miss
+        calls += len(found) + len(miss)
         if differs or declared:
             return SweepResult(worst, where, done, calls, missing, differs, declared,
                                time.perf_counter() - t0,
-                               (len(refused), refused[0] if refused else ""), fits[0])
-        for ratio, at in found:
+                               (len(refused), refused[0] if refused else ""), fits[0],
+                               _unjudged(judged, missing_steps))
+        for ratio, at, step in found:
+            judged.add(call_kind(step))
             if math.isnan(worst) or ratio > worst:
                 worst, where = ratio, at
         if exceeds(worst, 1.0):
             break
     return SweepResult(worst, where, done, calls, missing, "", "", time.perf_counter() - t0,
-                       (len(refused), refused[0] if refused else ""), fits[0])
+                       (len(refused), refused[0] if refused else ""), fits[0],
+                       _unjudged(judged, missing_steps))
 
 
 #: perturbed pairs per private method (the gate's sweep; `neighbour_sweep_pairs` in the
@@ -504,7 +531,10 @@ def method_specs(method: str) -> list[tuple]:
     the method's defaults (the calls a setup leaves out, e.g. later iterations, then run),
     costs judged; and each corrected end-to-end scenario's pair with its settings, only the
     path and the fitted attributes judged (its pair may lie outside the relation the calls
-    are charged for). Steps a setup skips are skipped everywhere.
+    are charged for). No step is skipped: a setup's ``skip`` names the calls that setup does
+    not sample (a charge beyond its draws, outputs whose shapes differ between D and D′),
+    while the sweep costs every call exactly and counts the ones it cannot compare (no exact
+    cost; the record names their kinds when no pair costed them).
 
     >>> sorted({p.name for p, _, _, costs in method_specs("dpm") if costs})
     ['added_row', 'zero_row_among_corners']
@@ -512,7 +542,7 @@ def method_specs(method: str) -> list[tuple]:
     from .methods import call_site_setup, method_audits
 
     setups = call_site_setup(method)
-    skip = tuple(sorted({k for s in setups for k in s.skip}))
+    skip: tuple[str, ...] = ()
     specs = [(s.pair, s.params, skip, True) for s in setups]
     specs += [(s.pair, (), skip, True) for s in setups if s.params]
     specs += [(s.pair, s.params, skip, False) for s in method_audits(method)
@@ -544,6 +574,7 @@ def sweep_record(build_for: Callable[[tuple], Callable[[int], object]], method: 
     verdict = "violation" if res.violated else ("ok" if res.calls else "no evidence")
     step = (f"{res.pairs} random pairs from {len(specs)} setups and scenarios, {res.calls} "
             f"calls ({res.no_exact_cost} without an exact cost)"
+            + (f"; never costed exactly: {', '.join(res.unjudged)}" if res.unjudged else "")
             + (f"; {res.refused[0]} fits refused their input and were left out (first: "
                f"{res.refused[1][:160]})" if res.refused[0] else ""))
     event = res.event if res.violated else (
@@ -569,7 +600,7 @@ def sweep_section(table) -> list[str]:
     ...                        "without an exact cost)", "epsilon_pair": 1.0,
     ...                "time_s": 4.9}]).to_parquet(path)
     >>> sweep_section(path)[-2]
-    '| dpm | 1 | 0 | 80 | 1 | 4.9 |'
+    '| dpm | 1 | 0 | 80 | 1 | – | 4.9 |'
     """
     from pathlib import Path
 
@@ -586,12 +617,16 @@ def sweep_section(table) -> list[str]:
              "against its declaration, the path and the fitted attributes under equal "
              "releases (and against a random matrix of the same shape), and noise drawn "
              "identical in two calls. Exact, nothing sampled: correct code must never be "
-             "flagged.", "",
+             "flagged. *Never costed*: kinds of call the sweeps met but could not cost "
+             "exactly (no evidence from the sweep on them).", "",
              "| method | sweeps | flagged | pairs each | largest exact cost / charge | "
-             "seconds each |", "|---|---|---|---|---|---|"]
+             "never costed | seconds each |", "|---|---|---|---|---|---|---|"]
     for method, g in df.groupby("method", sort=False):
         pairs = int(g["step"].str.extract(r"^(\d+) random pairs")[0].astype(int).max())
+        never = sorted({k.strip() for found in g["step"].str.extract(
+            r"never costed exactly: ([^;]*)")[0].dropna() for k in found.split(",")})
         lines.append(f"| {method} | {len(g)} | {int((g['verdict'] == 'violation').sum())} | "
-                     f"{pairs} | {g['epsilon_pair'].max():.4g} | {g['time_s'].mean():.1f} |")
+                     f"{pairs} | {g['epsilon_pair'].max():.4g} | {', '.join(never) or '–'} | "
+                     f"{g['time_s'].mean():.1f} |")
     return [*lines, ""]
 

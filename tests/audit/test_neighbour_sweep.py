@@ -134,3 +134,42 @@ def test_specs_judge_costs_only_on_the_call_site_pairs():
     costed = {p.name for p, _, _, costs in specs if costs}
     assert costed and costed <= {"added_row", "zero_row_among_corners"}
     assert any(not costs for *_, costs in specs)  # end-to-end pairs: path and state only
+
+
+def test_a_call_its_setup_skips_is_still_costed_by_the_sweep(monkeypatch):
+    """A setup's ``skip`` names what that setup does not sample; the sweep costs every call
+    (it once skipped them everywhere, which hid DPHD's recover sums from it)."""
+    import dptaucc.audit.methods as methods
+    from dptaucc.audit.scenarios import CallSiteSetup
+
+    setup = CallSiteSetup(make_pair("moving_row"), (), skip=("totals",))
+    monkeypatch.setattr(methods, "call_site_setup", lambda method: (setup,))
+    monkeypatch.setattr(methods, "method_audits", lambda method: ())
+    specs = method_specs("toy")
+    assert [skip for _, _, skip, _ in specs] == [()]
+    res = sweep(lambda params: (lambda seed: ColumnTotals("doubled", random_state=seed)), specs,
+                10, lambda i: fit_seed(0, i), np.random.default_rng(0))
+    assert res.violated and "totals" in res.declared
+
+
+def test_calls_the_sweep_cannot_cost_are_named_as_no_evidence(monkeypatch):
+    """A call with no exact cost on any pair (its law cannot be compared across D and D′) is
+    counted and named by its kind, and the record says so."""
+    import dptaucc.audit.neighbour_sweep as ns
+    from dptaucc.audit.pair_cost import PairCost
+
+    real = ns.pair_cost
+
+    def blind_to_the_choice(a, b, delta=0.0):
+        if a is not None and any(d.mechanism == "exponential" for d in a.declarations):
+            return PairCost(math.nan, "not comparable")
+        return real(a, b, delta)
+
+    monkeypatch.setattr(ns, "pair_cost", blind_to_the_choice)
+    res = _sweep_toy("none", n_pairs=6)
+    assert not res.violated and res.no_exact_cost == 6 and res.unjudged == ("choice",)
+    monkeypatch.setattr(ns, "method_specs",
+                        lambda method: [(make_pair("moving_row"), (), (), True)])
+    rec = ns.sweep_record(lambda params: (lambda seed: ColumnTotals(random_state=seed)), "toy",
+                          seed=0, n_pairs=4)
+    assert rec["verdict"] == "ok" and "never costed exactly: choice" in rec["step"]
