@@ -247,6 +247,8 @@ class SweepResult:
     #: kinds of call (:func:`call_kind`) the sweep met but never costed exactly: no evidence
     #: on them from the sweep
     unjudged: tuple[str, ...] = ()
+    #: every kind of call the sweep's fits made
+    kinds: tuple[str, ...] = ()
 
     @property
     def violated(self) -> bool:
@@ -405,7 +407,8 @@ def sweep_pair(build: Callable[[int], object], pair, seed: int, skip: Sequence[s
         claim = max(a.epsilon, b.epsilon)
         cost = pair_cost(a.calibration, b.calibration, max(a.delta, b.delta)).epsilon
         if math.isnan(cost):
-            missing.append(a.step)
+            if claim > 0:  # a call charged nothing (public randomness) has nothing to cost
+                missing.append(a.step)
             continue
         ratio = cost / claim if claim > 0 else (math.inf if cost > 0 else 0.0)
         out.append((ratio, f"{pair.name} #{a.index} {a.step}: exact cost {cost:.4g} against "
@@ -422,6 +425,10 @@ def sweep_pair(build: Callable[[int], object], pair, seed: int, skip: Sequence[s
         other = (f"a fitted attribute differs under the same releases ({found})"
                  if found else "")
     return out, missing, "", other
+
+
+#: joins the kinds of call listed in a sweep record's step (steps may hold commas)
+KIND_SEP = " · "
 
 
 def call_kind(step: str) -> str:
@@ -477,6 +484,7 @@ def sweep(build_for: Callable[[tuple], Callable[[int], object]],
     worst, where, calls, missing, done = math.nan, "", 0, 0, 0
     judged: set[str] = set()
     missing_steps: list[str] = []
+    met: set[str] = set()
     noise: list[tuple[int, float, str]] = []
     refused: list[str] = []
     fits = [0]
@@ -502,12 +510,13 @@ def sweep(build_for: Callable[[tuple], Callable[[int], object]],
         done += 1
         missing += len(miss)
         missing_steps += miss
+        met.update(call_kind(step) for step in [*miss, *(f[2] for f in found)])
         calls += len(found) + len(miss)
         if differs or declared:
             return SweepResult(worst, where, done, calls, missing, differs, declared,
                                time.perf_counter() - t0,
                                (len(refused), refused[0] if refused else ""), fits[0],
-                               _unjudged(judged, missing_steps))
+                               _unjudged(judged, missing_steps), tuple(sorted(met)))
         for ratio, at, step in found:
             judged.add(call_kind(step))
             if math.isnan(worst) or ratio > worst:
@@ -516,7 +525,7 @@ def sweep(build_for: Callable[[tuple], Callable[[int], object]],
             break
     return SweepResult(worst, where, done, calls, missing, "", "", time.perf_counter() - t0,
                        (len(refused), refused[0] if refused else ""), fits[0],
-                       _unjudged(judged, missing_steps))
+                       _unjudged(judged, missing_steps), tuple(sorted(met)))
 
 
 #: perturbed pairs per private method (the gate's sweep; `neighbour_sweep_pairs` in the
@@ -574,7 +583,8 @@ def sweep_record(build_for: Callable[[tuple], Callable[[int], object]], method: 
     verdict = "violation" if res.violated else ("ok" if res.calls else "no evidence")
     step = (f"{res.pairs} random pairs from {len(specs)} setups and scenarios, {res.calls} "
             f"calls ({res.no_exact_cost} without an exact cost)"
-            + (f"; never costed exactly: {', '.join(res.unjudged)}" if res.unjudged else "")
+            + (f"; never costed exactly: {KIND_SEP.join(res.unjudged)}" if res.unjudged else "")
+            + (f"; kinds of call met: {KIND_SEP.join(res.kinds)}" if res.kinds else "")
             + (f"; {res.refused[0]} fits refused their input and were left out (first: "
                f"{res.refused[1][:160]})" if res.refused[0] else ""))
     event = res.event if res.violated else (
@@ -624,7 +634,7 @@ def sweep_section(table) -> list[str]:
     for method, g in df.groupby("method", sort=False):
         pairs = int(g["step"].str.extract(r"^(\d+) random pairs")[0].astype(int).max())
         never = sorted({k.strip() for found in g["step"].str.extract(
-            r"never costed exactly: ([^;]*)")[0].dropna() for k in found.split(",")})
+            r"never costed exactly: ([^;]*)")[0].dropna() for k in found.split(KIND_SEP)})
         lines.append(f"| {method} | {len(g)} | {int((g['verdict'] == 'violation').sum())} | "
                      f"{pairs} | {g['epsilon_pair'].max():.4g} | {', '.join(never) or '–'} | "
                      f"{g['time_s'].mean():.1f} |")

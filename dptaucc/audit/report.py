@@ -222,6 +222,62 @@ def _distinct_calls(d: pd.DataFrame, ratio: pd.Series) -> str:
             f"{len(best)}**" + (f"; below on every setup: {below})" if below else ")"))
 
 
+def _call_name(step: str) -> str:
+    """A call-site record's step without its call number and its final ``(mechanism)``.
+
+    >>> _call_name("#1 epoch 2: (HHᵀ/N, VHᵀ/N) (gaussian (colored: full))")
+    'epoch 2: (HHᵀ/N, VHᵀ/N)'
+    """
+    import re
+
+    name, depth = re.sub(r"^#\d+ ", "", step).rstrip(), 0
+    if not name.endswith(")"):
+        return name
+    for i in range(len(name) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(name[i], 0)
+        if depth == 0:
+            return name[:i].rstrip()
+    return name
+
+
+def never_sampled(df: pd.DataFrame) -> dict[str, list[str]]:
+    """Per private method, the kinds of call (steps with their numbers as ``#``) that its
+    corrected-mode neighbour sweep met in its fits (the method's defaults included) and that
+    no call-site record samples: no call-site evidence on them.
+
+    >>> df = pd.DataFrame({"method": ["dpm"] * 3, "mode": ["corrected"] * 3,
+    ...     "scope": ["call-site", "call-site", "sweep"],
+    ...     "step": ["#0 counts_level_0 (discrete-laplace)", "#2 split_level_0 (exponential)",
+    ...              "80 random pairs; kinds of call met: counts_level_# · interval_size · "
+    ...              "split_level_#"]})
+    >>> never_sampled(df)
+    {'dpm': ['interval_size']}
+    """
+    from .neighbour_sweep import KIND_SEP, call_kind
+
+    if "scope" not in df.columns:
+        return {}
+    d = df[df["mode"] == "corrected"] if "mode" in df.columns else df
+    out: dict[str, list[str]] = {}
+    for method, g in d.groupby("method", sort=False):
+        met = {k.strip() for found in g.loc[g["scope"] == "sweep", "step"].astype(str)
+               .str.extract(r"kinds of call met: ([^;]*)")[0].dropna()
+               for k in found.split(KIND_SEP)}
+        sampled = {call_kind(_call_name(s)) for s in g.loc[g["scope"] == "call-site", "step"]}
+        if met - sampled:
+            out[str(method)] = sorted(met - sampled)
+    return out
+
+
+def _with_sweeps(df: pd.DataFrame, sweeps: Path) -> pd.DataFrame:
+    """``df`` and the many-seed sweep table's rows (corrected mode), when it exists."""
+    if not sweeps.exists():
+        return df
+    extra = pd.read_parquet(sweeps).assign(mode="corrected", scope="sweep")
+    return pd.concat([df, extra[[c for c in extra.columns if c in df.columns]]],
+                     ignore_index=True)
+
+
 def tightness_section(df: pd.DataFrame) -> list[str]:
     """Markdown lines: every corrected-mode call site with its charge, ε_lower and their
     ratio; a call below :data:`TIGHT` names the reason its method declares (``limits`` of
@@ -268,6 +324,13 @@ def tightness_section(df: pd.DataFrame) -> list[str]:
         lines.append(f"| {label(r['method'])} | {r['step']} | {r['epsilon_claimed']:.3g}"
                      f"{delta} | {lower} | {0.0 if math.isnan(q) else q:.2f} | {pair_q} | "
                      f"{int(r['n_fits']):,} | {note} |")
+    never = never_sampled(df)
+    if never:
+        lines += ["", "**Never sampled at a call site** (kinds of call, numbers as #, that the "
+                  "method's neighbour sweep met in its fits, its defaults included, and no "
+                  "call-site setup audits: no call-site evidence on them, only the sweep's "
+                  "exact checks): " + "; ".join(f"{label(m)}: {', '.join(k)}"
+                                                 for m, k in never.items()) + "."]
     return [*lines, ""]
 
 
@@ -340,14 +403,14 @@ def audit_section(results_dir: str | os.PathLike = "results",
     else:
         lines += ["**Corrected mode:** no method above its claim.", ""]
     lines += _method_tables(df)
-    lines += tightness_section(df)
+    root = Path(table).parent if table is not None else Path(results_dir)
+    lines += tightness_section(_with_sweeps(df, root / "audit_sweep.parquet"))
     from .ledger_check import ledger_section
 
     lines += ledger_section(df)
     from .refit_check import refit_section
 
     lines += refit_section(df)
-    root = Path(table).parent if table is not None else Path(results_dir)
     from .neighbour_sweep import sweep_section
 
     lines += sweep_section(root / "audit_sweep.parquet")

@@ -172,4 +172,23 @@ def test_calls_the_sweep_cannot_cost_are_named_as_no_evidence(monkeypatch):
                         lambda method: [(make_pair("moving_row"), (), (), True)])
     rec = ns.sweep_record(lambda params: (lambda seed: ColumnTotals(random_state=seed)), "toy",
                           seed=0, n_pairs=4)
-    assert rec["verdict"] == "ok" and "never costed exactly: choice" in rec["step"]
+    assert rec["verdict"] == "ok" and "never costed exactly: choice;" in rec["step"]
+    assert rec["step"].endswith("kinds of call met: choice · totals")
+
+
+def test_the_report_names_calls_the_sweep_met_and_no_call_site_samples():
+    """A user's method whose second call no call-site setup reaches: the tightness section
+    says there is no call-site evidence on it."""
+    import pandas as pd
+
+    from dptaucc.audit.report import tightness_section
+
+    rec = sweep_record(lambda params: (lambda seed: ColumnTotals(random_state=seed)), "dp_taucc",
+                       seed=0, n_pairs=2)
+    df = pd.DataFrame([
+        {"method": "mine", "mode": "corrected", "scope": "call-site",
+         "step": "#0 totals (discrete-laplace)", "epsilon_claimed": 1.0, "delta": 0.0,
+         "epsilon_lower": 0.95, "n_fits": 1000, "verdict": "ok", "limit": ""},
+        {"method": "mine", "mode": "corrected", "scope": "sweep", "step": rec["step"]}])
+    text = "\n".join(tightness_section(df))
+    assert "**Never sampled at a call site**" in text and "mine: choice." in text
