@@ -229,9 +229,11 @@ class SuiteEstimator(ReleaseKindsMixin, BaseEstimator):
         return X
 
     def _forget_fit(self) -> None:
-        """Drop every fitted attribute (name ending in ``_``) of an earlier fit, so that a
-        refit holds only what this fit sets: never an attribute that only another mode or
-        variant sets (a paper-mode fit's non-private labels in a corrected model).
+        """Drop every fitted attribute (name ending in ``_``) and every private attribute
+        (leading ``_``) of an earlier fit, so that a refit holds only what this fit sets:
+        never an attribute that only another mode or variant sets (a paper-mode fit's
+        non-private labels, or the seed and matrix name its evaluation keeps, in a corrected
+        model). The settings (``get_params``) stay.
 
         >>> from dptaucc.baselines.dp_kmeans import DPKMeans
         >>> X = [[4, 0], [4, 1], [0, 4], [1, 4]]
@@ -240,7 +242,8 @@ class SuiteEstimator(ReleaseKindsMixin, BaseEstimator):
         >>> hasattr(model.set_params(mode="corrected").fit(X), "labels_")
         False
         """
-        for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
+        for name in [k for k in vars(self) if not k.startswith("__")
+                     and (k.endswith("_") or k.startswith("_"))]:
             del self.__dict__[name]
 
     def _validate_params(self) -> None:

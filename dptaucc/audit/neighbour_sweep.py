@@ -19,7 +19,8 @@ looks for those pairs at random, with no sampling:
    a slip at one value of many that the total cost hides), and a history that replays on D + N
    but not on D′ + N (something other than a release steers the fit: the path check of
    :mod:`dptaucc.audit.callsite`).
-4. The two replayed fits' fitted attributes (``*_``), compared bit for bit
+4. The two replayed fits' whole instance state (fitted attributes ``*_``, settings and any
+   private attribute: :func:`~dptaucc.audit.refit_check.instance_state`), compared bit for bit
    (:func:`state_differs`; for an added row, D′ against D′ with that row zeroed, so n is the
    same): under equal releases and seed, a corrected fit holds post-processing of its
    releases and public facts only, so any difference is an attribute the data steers past
@@ -347,7 +348,7 @@ def state_differs(build: Callable[[int], object], pair, seed: int) -> str:
     >>> state_differs(lambda s: DPTauCC(2, 2, random_state=s), make_pair("moving_row"), 0)
     ''
     """
-    from .refit_check import difference, fitted_attributes
+    from .refit_check import difference, instance_state
 
     try:
         history = record(build(seed), pair.D)
@@ -355,7 +356,7 @@ def state_differs(build: Callable[[int], object], pair, seed: int) -> str:
         _, model_b = _replayed(build, seed, pair.D_prime, history)
     except Exception:  # noqa: BLE001 - refused input or diverged path: judged elsewhere
         return ""
-    found = difference(fitted_attributes(model_a), fitted_attributes(model_b))
+    found = difference(instance_state(model_a), instance_state(model_b))
     return f"{pair.name}: {found}" if found else ""
 
 
@@ -416,9 +417,9 @@ def sweep_pair(build: Callable[[int], object], pair, seed: int, skip: Sequence[s
     if not other:
         twin = same_shape_twin(pair)
         if twin is pair:
-            from .refit_check import difference, fitted_attributes
+            from .refit_check import difference, instance_state
 
-            found = difference(fitted_attributes(model_a), fitted_attributes(model_b))
+            found = difference(instance_state(model_a), instance_state(model_b))
             found = f"{pair.name}: {found}" if found else ""
         else:
             found = state_differs(build, twin, seed)

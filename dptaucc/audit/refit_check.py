@@ -41,8 +41,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["History", "RefitCheck", "histories", "fitted_attributes", "difference",
-           "check_refit", "refit_record", "refit_section"]
+__all__ = ["History", "RefitCheck", "histories", "fitted_attributes", "instance_state",
+           "difference", "check_refit", "refit_record", "refit_section"]
 
 #: nesting depth beyond which values are not compared further (guards self-referencing objects)
 MAX_DEPTH = 12
@@ -150,6 +150,20 @@ def fitted_attributes(model) -> dict:
     {'coef_': 2}
     """
     return {k: v for k, v in vars(model).items() if k.endswith("_") and not k.startswith("__")}
+
+
+def instance_state(model) -> dict:
+    """Everything a model instance holds: its ``__dict__`` but dunder names (its settings,
+    its fitted attributes, and any private attribute, which a pickle or a curious user reads
+    as easily).
+
+    >>> class M:
+    ...     pass
+    >>> m = M(); m.alpha, m.coef_, m._cache = 1, 2, 3
+    >>> instance_state(m)
+    {'alpha': 1, 'coef_': 2, '_cache': 3}
+    """
+    return {k: v for k, v in vars(model).items() if not k.startswith("__")}
 
 
 def _floats_equal(a: np.ndarray, b: np.ndarray) -> bool:
@@ -335,7 +349,7 @@ def check_refit(build: Callable[[int], object], D, D_prime, *, seed: int,
         return result
     twin = _fit(build(seed), D)
     result.n_fits = 2
-    ref, other = fitted_attributes(fresh), fitted_attributes(twin)
+    ref, other = instance_state(fresh), instance_state(twin)
     result.attributes = len(ref)
     unstable = {n for n in ref if n not in other or difference(ref[n], other[n], n)}
     if unstable:
@@ -352,7 +366,7 @@ def check_refit(build: Callable[[int], object], D, D_prime, *, seed: int,
                                    f"{type(error).__name__}: {error}")
             continue
         result.compared += 1
-        for problem in _differences(fitted_attributes(model), ref, unstable):
+        for problem in _differences(instance_state(model), ref, unstable):
             result.problems.append(f"{problem} [previous fit: {how}]")
     return result
 
@@ -368,7 +382,7 @@ def refit_record(build: Callable[[int], object], D, D_prime, *, seed: int,
     >>> D = np.random.default_rng(0).poisson(2.0, size=(12, 8))
     >>> record = refit_record(lambda s: DPTauCC(2, 2, random_state=s), D, D + 1, seed=5)
     >>> record["scope"], record["verdict"], record["step"]
-    ('refit', 'ok', '2 previous fits, 18 attributes')
+    ('refit', 'ok', '2 previous fits, 26 attributes')
     """
     from .workers import bug_context
 

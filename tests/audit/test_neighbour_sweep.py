@@ -36,6 +36,12 @@ def test_an_exact_total_behind_a_fitted_attribute_is_found_by_the_state_check():
     assert "share_" in res.declared
 
 
+def test_an_exact_total_in_a_private_attribute_is_found_by_the_state_check():
+    res = _sweep_toy("private")
+    assert res.violated and "a fitted attribute differs under the same releases" in res.declared
+    assert "_total" in res.declared
+
+
 def test_utilities_weighted_by_the_data_are_found_by_the_exact_cost_or_the_declared_move():
     res = _sweep_toy("weights")
     assert res.violated, res

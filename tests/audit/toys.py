@@ -173,6 +173,8 @@ class ColumnTotals(BaseEstimator):
     * ``"state"``: ``share_`` divides by the exact total (an exact value after the call);
     * ``"weights"``: the choice's utilities add 1.5 times the exact totals (one count moves
       a utility by 1.5, past the declared range sensitivity 1);
+    * ``"private"``: correct releases, but the exact total kept in a private attribute
+      ``_total`` (no trailing underscore: not a fitted attribute, still held by the model);
     * ``"doubled"``: the totals noised twice over (every count counted twice) while the
       call declares sensitivity 1."""
 
@@ -199,5 +201,7 @@ class ColumnTotals(BaseEstimator):
                                              sampler=rng, ledger=ledger, step="choice")
         total = float(X.sum()) if self.leak == "state" else max(1.0, float(clipped.sum()))
         self.share_ = clipped / max(1.0, total)
+        if self.leak == "private":
+            self._total = float(X.sum())
         self.privacy_ledger_ = ledger
         return self
