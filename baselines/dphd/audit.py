@@ -28,8 +28,10 @@ from dptaucc.audit import events as ev
 from dptaucc.audit.bugs import Bug, UnderChargingLedger, after_fit
 from dptaucc.audit.pairs import RowPair, new_column_maximum
 from dptaucc.audit.scenarios import AuditScenarios, CallSiteSetup, Scenario, label_events
+from dptaucc.audit.transcript import Call
 
-__all__ = ["scenarios", "disjoint_rows", "row_among_zeros", "centre_toward", "POWER_PARAMS"]
+__all__ = ["scenarios", "disjoint_rows", "row_among_zeros", "centre_toward", "POWER_PARAMS",
+           "row_leaves_column", "rows_below_bound", "round_selection_history"]
 
 
 def disjoint_rows(n_per_cluster: int = 3, bound: int = 10) -> RowPair:
@@ -119,6 +121,90 @@ POWER_PARAMS = (("epsilon", 2.0), ("n_clusters", 1), ("n_rounds", 1), ("max_valu
                 ("budget_weights", (0.01, 0.01, 0.01, 0.01, 0.01, 0.95)))
 
 
+def row_leaves_column(n_shared: int = 3, bound: int = 10) -> RowPair:
+    """(row-level relation, DPHD's round selection) ``n_shared`` rows ``(bound, 0)``; row u is
+    ``(bound, 0)`` in D, ``(0, bound)`` in D'. Every row is at the public bounds (max_value =
+    row_l1_bound = ``bound``, so ρ = ``bound``), on both sides: under the centres of
+    :func:`round_selection_history` row u adds 0 to round 1's loss and 1 to round 2's in D,
+    1 and 0 in D' (in units of (ρ + min‖z‖)² = ρ²), the shared rows 0 and ``n_shared``
+    whatever the side, so the utilities move by −1 and +1 (range 2, the charge) and round 2
+    stays the rarer pick on both sides.
+
+    >>> pair = row_leaves_column(n_shared=2)
+    >>> pair.D.toarray().tolist(), pair.D_prime.toarray()[pair.u].tolist()
+    ([[10, 0], [10, 0], [10, 0]], [0, 10])
+    """
+    X = np.zeros((n_shared + 1, 2), dtype=np.int64)
+    X[:, 0] = bound
+    Dp = X.copy()
+    Dp[n_shared] = (0, bound)
+    return RowPair("row_leaves_column", sp.csr_matrix(X), sp.csr_matrix(Dp), n_shared, 2,
+                   "row u at the bound on the first column in D, on the second in D' "
+                   "(row-level)")
+
+
+def rows_below_bound(n_shared: int = 5, bound: int = 10) -> RowPair:
+    """(row-level relation, DPHD's round selection against a data-read normaliser)
+    ``n_shared`` rows ``(1, bound − 1)``; row u is ``(bound, 0)`` in D (the only row whose L2
+    norm reaches ρ = ``bound``) and ``(1, bound − 1)`` in D' (norm √82 for ``bound`` = 10). A
+    normaliser read from the rows (the largest row norm instead of ρ) is then ρ on D and
+    smaller on D': every utility on D' grows by ρ²/82, and the selection's utilities move by
+    more than its range sensitivity 2. With the public ρ (correct code) they move by
+    1 + 0.8 (u adds 0 → 0.82 to round 1, 1 → 0.02 to round 2).
+
+    >>> pair = rows_below_bound(n_shared=2)
+    >>> pair.D.toarray().tolist(), pair.D_prime.toarray()[pair.u].tolist()
+    ([[1, 9], [1, 9], [10, 0]], [1, 9])
+    """
+    X = np.zeros((n_shared + 1, 2), dtype=np.int64)
+    X[:] = (1, bound - 1)
+    D = X.copy()
+    D[n_shared] = (bound, 0)
+    return RowPair("rows_below_bound", sp.csr_matrix(D), sp.csr_matrix(X), n_shared, 2,
+                   "row u, the only row at the L2 bound in D, replaced by a row below it "
+                   "(row-level)")
+
+
+#: a cluster sum (in grid units) whose centre coordinate is clipped to the public box's edge
+#: M: the grid is at least 2^(⌈log2(n B1)⌉ − 52) (dphd_fit.m), 2^−45 for n B1 <= 128
+_EDGE = 2 ** 52
+
+
+def round_selection_history(n_rounds: int = 2) -> Callable[[list[Call]], list[Call]]:
+    """A crafted history for DPHD's round selection (call ``14·T + 1``): each round's last
+    recover (``Lloyd 3``) released as sizes (1, 1) and sums that put its two centres at 0 and
+    at the box's edge M on one axis: round 1 at (M, 0) and 0, every later round at (0, M)
+    and 0 (valid outputs of the mechanisms whatever the data; the grid cancels, every centre
+    coordinate is clipped to 0 or M). With a centre at 0 the selection's per-row unit is ρ²:
+    a row (ρ, 0) adds 0 to round 1's loss and 1 to the others', a row (0, ρ) the reverse.
+
+    >>> recorded = [Call(13, "round 1: Lloyd 3 recover sums", "discrete-laplace", 1.0, 0.0,
+    ...                  np.ones((2, 2))),
+    ...             Call(14, "round 1: Lloyd 3 recover sizes", "discrete-laplace", 1.0, 0.0,
+    ...                  np.ones((2, 1))),
+    ...             Call(27, "round 2: Lloyd 3 recover sums", "discrete-laplace", 1.0, 0.0,
+    ...                  np.ones((2, 2)))]
+    >>> [(c.output > 0).astype(int).tolist() for c in round_selection_history()(recorded)]
+    [[[1, 0], [0, 0]], [[1], [1]], [[0, 1], [0, 0]]]
+    """
+    del n_rounds  # every round after the first is alike
+
+    def forced(call: Call) -> np.ndarray:
+        out = np.asarray(call.output)
+        if "Lloyd 3 recover sizes" in call.step:
+            return np.ones(out.shape, dtype=np.int64)
+        if "Lloyd 3 recover sums" in call.step:
+            sums = np.zeros(out.shape, dtype=np.int64)
+            sums[0, 0 if call.step.startswith("round 1:") else 1] = _EDGE
+            return sums
+        return out
+
+    def craft(history: list[Call]) -> list[Call]:
+        return [Call(c.index, c.step, c.mechanism, c.epsilon, c.delta, forced(c))
+                for c in history]
+    return craft
+
+
 # ------------------------------------------------------------------ raw recomputations
 def _rows(X: np.ndarray, m) -> np.ndarray:
     """D's rows after DPHD's public preprocessing (counts capped at ``max_value_``, rows
@@ -196,7 +282,34 @@ def _call_sites() -> tuple[CallSiteSetup, ...]:
                           limits=(("local search", LOCAL_SEARCH_LIMIT),
                                   ("recover sizes", SIZES_LIMIT))),
             CallSiteSetup(disjoint_rows(), (("epsilon", 85.0), *bounds), max_calls=7, first=8,
-                          skip=sums, redraw_samples=100_000))
+                          skip=sums, redraw_samples=100_000),
+            *_round_selection())
+
+
+#: the round selection's setups: two rounds, ε = 60 (the selection's 5 % is charged 3, the
+#: utilities' differences then keep one round rare on both sides, so the bound resolves it)
+SELECTION_PARAMS = (("epsilon", 60.0), ("n_rounds", 2), ("max_value", 10.0),
+                    ("row_l1_bound", 10.0))
+#: why the selection on ``rows_below_bound`` stays below 0.9 of its charge (docs/audit.md)
+SELECTION_BELOW_LIMIT = (
+    "measured: exact pair cost 0.90 of the charge, ε_lower 0.83 at 10⁶ draws. A pair for a "
+    "normaliser read from the rows: row u must be the only row at the L2 bound in D and below "
+    "it in D', so its D' version (1, 9) adds at most 0.82 to a round's loss (not 1), the "
+    "utilities move by 1.8 of the range 2; the tight pair is row_leaves_column")
+
+
+def _round_selection() -> tuple[CallSiteSetup, ...]:
+    """The round selection (call 29 of a two-round fit: 14 calls a round after the public
+    seeds) under :func:`round_selection_history`, 10⁶ redrawn picks per side: on
+    :func:`row_leaves_column` (every row at the bounds: utilities moved by −1 and +1, the
+    charge's range 2) and on :func:`rows_below_bound` (a normaliser read from the rows moves
+    them past 2; correct code reaches 0.9 of the charge at most, declared)."""
+    return tuple(CallSiteSetup(pair, SELECTION_PARAMS, max_calls=1, first=29,
+                               craft=round_selection_history(), redraw_samples=1_000_000,
+                               n_histories=1, limits=limits)
+                 for pair, limits in ((row_leaves_column(), ()),
+                                      (rows_below_bound(), (("round selection",
+                                                             SELECTION_BELOW_LIMIT),))))
 
 
 # ------------------------------------------------------------------ known bugs
@@ -237,6 +350,12 @@ def _picks_argmax(original):
             return (best.astype(np.int64) + 1).reshape(np.shape(answer))
         return answer
     return serve
+
+
+def _halve_selection_sensitivity(request):
+    if request["op"] == "exponential" and "round selection" in str(request["step"]):
+        request["sensitivity"] = float(np.asarray(request["sensitivity"]).reshape(-1)[0]) / 2
+    return request
 
 
 def _double_epsilon_unlogged(fragment: str):
@@ -296,6 +415,9 @@ BUGS = (
     Bug("dphd.exact_sizes", "dphd", "exact counts declared DP",
         "the recover steps' cluster sizes charged and noised, then released exactly",
         ((_DPHD, "__call__", _exact_sizes),)),
+    Bug("dphd.selection_sensitivity_halved", "dphd", "sensitivity off by 2",
+        "the round selection's exponential mechanism calibrated (and charged) for half its "
+        "range sensitivity", ((_DPHD, "__call__", _request(_halve_selection_sensitivity)),)),
     Bug("dphd.local_search_argmax", "dphd", "exact input after a call",
         "the local search's picks answered with the best candidate, the exponential mechanism "
         "still called and charged", ((_DPHD, "__call__", _picks_argmax),)),
@@ -316,8 +438,10 @@ def scenarios() -> AuditScenarios:
     """DPHD's audit (module docstring).
 
     >>> s = scenarios()
-    >>> s.main.pair.name, [c.pair.name for c in s.call_sites], len(s.bugs)
-    ('new_column_maximum', ['disjoint_rows', 'disjoint_rows'], 8)
+    >>> s.main.pair.name, len(s.bugs)
+    ('new_column_maximum', 9)
+    >>> [c.pair.name for c in s.call_sites]
+    ['disjoint_rows', 'disjoint_rows', 'row_leaves_column', 'rows_below_bound']
     >>> power = s.end_to_end[1]
     >>> power.pair.name, dict(power.params)["epsilon"], power.derive
     ('row_among_zeros', 2.0, False)

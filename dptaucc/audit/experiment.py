@@ -357,7 +357,7 @@ def _unit_record(job: AuditJob, unit, a: float, seed: int, bug: str | None, work
                                           call.index, n_samples=unit_draws(job, unit),
                                           alpha=a, seed=seed, bug=bug, n_jobs=workers,
                                           n_histories=setup.n_histories,
-                                          n_pilot=setup.n_pilot)
+                                          n_pilot=setup.n_pilot, craft=setup.craft)
         else:
             res = audit_call_site(build, setup.pair.D, setup.pair.D_prime, call.index,
                                   n_fits=unit_draws(job, unit), alpha=a, seed=seed, bug=bug,
@@ -648,7 +648,8 @@ def _estimate_call_sites(job: AuditJob, n_jobs: int) -> dict:
             return audit_call_site_redrawn(build, setup.pair.D, setup.pair.D_prime, index,
                                            n_samples=draws, alpha=0.05, seed=0,
                                            n_histories=setup.n_histories,
-                                           n_pilot=setup.n_pilot).elapsed_s
+                                           n_pilot=setup.n_pilot,
+                                           craft=setup.craft).elapsed_s
         return audit_call_site(build, setup.pair.D, setup.pair.D_prime, index, n_fits=draws,
                                alpha=0.05, looks=1, craft=setup.craft,
                                n_histories=setup.n_histories, n_pilot=setup.n_pilot).elapsed_s

@@ -93,9 +93,13 @@ def _both_sides(build, D, D_prime, history, k, n, seeds, bug, n_jobs):
 def audit_call_site_redrawn(build: Callable, D, D_prime, k: int, *, n_samples: int,
                             alpha: float, seed: int = 0, bug: str | None = None,
                             n_jobs: int = 1, n_histories: int = 3, n_pilot: int = 4000,
-                            n_events: int = 3) -> CallSiteResult:
+                            n_events: int = 3,
+                            craft: Callable[[list[Call]], list[Call]] | None = None,
+                            ) -> CallSiteResult:
     """Audit call ``k`` from ``n_samples`` redrawn outputs per side (module docstring): a
-    (1 − α) lower bound on its privacy loss given the chosen history.
+    (1 − α) lower bound on its privacy loss given the chosen history. ``craft`` turns each
+    recorded history into the one to force (a method's worst case), as in
+    :func:`~dptaucc.audit.callsite.audit_call_site`.
 
     >>> from dptaucc import DPTauCC
     >>> from dptaucc.audit.pairs import make_pair
@@ -114,6 +118,8 @@ def audit_call_site_redrawn(build: Callable, D, D_prime, k: int, *, n_samples: i
     base = 9_000_000 + 100_000 * k
     histories = [_record_task(build, D, fit_seed(seed, base + r), bug) for r in range(n_histories)]
     histories = [h for h in histories if len(h) > k]
+    if craft is not None:
+        histories = [craft(h) for h in histories]
     if not histories:
         raise HistoryDiverged(f"no fit on D reaches call {k}")
     shards = max(1, n_jobs)

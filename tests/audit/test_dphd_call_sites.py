@@ -148,3 +148,95 @@ def test_a_local_search_pick_answered_with_its_argmax_is_a_violation_at_any_seed
                                       n_histories=2, n_pilot=1000)
         assert bool(res.law_differs) is violates, res
         assert (res.verdict == "violation") is violates, res
+
+
+# ------------------------------------------------------------------ the round selection
+def _selection_setups():
+    from dptaucc.baselines.dphd.audit import scenarios
+
+    return {s.pair.name: s for s in scenarios().call_sites if s.first == 29}
+
+
+def _selection_build(setup):
+    params = dict(setup.params)
+    return functools.partial(lambda seed, **kw: DPHD(n_clusters=2, random_state=seed, **kw),
+                             **params)
+
+
+def test_the_round_selection_setups_audit_the_selection_on_their_crafted_centres():
+    """Both setups (two rounds) reach the round selection at call 29; under the crafted
+    history row u's two versions move the utilities as designed: −1 and +1 on
+    ``row_leaves_column`` (the charge's range 2), 1.8 on ``rows_below_bound``."""
+    from dptaucc.audit.transcript import open_call
+
+    setups = _selection_setups()
+    assert set(setups) == {"row_leaves_column", "rows_below_bound"}
+    for name, moved in (("row_leaves_column", 2.0), ("rows_below_bound", 1.8)):
+        setup = setups[name]
+        build = _selection_build(setup)
+        history = setup.craft(record(build(0), setup.pair.D))
+        assert history[29].step == "round selection" and len(history) == 30
+        utilities = []
+        for X in (setup.pair.D, setup.pair.D_prime):
+            call, _ = open_call(build(1), X, history, 29)
+            (decl,) = call.calibration.declarations
+            assert decl.sensitivity == 2.0 and call.epsilon == pytest.approx(3.0)
+            utilities.append(np.asarray(decl.exact, dtype=float).ravel())
+        diff = utilities[1] - utilities[0]
+        assert diff.max() - diff.min() == pytest.approx(moved, abs=1e-9), (name, utilities)
+
+
+def _patched_m_files(tmp_path, file, old, new):
+    """A copy of DPHD's Octave sources with ``old`` replaced by ``new`` in ``file``."""
+    import shutil
+
+    src = octave.M_FILES_DIR
+    for m in src.glob("*.m"):
+        shutil.copy(m, tmp_path / m.name)
+    text = (tmp_path / file).read_text()
+    assert text.count(old) == 1
+    (tmp_path / file).write_text(text.replace(old, new))
+    return tmp_path
+
+
+#: the round selection's normaliser read from the data: the largest row norm instead of ρ
+NORMALISER_FROM_DATA = ("scales(r) = (P.rho + min(", "scales(r) = (sqrt(max(rowsq)) + min(")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pair,bug", [
+    ("row_leaves_column", None),
+    ("rows_below_bound", None),
+    ("row_leaves_column", "dphd.selection_sensitivity_halved"),
+    ("rows_below_bound", "normaliser from data"),
+])
+def test_round_selection_audit_flags_planted_bugs_and_passes_correct_code(pair, bug, tmp_path,
+                                                                          monkeypatch):
+    """The round selection's call-site audit (the declared setups, 2·10⁵ picks a side): correct
+    code within its charge, tight on ``row_leaves_column``; its range sensitivity halved
+    (catalogue bug) and its normaliser read from the rows (Octave source changed in a copy)
+    are violations, the latter by the pair's exact cost."""
+    setup = _selection_setups()[pair]
+    catalogued = bug if bug and bug.startswith("dphd.") else None
+    if bug == "normaliser from data":
+        patched = _patched_m_files(tmp_path, "dphd_fit.m", *NORMALISER_FROM_DATA)
+        octave.shutdown()
+        monkeypatch.setattr(octave, "M_FILES_DIR", patched)
+    try:
+        res = audit_call_site_redrawn(_selection_build(setup), setup.pair.D,
+                                      setup.pair.D_prime, 29, n_samples=200_000, alpha=0.05,
+                                      bug=catalogued, n_histories=1, n_pilot=1000,
+                                      craft=setup.craft)
+    finally:
+        if bug == "normaliser from data":
+            octave.shutdown()  # the next fit starts Octave on the real sources
+    assert res.step == "round selection"
+    if bug is None:
+        assert res.verdict == "ok", res
+        assert res.epsilon_pair <= res.epsilon_claimed * (1 + 1e-6)
+        if pair == "row_leaves_column":
+            assert res.epsilon_pair >= 0.95 * res.epsilon_claimed, res
+            assert res.epsilon_lower >= 0.9 * res.epsilon_claimed, res
+    else:
+        assert res.verdict == "violation", res
+        assert res.epsilon_pair > res.epsilon_claimed, res
