@@ -66,6 +66,7 @@ from dptaucc.audit.scenarios import AuditScenarios, CallSiteSetup, Scenario, lab
 from dptaucc.audit.transcript import Call
 
 __all__ = ["scenarios", "row_across_boundary", "row_below_random_boundary",
+           "row_across_random_diagonal",
            "row_leaves_the_top", "boundary_history", "call_site_epsilon",
            "leaving_row_llr", "power_scenario", "zero_row_added", "centres_on_sum_grid",
            "exact_sizes_scenario"]
@@ -139,6 +140,33 @@ def row_below_random_boundary(n_top: int = CALL_SIZE, n_zero: int = CALL_SIZE) -
     """
     return _one_column(n_top, n_zero, 1.0, FIRST_STEPS * 2.0**-10, "row_below_random_boundary",
                        "row u at the bound moves below the random start's boundary (row-level)")
+
+
+#: row u's second value in D' (grid steps) for the two-column first iteration
+DIAGONAL_STEPS = 10
+
+
+def row_across_random_diagonal(n_top: int = CALL_SIZE, n_zero: int = CALL_SIZE) -> RowPair:
+    """(row-level relation) Two columns: ``n_top`` rows at (1, 1) (clipped to the public
+    bound B, :data:`CALL_STEPS` grid steps), row u the last of them, above ``n_zero`` zero
+    rows; in D' row u holds (B, :data:`DIAGONAL_STEPS` steps). In two dimensions the random
+    start's boundary can pass between (B, B) and (B, 10/12 B) (about one fit seed in ten:
+    two centres in [B/4, 3B/4]² at least B/2 apart, nearly on a diagonal), so u leaves the
+    top cluster's top edge by B in both columns and enters the other cluster, whose sums
+    leave 0 by B and by 10/12 B: the pair's exact loss is 0.97 of the four values' charge
+    (one column caps it at 0.83, :func:`row_below_random_boundary`).
+
+    >>> pair = row_across_random_diagonal(n_top=2, n_zero=1)
+    >>> (pair.D_prime.toarray() * 2**10).tolist()
+    [[1024.0, 1024.0], [12.0, 10.0], [0.0, 0.0]]
+    """
+    D = np.zeros((n_top + n_zero, 2))
+    D[:n_top] = 1.0
+    Dp = D.copy()
+    Dp[n_top - 1] = (CALL_STEPS * 2.0**-10, DIAGONAL_STEPS * 2.0**-10)
+    return RowPair("row_across_random_diagonal", sp.csr_matrix(D), sp.csr_matrix(Dp),
+                   n_top - 1, 2, "row u at the bound crosses the random start's boundary in "
+                   "two columns, one of its values just below the bound (row-level)")
 
 
 def row_leaves_the_top(n_top: int = 4, n_zero: int = 4) -> RowPair:
@@ -449,18 +477,28 @@ FIRST_SUMS_LIMIT = ("the first iteration's centres are data-independent random p
                     "with 10⁶ held-out draws per side")
 
 
-def call_site_epsilon(eps_coord: float = CALL_EPS_COORD, n_iter: int = 2) -> float:
-    """The fit's ε at which one column's sums get ``eps_coord`` per value (Su et al.'s split
-    with d = 1 and ``n_iter`` iterations, :func:`~dptaucc.baselines.dp_kmeans.su_split`).
+def call_site_epsilon(eps_coord: float = CALL_EPS_COORD, n_iter: int = 2,
+                      n_dims: int = 1) -> float:
+    """The fit's ε at which ``n_dims`` columns' sums get ``eps_coord`` per value (Su et al.'s
+    split with ``n_iter`` iterations, :func:`~dptaucc.baselines.dp_kmeans.su_split`).
 
     >>> from dptaucc.baselines.dp_kmeans import su_split
     >>> eps = call_site_epsilon(2.0)
     >>> round(eps, 3), round(su_split(eps, 1, 2)[1] / 2, 12)
     (12.698, 2.0)
+    >>> round(su_split(call_site_epsilon(1.0, n_dims=2), 2, 2)[1] / 2, 12)
+    1.0
     """
     from dptaucc.baselines.dp_kmeans import RHO
 
-    return 2.0 * eps_coord * n_iter * (1.0 + float(np.cbrt(4 * RHO**2)))
+    return 2.0 * eps_coord * n_iter * (n_dims + float(np.cbrt(4 * n_dims * RHO**2)))
+
+
+DIAGONAL_SUMS_LIMIT = ("two columns: the pair's exact loss is 0.97 of the charge (u moves all "
+                       "four values, one by 10/12 of B), but an event that sees all four "
+                       "values near their range edges at once is rare (about 1 draw in 10³ on "
+                       "D): sampled, 0.75 of the charge 4 with 2·10⁶ draws per side (0.78 of "
+                       "a charge of 8); the exact pair cost holds the call to 0.97")
 
 
 def _call_sites() -> tuple[CallSiteSetup, ...]:
@@ -468,14 +506,21 @@ def _call_sites() -> tuple[CallSiteSetup, ...]:
     sums 4 (two values at ε_coord = 2, on ranges of 25 values whose edges carry whole atoms
     of probability). First iteration: :func:`row_below_random_boundary`, the random start
     chosen among :data:`FIRST_HISTORIES` fit seeds; second: :func:`row_across_boundary`
-    under :func:`boundary_history`, its sums drawn :data:`SUMS_DRAWS` times as often."""
+    under :func:`boundary_history`, its sums drawn :data:`SUMS_DRAWS` times as often; the
+    first iteration's sums again in two columns (:func:`row_across_random_diagonal`, per-value
+    ε 1, charge 4), whose pair holds them to 0.97 exactly."""
     params = (("epsilon", call_site_epsilon()), ("bounds_max", CALL_BOUND), ("n_iter", 2))
+    diagonal = (("epsilon", call_site_epsilon(CALL_EPS_COORD / 2, n_dims=2)),
+                ("bounds_max", CALL_BOUND), ("n_iter", 2))
     return (CallSiteSetup(row_below_random_boundary(), params, max_calls=2,
                           craft=boundary_history(), n_histories=FIRST_HISTORIES,
                           limits=(("sums", FIRST_SUMS_LIMIT),)),
             CallSiteSetup(row_across_boundary(), params, max_calls=2, first=2,
                           craft=boundary_history(), more_draws=(("sums", SUMS_DRAWS),),
-                          limits=(("sums", SUMS_LIMIT),)))
+                          limits=(("sums", SUMS_LIMIT),)),
+            CallSiteSetup(row_across_random_diagonal(), diagonal, max_calls=1, first=1,
+                          craft=boundary_history(), n_histories=FIRST_HISTORIES,
+                          limits=(("sums", DIAGONAL_SUMS_LIMIT),)))
 
 
 # ------------------------------------------------------------------ known bugs

@@ -203,23 +203,30 @@ def _method_tables(df: pd.DataFrame) -> list[str]:
 TIGHT = 0.9
 
 
-def _distinct_calls(d: pd.DataFrame, ratio: pd.Series) -> str:
+def _distinct_calls(d: pd.DataFrame, ratio: pd.Series, exact: pd.Series | None = None) -> str:
     """The count by distinct call (method and step without its call number): a call audited
     in several setups (another ε, the other-form twin) counts once, at its best ratio; the
-    calls below :data:`TIGHT` on every setup are named.
+    calls below :data:`TIGHT` on every setup are named; with ``exact`` (exact pair cost over
+    the charge), how many distinct calls some setup's pair holds to :data:`TIGHT` exactly.
 
     >>> d = pd.DataFrame({"method": ["dpm"] * 3,
     ...                   "step": ["#0 counts (laplace)", "#0 counts (laplace)", "#2 split (em)"]})
     >>> _distinct_calls(d, pd.Series([0.95, 0.2, 0.3]))
     ' (by distinct call, each at its best setup: **1 of 2**; below on every setup: DPM split (em))'
+    >>> _distinct_calls(d, pd.Series([0.95, 0.2, 0.3]), pd.Series([1.0, 0.3, 0.92]))[-47:]
+    'exact pair cost at 0.9 × the charge or more: 2)'
     """
     call = d["method"].map(label) + " " + d["step"].str.replace(r"^#\d+ ", "", regex=True)
     best = ratio.fillna(0.0).groupby(call.to_numpy()).max()
     if len(best) == len(d):
         return ""
     below = ", ".join(best.index[best < TIGHT])
+    held = "" if exact is None else (
+        f"; distinct calls whose pair has an exact pair cost at {TIGHT:g} × the charge or "
+        f"more: {int((exact.fillna(0.0).groupby(call.to_numpy()).max() >= TIGHT).sum())}")
     return (f" (by distinct call, each at its best setup: **{int((best >= TIGHT).sum())} of "
-            f"{len(best)}**" + (f"; below on every setup: {below})" if below else ")"))
+            f"{len(best)}**" + (f"; below on every setup: {below}" if below else "") + held
+            + ")")
 
 
 def _call_name(step: str) -> str:
@@ -299,10 +306,13 @@ def tightness_section(df: pd.DataFrame) -> list[str]:
         return []
     ratio = d["epsilon_lower"] / d["epsilon_claimed"]
     tight = int((ratio >= TIGHT).sum())
+    exact_ratio = (d["epsilon_pair"] / d["epsilon_claimed"] if "epsilon_pair" in d.columns
+                   else None)
     lines = ["### Tightness per call site", "",
              f"Each corrected-mode mechanism call audited on its method's worst case: ε_lower "
              f"against the ε (and δ) the call charged. **{tight} of {len(d)}** audited calls "
-             f"reach {TIGHT:g} × their charge{_distinct_calls(d, ratio)}; a call below says why "
+             f"reach {TIGHT:g} × their charge{_distinct_calls(d, ratio, exact_ratio)}; a call "
+             "below says why "
              "(declared beside its method). "
              "A bug that raises a call's privacy loss by more than charge − ε_lower shows at "
              "that call. *Exact pair / charge*: the pair's loss at that call computed exactly "

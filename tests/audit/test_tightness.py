@@ -222,3 +222,27 @@ def test_dp_taucc_row_first_column_assignment_needs_a_joint_event():
                           n_pilot=setup.n_pilot)
     assert res.step == "init/column-assignment" and math.isclose(res.epsilon_claimed, 2.0)
     assert 0.8 * res.epsilon_claimed <= res.epsilon_lower <= res.epsilon_claimed, res
+
+
+@pytest.mark.parametrize("bug", [None, "dp_kmeans.sums_charged_for_one_cluster"])
+def test_dp_kmeans_first_sums_held_to_their_charge_exactly_in_two_columns(bug):
+    """The two-column setup: among its fit seeds a random start whose boundary passes between
+    (B, B) and (B, 10/12 B), so the pair moves all four sums (two from the top of their range,
+    two from 0): its exact cost is 0.97 of the charge 4 (one column caps it at 0.83), so a
+    charge that leaves out one cluster's values (half of them) is flagged exactly."""
+    from dptaucc.audit.callsite import audit_call_site
+    from dptaucc.audit.workers import bug_context
+
+    setup = call_site_setup("dp_kmeans")[-1]
+    assert setup.pair.name == "row_across_random_diagonal"
+    build = AuditJob("dp_kmeans", "corrected", None, 10).factory(setup.params)
+    with bug_context(bug):
+        res = audit_call_site(build, setup.pair.D, setup.pair.D_prime, 1, n_fits=20_000,
+                              alpha=0.05, n_histories=setup.n_histories,
+                              n_pilot=setup.n_pilot, craft=setup.craft)
+    assert res.step == "iteration 1: cluster sums"
+    if bug is None:
+        assert math.isclose(res.epsilon_claimed, 4.0)
+        assert 0.95 <= res.epsilon_pair / res.epsilon_claimed <= 1.0 + 1e-9
+    else:  # charged 2 for a pair that costs 3.87
+        assert res.epsilon_pair > 1.5 * res.epsilon_claimed and res.verdict == "violation"
