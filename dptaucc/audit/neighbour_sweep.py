@@ -141,7 +141,9 @@ def perturbed_rows(pair: NeighbouringPair | RowPair, rng: np.random.Generator,
     replaced, the rows D′ adds) get their own random values instead, up to :data:`OWN_REACH`
     times the pair's largest (any row may replace or join another); and half the time the rows
     D and D′ share are drawn afresh the same way (a row relation's pair need not keep its
-    counts), so rows fall below and above any public bound.
+    counts), so rows fall below and above any public bound; half of those times the shared
+    rows are small (1 to 3 units) and only D′'s own rows are large, the contrast under which a
+    normaliser or bound read from the data's largest row moves furthest.
 
     >>> from dptaucc.audit.pairs import added_row, make_pair
     >>> rng = np.random.default_rng(0)
@@ -167,7 +169,11 @@ def perturbed_rows(pair: NeighbouringPair | RowPair, rng: np.random.Generator,
     if extra < 0 or pair.D_prime.shape[1] != m:
         raise ValueError(f"pair {pair.name}: D' must have D's columns and as many rows or more")
     if rng.random() < 0.5:  # every row of its own: values above and below any public bound
-        fresh = _own_rows(rng, pair, n, unit)
+        # half of those times small rows only (1 to 3 units), beside the large rows of their
+        # own that D′ gets: a bound, norm or scale read from the data's largest row moves
+        # with the changed row alone
+        fresh = _own_rows(rng, pair, n, unit) if rng.random() < 0.5 else \
+            _noise(rng, (n, m), unit)
         pair = replace(pair, D=sp.csr_matrix(fresh), D_prime=sp.vstack(
             [fresh[:pair.u], pair.D_prime[pair.u:pair.u + max(extra, 1)],
              fresh[pair.u + (1 if extra == 0 else 0):]], format="csr"))
