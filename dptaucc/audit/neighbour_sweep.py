@@ -507,7 +507,7 @@ def method_specs(method: str) -> list[tuple]:
     are charged for). Steps a setup skips are skipped everywhere.
 
     >>> sorted({p.name for p, _, _, costs in method_specs("dpm") if costs})
-    ['added_row', 'zero_row_among_corners']
+    ['added_row', 'row_inside_gaps', 'zero_row_among_corners']
     """
     from .methods import call_site_setup, method_audits
 
