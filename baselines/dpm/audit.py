@@ -440,9 +440,10 @@ def scenarios() -> AuditScenarios:
                   share=20.0, params=POWER_PARAMS, derive=False),
          best_split_scenario()),
         (CallSiteSetup(added_row(n_per_cluster=100), (("epsilon", 200.0),), max_calls=4,
-                       max_draws=100_000,
+                       max_draws=100_000,  # a redraw costs ~2 ms
                        limits=(("split_level", SPLIT_LIMIT),
-                               ("interval_size", INTERVAL_LIMIT))),  # a redraw costs ~2 ms
+                               ("interval_size", "added_row is not built for the interval "
+                                "call (row_inside_gaps is); " + INTERVAL_LIMIT))),
          CallSiteSetup(zero_row_among_corners(), SPLIT_SITE_PARAMS, max_calls=1, first=2,
                        max_draws=100_000, limits=(("split_level", SPLIT_CORNERS_LIMIT),)),
          CallSiteSetup(row_inside_gaps(), INTERVAL_SITE_PARAMS, max_calls=1, first=1,
