@@ -26,7 +26,7 @@ import math
 import numpy as np
 
 from dptaucc.privacy import PrivacyLedger, Sampler, as_sampler, exponential_mechanism
-from dptaucc.privacy.calibration import first_draw
+from dptaucc.privacy.calibration import Declaration, StepUtility, draws_only, first_draw
 from dptaucc.privacy.hook import MECHANISM_HOOK, watch
 
 __all__ = [
@@ -36,6 +36,7 @@ __all__ = [
     "averaged_gaps",
     "rank_utility",
     "public_grid",
+    "step_utility",
     "smith_quantile",
     "simulated_gap_scale",
     "choose_sigma",
@@ -96,6 +97,37 @@ def public_grid(lower: float, upper: float, bits: int = OUTPUT_GRID_BITS) -> flo
     return math.ldexp(1.0, math.frexp(upper - lower)[1] - 1 - bits)
 
 
+def _runs(values, q: float, lower: float, upper: float, bits: int):
+    """(g, bounds, counts, keep, u): the grid spacing, interval i = grid indices
+    [bounds[i], bounds[i + 1]) between the sorted values (count_i points), the non-empty
+    ones, and their utilities u = −|i − qM|."""
+    g = public_grid(lower, upper, bits)
+    v = np.clip(np.sort(np.asarray(values, dtype=float)), lower, upper)
+    M = v.size
+    # first grid index at or after each edge; the last interval is closed at ``upper``
+    first = np.ceil(np.concatenate(([lower], v)) / g).astype(np.int64)
+    bounds = np.concatenate((first, [math.floor(upper / g) + 1]))
+    counts = np.diff(bounds)
+    keep = np.flatnonzero(counts > 0)
+    util = -np.abs(np.arange(M + 1) - q * M)[keep]
+    return g, bounds, counts, keep, util
+
+
+def step_utility(values, q: float, lower: float, upper: float,
+                 bits: int = OUTPUT_GRID_BITS) -> StepUtility:
+    """u(o) = −|#{v ≤ o} − qM| of :func:`smith_quantile` as a step function of the grid index
+    j (o = j·g, :func:`public_grid`): what the call tells the audit as its exact input.
+
+    >>> u = step_utility([1.0, 3.0], 0.5, 0.0, 4.0, bits=2)  # g = 1: grid 0, 1, …, 4
+    >>> u.edges.tolist(), u.utility.tolist()
+    ([0, 1, 3, 5], [-1.0, -0.0, -1.0])
+    >>> bool(np.array_equal(u.at(np.arange(5)), rank_utility([1.0, 3.0], np.arange(5.0), 0.5)))
+    True
+    """
+    _, bounds, _, keep, util = _runs(values, q, lower, upper, bits)
+    return StepUtility(np.append(bounds[keep], bounds[keep[-1] + 1]), util)
+
+
 def smith_quantile(values: np.ndarray, q: float, lower: float, upper: float, epsilon: float,
                    sensitivity: float, sampler: Sampler, ledger: PrivacyLedger,
                    step: str = "interval_size", note: str = "") -> float:
@@ -111,7 +143,10 @@ def smith_quantile(values: np.ndarray, q: float, lower: float, upper: float, eps
     ≤ Δ/2) — then one of its count_i points uniformly. The grid is ~2^30 points, far finer
     than any σ cell the result is matched against, so this is Smith's continuous mechanism up
     to a shift below 2^-23 of the range; unlike a float drawn inside [v_(i), v_(i+1)), its
-    possible values do not depend on the data.
+    possible values do not depend on the data. Under the audit hook the call declares this
+    law over the grid (mechanism ``"exponential-grid"``: u as a step function of the grid
+    index, Δ in the ``"linf"`` norm), so the audit can compute the exact cost of a pair and
+    check the move of u against Δ (:mod:`dptaucc.audit.pair_cost`).
 
     >>> import math
     >>> import numpy as np
@@ -124,15 +159,7 @@ def smith_quantile(values: np.ndarray, q: float, lower: float, upper: float, eps
     >>> 0.0 <= noisy <= 100.0, [(e.mechanism, e.epsilon) for e in ledger.entries][-1]
     (True, ('exponential', 2.0))
     """
-    g = public_grid(lower, upper)
-    v = np.clip(np.sort(np.asarray(values, dtype=float)), lower, upper)
-    M = v.size
-    # first grid index at or after each edge; the last interval is closed at ``upper``
-    first = np.ceil(np.concatenate(([lower], v)) / g).astype(np.int64)
-    bounds = np.concatenate((first, [math.floor(upper / g) + 1]))
-    counts = np.diff(bounds)
-    keep = np.flatnonzero(counts > 0)
-    util = -np.abs(np.arange(M + 1) - q * M)[keep]
+    g, bounds, counts, keep, util = _runs(values, q, lower, upper, OUTPUT_GRID_BITS)
     weight = 0.0 if math.isinf(epsilon) else sensitivity / epsilon
     scores = util / 2.0 + weight * np.log(counts[keep])
 
@@ -148,7 +175,7 @@ def smith_quantile(values: np.ndarray, q: float, lower: float, upper: float, eps
         return pick(ledger)
     # audited: the release the hook sees (and a replay forces) is the grid point, whose set
     # does not depend on the data, not the index of an interval, which does; the choice inside
-    # declares its law but does not report itself (one call, not two)
+    # does not report itself (one call, not two) and the call declares the grid law
     def quiet(charged_to: PrivacyLedger) -> float:
         token = MECHANISM_HOOK.set(None)
         try:
@@ -156,7 +183,14 @@ def smith_quantile(values: np.ndarray, q: float, lower: float, upper: float, eps
         finally:
             MECHANISM_HOOK.reset(token)
 
-    value = first_draw(seen, lambda: quiet(ledger), None)
+    # the law of the whole, over the public grid: P(o) ∝ exp(ε·u(o)/(2Δ)), u constant on each
+    # run [bounds[i], bounds[i + 1]) of grid indices (a data-independent representation the
+    # audit can compare between D and D'); the inner choice's draws pass, its declaration
+    # (over the data-dependent intervals) is replaced by this one
+    steps = StepUtility(np.append(bounds[keep], bounds[keep[-1] + 1]), util)  # step_utility
+    law = Declaration("exponential-grid", float(sensitivity), "linf", exact=steps,
+                      detail={"grid": g})
+    value = first_draw(seen, lambda: draws_only(lambda: quiet(ledger)), law)
     out = seen.released(step, "exponential", np.array([value]),
                         lambda: np.array([quiet(PrivacyLedger())]))
     return float(np.asarray(out, dtype=float).ravel()[0])

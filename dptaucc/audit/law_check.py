@@ -12,9 +12,10 @@ Declaration` with its exact input, and the scale the sampler drew at) bounds the
 of any single output: the largest is ``p_max``, the product over values (rows) of each one's
 most likely value: ``tanh(1/(2b))`` for the discrete Laplace of scale b, ``1/Z(w)`` for the
 bounded one (its mode is w), the largest ``softmax(u/β)`` of a row for the exponential
-mechanism. The most frequent output of one half of the draws (chosen there) is counted in the
-other half; if it is seen there far more often than ``p_max`` allows (one-sided binomial tail
-below :data:`LAW_ALPHA`), the outputs do not follow the declared law: a violation. Laws that
+mechanism (over a grid: the largest exp(u/(2β)) over Σ L·exp(u/(2β)), L the runs' lengths).
+The most frequent output of one half of the draws (chosen there) is counted in the other half;
+if it is seen there far more often than ``p_max`` allows (one-sided binomial tail below
+:data:`LAW_ALPHA`), the outputs do not follow the declared law: a violation. Laws that
 are continuous (Gaussian, float Laplace) or not known here are not checked ("").
 
 A relabelling of the outputs (Octave's 1-based index) does not change how concentrated they
@@ -28,10 +29,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import log_softmax
+from scipy.special import log_softmax, logsumexp
 from scipy.stats import binom
 
-from dptaucc.privacy.calibration import Calibration
+from dptaucc.privacy.calibration import Calibration, StepUtility
 
 from .pair_cost import _log_z
 
@@ -82,6 +83,14 @@ def log_top_probability(calib: Calibration | None) -> float | None:
             if beta is None or beta.size != 1 or not float(beta) > 0 or x.ndim != 2:
                 return None
             per = log_softmax(x.astype(float) / float(beta), axis=1).max(axis=1)
+        elif d.mechanism == "exponential-grid":
+            beta = _scale(calib, "choice")
+            if beta is None or beta.size != 1 or not float(beta) > 0:
+                return None
+            if not isinstance(d.exact, StepUtility):
+                return None
+            la = d.exact.utility / (2.0 * float(beta))
+            per = la.max() - logsumexp(la + np.log(d.exact.lengths.astype(float)))
         elif d.mechanism == "bounded-discrete-laplace":
             draws = [n for n in calib.draws if n.law == "bounded-discrete-laplace"]
             if len(draws) != 1 or "upper" not in draws[0].detail:

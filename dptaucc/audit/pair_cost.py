@@ -10,6 +10,13 @@ and the law, the privacy loss of *this pair* is computed exactly, without sampli
 * exponential mechanism, P(k) ∝ exp(u_k/β) in each row: per row
   ``max_k |(u_k − u'_k)/β − (LSE(u/β) − LSE(u'/β))|``, summed over the rows (independent
   choices: the largest joint ratio is the product of the rows' largest);
+* exponential mechanism over a public grid (``"exponential-grid"``, DPM's interval quantile),
+  P(o) ∝ exp(u(o)/(2β)) with u a step function of the grid index
+  (:class:`~dptaucc.privacy.calibration.StepUtility`): both sides' breakpoints merged, u and u'
+  are constant on each merged run of L points, the log-normaliser is
+  ``LSE(u/(2β) + ln L)`` over the runs, and the loss is the largest
+  ``|(u − u')/(2β) − (ln Z − ln Z')|`` over the runs (exact over all ~2^30 outputs; an output
+  set that differs between the sides costs ∞);
 * Gaussian of scale σ (or per-coordinate σ_j, or a covariance Σ): μ = ‖Δ‖ whitened
   (``‖Δ‖₂/σ``, ``√Σ(Δ_j/σ_j)²``, ``√ΣΔ_rᵀΣ⁻¹Δ_r``), and the ε of the Gaussian's exact (ε, δ)
   curve at the δ the call charged (:func:`~dptaucc.audit.privacy_map.gaussian_epsilon`);
@@ -39,18 +46,19 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import logsumexp
 
-from dptaucc.privacy.calibration import Calibration, Declaration, NoiseDraw
+from dptaucc.privacy.calibration import Calibration, Declaration, NoiseDraw, StepUtility
 
 from .privacy_map import gaussian_epsilon
 
-__all__ = ["PairCost", "pair_cost", "PAIR_TOLERANCE", "exceeds", "declared_move_exceeded"]
+__all__ = ["PairCost", "pair_cost", "PAIR_TOLERANCE", "exceeds", "declared_move_exceeded",
+           "merged_runs"]
 
 #: relative slack for float rounding between a pair's exact cost and the charge (as the
 #: ledger check's)
 PAIR_TOLERANCE = 1e-6
 
 _LAWS = {"discrete-laplace": "discrete-laplace", "laplace-float": "laplace-float",
-         "exponential": "choice", "gaussian": "gaussian",
+         "exponential": "choice", "exponential-grid": "choice", "gaussian": "gaussian",
          "bounded-discrete-laplace": "bounded-discrete-laplace"}
 
 
@@ -148,6 +156,50 @@ def _exponential(da, db, a, b) -> tuple[float, str]:
     return eps, f"{changed.size} row(s) moved, largest row loss {float(per_row.max()):.6g} at {at}"
 
 
+def _steps(da: Declaration, db: Declaration) -> tuple[StepUtility, StepUtility]:
+    sa, sb = da.exact, db.exact
+    if not (isinstance(sa, StepUtility) and isinstance(sb, StepUtility)):
+        raise _NoCost(f"{da.mechanism} did not tell its utility as a step function")
+    return sa, sb
+
+
+def merged_runs(sa: StepUtility, sb: StepUtility) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(run lengths, u on D, u on D') over the runs of grid indices on which both step
+    functions are constant (their breakpoints merged), for two utilities on the same outputs.
+
+    >>> a = StepUtility(np.array([0, 4, 10]), np.array([0.0, -1.0]))
+    >>> b = StepUtility(np.array([0, 2, 10]), np.array([-1.0, 0.0]))
+    >>> [x.tolist() for x in merged_runs(a, b)]
+    [[2, 2, 6], [0.0, 0.0, -1.0], [-1.0, 0.0, 0.0]]
+    """
+    if sa.edges[0] != sb.edges[0] or sa.edges[-1] != sb.edges[-1]:
+        raise ValueError("the two step functions cover different outputs")
+    starts = np.union1d(sa.edges[:-1], sb.edges[:-1])
+    lengths = np.diff(np.append(starts, sa.edges[-1]))
+    return lengths, sa.at(starts), sb.at(starts)
+
+
+def _grid(da, db, a, b) -> tuple[float, str]:
+    sa, sb = _steps(da, db)
+    beta_a, beta_b = _side_scale(a, "choice"), _side_scale(b, "choice")
+    try:
+        lengths, ua, ub = merged_runs(sa, sb)
+    except ValueError:
+        return math.inf, "the output grids differ between D and D'"
+    if beta_a == beta_b and np.array_equal(ua, ub):
+        return 0.0, "utilities unchanged"
+    if beta_a == 0 or beta_b == 0:
+        return math.inf, "utilities moved, β = 0"
+    log_len = np.log(lengths.astype(float))
+    la, lb = ua / (2.0 * beta_a), ub / (2.0 * beta_b)
+    loss = np.abs((la - logsumexp(la + log_len)) - (lb - logsumexp(lb + log_len)))
+    at = (f"β {beta_a:.6g}" if beta_a == beta_b
+          else f"β {beta_a:.6g} on D, {beta_b:.6g} on D'")
+    where = int(np.argmax(loss))
+    return float(loss[where]), (f"{lengths.size} merged runs of the grid, largest loss on a "
+                                f"run of {int(lengths[where])} points at {at}")
+
+
 def _whitened(da, db, a, b, delta) -> tuple[float, str]:
     xa, xb = _inputs(da, db)
     diff = xa.astype(float) - xb.astype(float)
@@ -231,7 +283,7 @@ def pair_cost(a: Calibration | None, b: Calibration | None, delta: float = 0.0) 
     """The exact ε of call k between D (calibration ``a``) and D' (``b``) under its declared
     law (module docstring), δ ``delta`` split evenly among its Gaussian declarations.
 
-    >>> from dptaucc.privacy.calibration import Calibration, Declaration, NoiseDraw
+    >>> from dptaucc.privacy.calibration import Calibration, Declaration, NoiseDraw, StepUtility
     >>> def laplace(x):
     ...     return Calibration((Declaration("discrete-laplace", 1.0, "l1", exact=np.array(x)),),
     ...                        (NoiseDraw("discrete-laplace", "seeded", 2.0, len(x)),))
@@ -255,6 +307,8 @@ def pair_cost(a: Calibration | None, b: Calibration | None, delta: float = 0.0) 
                 eps, how = _laplace(da, db, a, b)
             elif da.mechanism == "exponential":
                 eps, how = _exponential(da, db, a, b)
+            elif da.mechanism == "exponential-grid":
+                eps, how = _grid(da, db, a, b)
             elif da.mechanism == "gaussian":
                 eps, how = _whitened(da, db, a, b, share)
             elif da.mechanism == "bounded-discrete-laplace":
@@ -301,6 +355,19 @@ def _declared_move(d: Declaration, xa: np.ndarray, xb: np.ndarray) -> str:
     return ""  # l2-blocks and other norms: the pair cost covers them
 
 
+def _step_move(d: Declaration, sa: StepUtility, sb: StepUtility) -> str:
+    """How a step-function utility's move breaks ``d`` (norm ``"linf"``: max_o |u − u'| ≤ Δ),
+    or ""."""
+    try:
+        _, ua, ub = merged_runs(sa, sb)
+    except ValueError:
+        return "the output grids differ between D and D'"
+    moved = float(np.abs(ua - ub).max())
+    if d.norm == "linf" and _over(moved, d.sensitivity):
+        return f"the utility moved by {moved:.6g} at an output > sensitivity {d.sensitivity:.6g}"
+    return ""
+
+
 def declared_move_exceeded(a: Calibration | None, b: Calibration | None) -> str:
     """Whether D's and D''s exact inputs of one call move further than its declarations say
     (the L1 or L2 move over the sensitivity; the rows' utility ranges summed over
@@ -323,6 +390,11 @@ def declared_move_exceeded(a: Calibration | None, b: Calibration | None) -> str:
         return ""
     for da, db in zip(a.declarations, b.declarations, strict=True):
         if da.exact is None or db.exact is None or da.mechanism != db.mechanism:
+            continue
+        if isinstance(da.exact, StepUtility) and isinstance(db.exact, StepUtility):
+            why = _step_move(da, da.exact, db.exact)
+            if why:
+                return f"{da.mechanism}: {why}"
             continue
         xa, xb = np.asarray(da.exact), np.asarray(db.exact)
         if xa.shape != xb.shape or xa.dtype.kind not in "iufb" or xb.dtype.kind not in "iufb":

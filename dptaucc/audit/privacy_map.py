@@ -19,6 +19,9 @@ at the scale drawn (OpenDP 0.16, the ``secure`` extra):
   (``n_changed``) add up. (OpenDP's max-divergence measurement adds exponential noise, ours
   Gumbel noise; both laws are Δ/β-DP for a monotone change of size Δ — McSherry & Talwar 2007,
   Dong, Durfee & Rogers 2020 — and OpenDP's map is that number);
+* exponential mechanism over a public grid (``"exponential-grid"``, DPM's quantile), P(o) ∝
+  exp(u(o)/(2β)) with |u(o) − u'(o)| ≤ Δ at every output (norm ``"linf"``): the softmax law
+  of the scores u/2 at scale β, whose change has range ≤ Δ, so the same ``map(Δ)`` = Δ/β;
 * Gaussian of scale σ, L2 sensitivity Δ: ``make_gaussian`` on a float vector domain with
   ``l2_distance``, ``map(Δ)`` = ρ = Δ²/(2σ²) (zCDP). From μ = √(2ρ) = Δ/σ the exact (ε, δ)
   curve of the Gaussian mechanism (Balle & Wang 2018, Thm. 8)
@@ -210,7 +213,7 @@ def _min_scale(draws: list[NoiseDraw]) -> float:
 def _pure(decl: Declaration, calib: Calibration) -> Cost:
     """Discrete Laplace, float Laplace and the exponential mechanism."""
     law = {"discrete-laplace": "discrete-laplace", "laplace-float": "laplace-float",
-           "exponential": "choice"}[decl.mechanism]
+           "exponential": "choice", "exponential-grid": "choice"}[decl.mechanism]
     draws = _draws(calib, law)
     if not draws:
         return Cost(math.inf, 0.0, f"declared {decl.mechanism}, no {law} draw")
@@ -219,6 +222,12 @@ def _pure(decl: Declaration, calib: Calibration) -> Cost:
         return Cost(0.0, 0.0, "sensitivity 0")
     if not scale > 0:
         return Cost(math.inf, 0.0, f"{law} drawn at scale 0")
+    if decl.mechanism == "exponential-grid":
+        # P(o) ∝ exp(u(o)/(2β)): the noisy max of the scores u/2, each moving by at most Δ/2
+        # either way (|u − u'| ≤ Δ at every o), a range of at most Δ
+        eps = _noisy_max_map(scale, sens)
+        return Cost(eps, 0.0, f"opendp make_noisy_max(max_divergence, scale={scale:.6g})"
+                              f".map({sens:.6g}) on the scores u/2 of the grid law")
     if decl.mechanism == "exponential":
         eps = _noisy_max_map(scale, sens) * max(1, int(decl.n_changed))
         return Cost(eps, 0.0, f"opendp make_noisy_max(max_divergence, scale={scale:.6g})"
@@ -331,7 +340,8 @@ def call_cost(calib: Calibration, delta: float = 0.0) -> Cost:
     share = delta / len(gaussians) if gaussians else 0.0
     costs = []
     for decl in calib.declarations:
-        if decl.mechanism in ("discrete-laplace", "laplace-float", "exponential"):
+        if decl.mechanism in ("discrete-laplace", "laplace-float", "exponential",
+                              "exponential-grid"):
             costs.append(_pure(decl, calib))
         elif decl.mechanism == "gaussian":
             costs.append(_gaussian(decl, calib, share))

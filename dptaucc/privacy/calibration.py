@@ -25,11 +25,11 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["NoiseDraw", "Declaration", "Calibration", "note_draw", "declare", "first_draw",
-           "collecting", "NORMS", "SOURCES"]
+__all__ = ["NoiseDraw", "Declaration", "Calibration", "StepUtility", "note_draw", "declare",
+           "first_draw", "draws_only", "collecting", "NORMS", "SOURCES"]
 
 #: the norms a declared sensitivity may be measured in
-NORMS = ("l1", "l2", "range", "per-value", "l2-blocks")
+NORMS = ("l1", "l2", "range", "per-value", "l2-blocks", "linf")
 #: where a draw's randomness came from
 SOURCES = ("seeded", "secure", "generator")
 
@@ -70,8 +70,12 @@ class Declaration:
     in ``norm`` (``"l1"``, ``"l2"``: of the whole release; ``"range"``: of one row's
     utilities, max − min; ``"per-value"``: of each value, ``n_changed`` of which may change;
     ``"l2-blocks"``: one row of the release changes, block B of that row by at most
-    ``detail["blocks"][B]`` in L2). ``n_changed``: rows (exponential mechanism) or values
-    (per-value norm) a neighbour may change; 1 for a norm that covers the whole release.
+    ``detail["blocks"][B]`` in L2; ``"linf"``: of the utility at every output, max |u − u'|).
+    Mechanism ``"exponential-grid"``: the textbook exponential mechanism over a public grid
+    of outputs, P(o) ∝ exp(u(o)/(2β)) with β = Δ/ε the scale of its ``"choice"`` draw,
+    ``exact`` a :class:`StepUtility` (u over the grid's indices) and norm ``"linf"``.
+    ``n_changed``: rows (exponential mechanism) or values (per-value norm) a neighbour may
+    change; 1 for a norm that covers the whole release.
     ``exact``: the call's exact input as its law reads it (the values noised, or the
     utilities chosen from), a reference kept only while the audit collects: the call-site
     audit compares D's with D''s to compute what the pair really costs under this law
@@ -87,6 +91,43 @@ class Declaration:
     n_changed: int = 1
     detail: dict = field(default_factory=dict)
     exact: Any = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True, eq=False)
+class StepUtility:
+    """A utility constant on runs of a public grid's indices, told in a data-independent
+    form: ``utility[i]`` on the grid indices ``edges[i] ≤ j < edges[i + 1]`` (``edges``
+    increasing integers; the outputs are the indices ``edges[0] ≤ j < edges[-1]``). The exact
+    input of an exponential mechanism over ~2^30 grid points whose utility only changes at
+    the data's values (DPM's interval quantile), small enough to keep and compare.
+
+    >>> u = StepUtility(np.array([0, 3, 4, 10]), np.array([-1.0, 0.0, -2.0]))
+    >>> u.at(np.array([0, 2, 3, 9])).tolist(), u.lengths.tolist()
+    ([-1.0, -1.0, 0.0, -2.0], [3, 1, 6])
+    """
+
+    edges: np.ndarray
+    utility: np.ndarray
+
+    def __post_init__(self):
+        edges = np.asarray(self.edges, dtype=np.int64)
+        utility = np.asarray(self.utility, dtype=float)
+        if edges.ndim != 1 or utility.shape != (edges.size - 1,) or utility.size == 0:
+            raise ValueError(f"need k + 1 edges for k ≥ 1 utilities, got {edges.shape} and "
+                             f"{utility.shape}")
+        if np.any(np.diff(edges) <= 0):
+            raise ValueError("edges must increase strictly")
+        object.__setattr__(self, "edges", edges)
+        object.__setattr__(self, "utility", utility)
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """Grid points in each run."""
+        return np.diff(self.edges)
+
+    def at(self, index: np.ndarray) -> np.ndarray:
+        """u at grid indices inside ``edges[0] ≤ j < edges[-1]``."""
+        return self.utility[np.searchsorted(self.edges, np.asarray(index), side="right") - 1]
 
 
 @dataclass(frozen=True)
@@ -193,4 +234,25 @@ def first_draw(seen, draw: Callable[[], Any], declaration: Declaration | None) -
         declare(declaration)
         out = draw()
     seen.calibration = calibration_of(items)
+    return out
+
+
+def draws_only(draw: Callable[[], Any]) -> Any:
+    """``draw()`` for a mechanism built on another one whose law it declares itself: the inner
+    mechanism's noise draws reach the enclosing collector as drawn, its own declarations do
+    not (the outer declaration states the law of the whole). Without a collector, ``draw()``.
+
+    >>> with collecting() as seen:
+    ...     declare(Declaration("exponential-grid", 1.0, "linf"))
+    ...     draws_only(lambda: declare(Declaration("exponential", 1.0, "range"))
+    ...                or note_draw("choice", "seeded", 0.5, 1))
+    >>> [type(i).__name__ + ":" + getattr(i, "mechanism", getattr(i, "law", "")) for i in seen]
+    ['Declaration:exponential-grid', 'NoiseDraw:choice']
+    """
+    sink = _SINK.get()
+    if sink is None:
+        return draw()
+    with collecting() as items:
+        out = draw()
+    sink.extend(i for i in items if isinstance(i, NoiseDraw))
     return out

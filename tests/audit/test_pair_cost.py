@@ -5,6 +5,7 @@ site, which the exact cost sees from a few hundred draws."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ from dptaucc.audit.pair_cost import exceeds, pair_cost
 from dptaucc.audit.pairs import make_pair
 from dptaucc.audit.privacy_map import bounded_laplace_epsilon, gaussian_epsilon
 from dptaucc.audit.transcript import open_call, record
-from dptaucc.privacy.calibration import Calibration, Declaration, NoiseDraw
+from dptaucc.privacy.calibration import Calibration, Declaration, NoiseDraw, StepUtility
 
 
 def _choice(u, beta):
@@ -172,3 +173,61 @@ def test_the_exact_power_table_sees_dpm_count_bugs_and_passes_its_correct_code()
     assert not rows[""]["seen"] and rows[""]["max_ratio"] == pytest.approx(1.0, rel=1e-6)
     assert rows["dpm.count_sensitivity_halved"]["seen"]
     assert rows["dpm.count_sensitivity_halved"]["max_ratio"] == pytest.approx(2.0, rel=1e-6)
+
+
+def _grid_law(values, beta, bits=4, q=0.65):
+    from dptaucc.baselines.dpm.interval import step_utility
+
+    return Calibration((Declaration("exponential-grid", 1.0, "linf",
+                                    exact=step_utility(values, q, 0.0, 16.0, bits=bits)),),
+                       (NoiseDraw("choice", "seeded", beta, 1),))
+
+
+def test_grid_pair_cost_matches_the_enumerated_law():
+    """DPM's quantile law P(o) ∝ exp(u(o)/(2β)) over a tiny public grid (bits = 4: the 17
+    points 0, 1, …, 16), every output enumerated: the exact cost from the merged runs is the
+    largest log-ratio, and the declared move is the largest |u − u'| over the outputs."""
+    from dptaucc.baselines.dpm.interval import public_grid, rank_utility
+
+    from dptaucc.audit.pair_cost import declared_move_exceeded
+
+    rng = np.random.default_rng(0)
+    grid = np.arange(17) * public_grid(0.0, 16.0, bits=4)
+    assert grid[-1] == 16.0
+    for _ in range(30):
+        values = rng.uniform(0.0, 16.0, int(rng.integers(1, 12))).round(1)
+        added = np.append(values, rng.uniform(0.0, 16.0, int(rng.integers(1, 3))).round(1))
+        beta_a = float(rng.uniform(0.2, 3.0))
+        beta_b = beta_a if rng.random() < 0.7 else float(rng.uniform(0.2, 3.0))
+        ua, ub = rank_utility(values, grid), rank_utility(added, grid)
+        la, lb = ua / (2 * beta_a), ub / (2 * beta_b)
+        want = float(np.abs((la - logsumexp(la)) - (lb - logsumexp(lb))).max())
+        a, b = _grid_law(values, beta_a), _grid_law(added, beta_b)
+        assert pair_cost(a, b).epsilon == pytest.approx(want, rel=1e-9, abs=1e-12)
+        assert pair_cost(b, a).epsilon == pytest.approx(want, rel=1e-9, abs=1e-12)
+        moved = float(np.abs(ua - ub).max())
+        tight = Calibration((replace(a.declarations[0], sensitivity=moved),), a.draws)
+        slack = Calibration((replace(a.declarations[0], sensitivity=moved * 0.99),), a.draws)
+        assert declared_move_exceeded(tight, b) == ""
+        assert "exponential-grid: the utility moved by" in declared_move_exceeded(slack, b)
+    # the same utilities at the same β cost nothing; a grid that differs is infinitely far
+    same = _grid_law([1.0, 5.0], 1.0)
+    assert pair_cost(same, _grid_law([1.0, 5.0], 1.0)).epsilon == 0.0
+    other = Calibration((Declaration("exponential-grid", 1.0, "linf",
+                                     exact=StepUtility(np.array([0, 8]), np.array([0.0]))),),
+                        same.draws)
+    assert pair_cost(same, other).epsilon == math.inf
+
+
+def test_the_grid_law_costs_its_declared_sensitivity_in_the_privacy_map():
+    """The ledger's independent map reads Δ and the β drawn: ε = Δ/β (the softmax of the
+    scores u/2, a range of at most Δ); the largest single output probability is the law's."""
+    from dptaucc.audit.law_check import log_top_probability
+    from dptaucc.audit.privacy_map import call_cost
+
+    calib = _grid_law([1.0, 5.0, 9.0], 0.5)
+    decl = replace(calib.declarations[0], sensitivity=2.0)
+    assert call_cost(Calibration((decl,), calib.draws)).epsilon == pytest.approx(4.0)
+    u = decl.exact.at(np.arange(17)) / (2 * 0.5)
+    assert math.exp(log_top_probability(calib)) == pytest.approx(
+        math.exp(u.max() - logsumexp(u)))
