@@ -33,7 +33,10 @@ inverse at the default ε = 1, so a scale inverted, or multiplied where it shoul
   all but choice 0 raised by Δ (a change of range exactly Δ). The event {choice 0} has ratio
   (e^τ + (k − 1)e^ε)/(e^τ + k − 1) with k choices and τ the tilt over the noise scale (Δ/ε),
   the largest a 2-outcome event of this mechanism reaches at that mass: for k = 20 at ε = 1,
-  0.97 ε untilted (the linear mechanism), 0.963 ε with τ = 1/8 (the exponential one).
+  0.97 ε untilted (the linear mechanism), 0.963 ε with τ = 1/8 (the exponential one). The
+  linear mechanism's W has a second column, constant Δ/2 (its profiles 1 there): every row of
+  W then spans Δ/2, so a sensitivity read along the wrong axis halves (a one-column W hid it:
+  every row's range is 0 and the choice falls back to uniform, data-blind).
 * ``gaussian``: x = 0 against x = Δ, σ from the analytic calibration (Balle & Wang 2018)
   at (ε, δ); the tail event {out > t} at the right t attains the hockey-stick bound. The audit
   uses δ = 10⁻² by default: at δ = 10⁻⁵ the informative tail has probability ~10⁻³ and 10⁵
@@ -180,10 +183,25 @@ def _exponential(side, n, eps, delta, sampler, ledger):
                                  ledger=ledger, step="audit")
 
 
+def _linear_weights() -> np.ndarray:
+    """W of the linear pairs, 20 × 2: column 0 is 0 for choice 0 and Δ for the others (range
+    Δ, the sensitivity), column 1 constant Δ/2 (range 0). Every row's range is Δ/2, so a
+    sensitivity taken along the wrong axis of W comes out as Δ/2, and a single column (whose
+    rows all have range 0) would hide that slip behind a uniform choice."""
+    weights = np.full((N_CHOICES, 2), float(SENSITIVITY))
+    weights[0, 0] = 0.0
+    weights[:, 1] = SENSITIVITY / 2.0
+    return weights
+
+
+def _linear_profiles(side, n) -> np.ndarray:
+    """Profiles (side, 1): column 1 adds Δ/2 to every choice alike."""
+    return np.column_stack([np.full(n, float(side)), np.ones(n)])
+
+
 def _linear_exponential(side, n, eps, delta, sampler, ledger):
-    weights = np.full((N_CHOICES, 1), float(SENSITIVITY))
-    weights[0, 0] = 0.0  # Δ = max_d range of W's column
-    profiles = np.full((n, 1), float(side))
+    weights = _linear_weights()  # Δ = max_d range of W's columns
+    profiles = _linear_profiles(side, n)
     return linear_exponential_mechanism(profiles, weights=weights, epsilon=eps, sampler=sampler,
                                         ledger=ledger, step="audit")
 
@@ -214,9 +232,8 @@ def _exponential_portable(side, n, eps, delta, sampler, ledger):
 
 
 def _linear_exponential_sparse(side, n, eps, delta, sampler, ledger):
-    weights = np.full((N_CHOICES, 1), float(SENSITIVITY))
-    weights[0, 0] = 0.0
-    profiles = sp.csr_matrix(np.full((n, 1), float(side)))
+    weights = _linear_weights()
+    profiles = sp.csr_matrix(_linear_profiles(side, n))
     return linear_exponential_mechanism(profiles, weights=weights, epsilon=eps, sampler=sampler,
                                         ledger=ledger, step="audit")
 

@@ -279,3 +279,16 @@ def test_a_kernel_that_never_returns_a_unique_maximum_is_seen(monkeypatch):
     assert primitives.UTILITY_TILT > 0
     row = audit_primitive("exponential-portable", 1.0, n=50_000, seed=5)
     assert row["epsilon_lower"] > 1.0, row
+
+
+@pytest.mark.parametrize("name", ["linear-exponential", "linear-exponential-sparse"])
+def test_a_linear_sensitivity_read_along_the_wrong_axis_is_seen(monkeypatch, name):
+    """Δ(W) taken over each row of W instead of each column: the pairs' W has two columns whose
+    rows all span Δ/2, so the slip halves the sensitivity (with one column it gave Δ = 0 and a
+    uniform, data-blind choice: the audit saw nothing)."""
+    from dptaucc.privacy import mechanisms
+
+    monkeypatch.setattr(mechanisms, "linear_range_sensitivity",
+                        lambda w: float(np.max(np.ptp(np.asarray(w, dtype=float), axis=1))))
+    row = audit_primitive(name, 1.0, n=50_000, seed=3)
+    assert row["epsilon_lower"] > 1.0, row
