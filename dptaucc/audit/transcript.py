@@ -14,6 +14,7 @@ arguments: a bug may pass 2ε to the mechanism while the ledger records ε.
 
 from __future__ import annotations
 
+import copy
 import math
 import warnings
 from collections.abc import Callable
@@ -49,6 +50,9 @@ class Call:
     #: :class:`~dptaucc.privacy.calibration.Calibration`, exact input included); None in a
     #: recorded history
     calibration: Any = field(default=None, repr=False, compare=False)
+    #: the states of the fit's seeded generators right after this call (in the order the fit
+    #: first drew from them), kept by :func:`record` for :func:`replay_all`
+    rng_after: tuple = field(default=(), repr=False, compare=False)
 
 
 class HistoryDiverged(RuntimeError):
@@ -78,14 +82,28 @@ def _charged(entries) -> tuple[float, float]:
     return eps, delta
 
 
+def _generators(known: list, calibration) -> None:
+    """Append to ``known`` the seeded generators a call's draws came from (in first-seen
+    order; the samplers tell them only while the audit collects)."""
+    for draw in getattr(calibration, "draws", ()):
+        rng = draw.detail.get("rng")
+        if rng is not None and not any(rng is g for g in known):
+            known.append(rng)
+
+
 class _Recorder:
     def __init__(self):
         self.calls: list[Call] = []
+        self.generators: list = []
+
+    def calibrated(self, step, mechanism, entries, calibration):
+        _generators(self.generators, calibration)
 
     def released(self, step, mechanism, entries, output, redraw=None):
         eps, delta = _charged(entries)
+        states = tuple(copy.deepcopy(g.bit_generator.state) for g in self.generators)
         self.calls.append(Call(len(self.calls), str(step), mechanism, eps, delta,
-                               np.array(output, copy=True)))
+                               np.array(output, copy=True), rng_after=states))
         return output
 
 
@@ -116,15 +134,22 @@ class _Replayer:
 
 
 class _FullReplayer:
-    """Forces every call to the history's output and keeps each call's calibration."""
+    """Forces every call to the history's output and keeps each call's calibration; after
+    each call the fit's seeded generators continue from the states the recorded fit had
+    there. A mechanism may consume a data-dependent amount of its fresh randomness (a bounded
+    integer's rejection step reads another word now and then); with ideal randomness later
+    draws do not depend on that, but a seeded stream would shift every later public draw
+    (DPM's simulated gap table) between D and D′ although every release is equal."""
 
     def __init__(self, history: list[Call]):
         self.history = history
         self.calls: list[Call] = []
         self.calibration = None
+        self.generators: list = []
 
     def calibrated(self, step, mechanism, entries, calibration):
         self.calibration = calibration
+        _generators(self.generators, calibration)
 
     def released(self, step, mechanism, entries, output, redraw=None):
         i = len(self.calls)
@@ -138,6 +163,8 @@ class _FullReplayer:
         self.calls.append(Call(i, str(step), mechanism, eps, delta,
                                np.array(want.output, copy=True), self.calibration))
         self.calibration = None
+        for g, state in zip(self.generators, want.rng_after, strict=False):
+            g.bit_generator.state = copy.deepcopy(state)
         return np.array(want.output, copy=True)
 
 

@@ -144,7 +144,8 @@ def bounded_discrete_laplace(values, upper, scale, sampler: Sampler | np.random.
         raise ValueError("upper must be >= 0 and scale >= 0")
     out = np.clip(w, 0, m).astype(np.int64).ravel()
     m, s = m.ravel(), s.ravel()
-    note_draw("bounded-discrete-laplace", sampler.source, s, s.size, upper=m)
+    note_draw("bounded-discrete-laplace", sampler.source, s, s.size, upper=m,
+              **({"rng": sampler.rng} if sampler.source == "seeded" else {}))
     idx = np.flatnonzero((s > 0) & (m > 0))
     if idx.size == 0:
         return out.reshape(w.shape)

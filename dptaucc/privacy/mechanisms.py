@@ -357,7 +357,7 @@ def float_laplace_mechanism(
 
     def draw(n=None):  # n: a batch of n outputs (audit redraws)
         shape = values.shape if n is None else (n, *values.shape)
-        note_draw("laplace-float", "generator", scale, int(np.prod(shape)))
+        note_draw("laplace-float", "generator", scale, int(np.prod(shape)), rng=sampler.rng)
         return np.broadcast_to(values, shape).copy() if scale == 0.0 else (
             values + sampler.rng.laplace(0.0, scale, size=shape))
     out = first_draw(seen, draw, Declaration("laplace-float", float(sensitivity), "l1",

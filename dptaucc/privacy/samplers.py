@@ -112,11 +112,18 @@ class Sampler:
         """Where the mechanism noise comes from: "secure" (OS) or "seeded"."""
         return "secure" if self.exact else "seeded"
 
+    def _stream(self) -> dict:
+        """``{"rng": the generator}`` on the seeded path, told with each draw (only while the
+        audit collects): a replay of a forced history continues every later draw from the
+        recorded fit's generator state (:mod:`dptaucc.audit.transcript`). Empty on the secure
+        path, whose mechanism noise no seed repeats."""
+        return {} if self.exact else {"rng": self.rng}
+
     def normal(self, size: int | tuple[int, ...], sigma) -> np.ndarray:
         """N(0, σ²) variates for Gaussian mechanisms, σ a scalar or one per coordinate
         (broadcast against ``size``): σ times :meth:`standard_normal`."""
         z = self.standard_normal(size)
-        note_draw("gaussian", self.source, sigma, z.size)
+        note_draw("gaussian", self.source, sigma, z.size, **self._stream())
         return sigma * z
 
     def bernoulli(self, p: np.ndarray) -> np.ndarray:
@@ -124,13 +131,13 @@ class Sampler:
         This default reads two uniforms per value from ``rng``: a sampler whose mechanism
         randomness is not ``rng`` overrides it (:class:`SecureSampler`)."""
         p = np.asarray(p, dtype=float)
-        note_draw("bernoulli", "generator", math.nan, p.size)
+        note_draw("bernoulli", "generator", math.nan, p.size, **self._stream())
         return _bernoulli_from_uniforms(p, self.rng.random(p.shape), self.rng.random(p.shape))
 
     def integers(self, high: int) -> int:
         """One integer uniform on {0, …, high − 1}, part of a mechanism's output (this
         default reads ``rng``; :class:`SecureSampler` reads OS words)."""
-        note_draw("uniform", "generator", math.nan, 1)
+        note_draw("uniform", "generator", math.nan, 1, **self._stream())
         return int(self.rng.integers(high))
 
     # -- shared helpers ---------------------------------------------------------------------
@@ -181,7 +188,7 @@ class SeededSampler(Sampler):
         """⌊E₁·b⌋ − ⌊E₂·b⌋ with E Exp(1): P(⌊E·b⌋ ≥ k) = e^{−k/b}, so the difference of two
         independent copies has P(z) ∝ e^{−|z|/b}."""
         scale = _check_scale(scale)
-        note_draw("discrete-laplace", "seeded", scale, size)
+        note_draw("discrete-laplace", "seeded", scale, size, rng=self.rng)
         if scale == 0.0:
             return np.zeros(size, dtype=np.int64)
         e1 = self.standard_exponential(size)
@@ -214,7 +221,7 @@ class SeededSampler(Sampler):
         scale = _check_scale(scale) if math.isfinite(scale) else -1.0
         if scale < 0:
             raise ValueError(f"scale must be finite, got {scale}")
-        note_draw("choice", "seeded", scale, scores.shape[0])
+        note_draw("choice", "seeded", scale, scores.shape[0], rng=self.rng)
         if scale == 0.0:
             return self._argmax_ties_uniform(scores)
         n = scores.shape[0]
@@ -227,11 +234,11 @@ class SeededSampler(Sampler):
 
     def bernoulli(self, p: np.ndarray) -> np.ndarray:
         p = np.asarray(p, dtype=float)
-        note_draw("bernoulli", "seeded", math.nan, p.size)
+        note_draw("bernoulli", "seeded", math.nan, p.size, rng=self.rng)
         return _bernoulli_from_uniforms(p, self.rng.random(p.shape), self.rng.random(p.shape))
 
     def integers(self, high: int) -> int:
-        note_draw("uniform", "seeded", math.nan, 1)
+        note_draw("uniform", "seeded", math.nan, 1, rng=self.rng)
         return int(self.rng.integers(high))
 
 
