@@ -537,7 +537,7 @@ def sweep(build_for: Callable[[tuple], Callable[[int], object]],
 
 #: perturbed pairs per private method (the gate's sweep; `neighbour_sweep_pairs` in the
 #: audit config overrides it)
-N_PAIRS = 80
+N_PAIRS = 320
 #: a method's sweep stops after this many seconds (the pairs done are reported)
 DEADLINE_S = 300.0
 
