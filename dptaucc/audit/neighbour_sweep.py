@@ -33,6 +33,9 @@ looks for those pairs at random, with no sampling:
    same shape (:func:`far_twin`): they must not differ between any two inputs with the same
    public facts, and a far input moves an exact quantity much further than a neighbour does
    (a split decided on exact counts flips, where one row rarely tips it).
+7. Every :data:`DENSE_EVERY`-th round over the specs hands the fits their inputs as dense
+   arrays instead of sparse matrices (:func:`as_fit_input`): an estimator that takes
+   another path for dense input (an embedding, a projection, a block sum) is swept there too.
 
 Correct code cannot fail it: a call's charge bounds its loss on *every* neighbouring pair
 given its history, and the cost is computed, not estimated. A call whose two sides' laws
@@ -57,7 +60,7 @@ from .transcript import HistoryDiverged, record, replay_all
 
 __all__ = ["perturbed", "perturbed_rows", "far_twin", "noise_coincidences", "same_shape_twin",
            "state_differs", "sweep_pair", "SweepResult", "sweep", "method_specs", "sweep_record",
-           "call_kind",
+           "call_kind", "as_fit_input", "DENSE_EVERY",
            "N_PAIRS"]
 
 #: largest count N adds to a cell
@@ -256,6 +259,8 @@ class SweepResult:
     unjudged: tuple[str, ...] = ()
     #: every kind of call the sweep's fits made
     kinds: tuple[str, ...] = ()
+    #: pairs whose fits got dense arrays (:func:`as_fit_input`)
+    dense_pairs: int = 0
 
     @property
     def violated(self) -> bool:
@@ -336,18 +341,31 @@ def noise_coincidences(calls) -> tuple[int, float, str]:
     return seen, expected, where
 
 
-def _replayed(build, seed: int, X, history):
+#: every this-many-th round over a method's specs fits dense arrays (the others sparse)
+DENSE_EVERY = 4
+
+
+def as_fit_input(X, dense: bool):
+    """X as the fits of one pair see it: a dense ``numpy`` array when ``dense``, else as given.
+
+    >>> as_fit_input(sp.identity(2, format="csr"), True).tolist()
+    [[1.0, 0.0], [0.0, 1.0]]
+    """
+    return X.toarray() if dense and sp.issparse(X) else X
+
+
+def _replayed(build, seed: int, X, history, dense: bool = False):
     model = build(seed)
-    return replay_all(model, X, history), model
+    return replay_all(model, as_fit_input(X, dense), history), model
 
 
-def state_differs(build: Callable[[int], object], pair, seed: int) -> str:
+def state_differs(build: Callable[[int], object], pair, seed: int, dense: bool = False) -> str:
     """Where the fitted attributes of two fits differ that replay one history (recorded on D,
     same seed) on D and on D′ of the same shape, or "": with every release and all public
     randomness equal, what a corrected fit holds is post-processing of its releases and
     public facts, so it must be the same bit for bit; a difference is an attribute the
     private data steers past the mechanisms (a fit that raises or diverges: "", the path
-    check's business).
+    check's business). ``dense``: the fits get dense arrays (:func:`as_fit_input`).
 
     >>> from dptaucc import DPTauCC
     >>> from dptaucc.audit.pairs import make_pair
@@ -357,9 +375,9 @@ def state_differs(build: Callable[[int], object], pair, seed: int) -> str:
     from .refit_check import difference, instance_state
 
     try:
-        history = record(build(seed), pair.D)
-        _, model_a = _replayed(build, seed, pair.D, history)
-        _, model_b = _replayed(build, seed, pair.D_prime, history)
+        history = record(build(seed), as_fit_input(pair.D, dense))
+        _, model_a = _replayed(build, seed, pair.D, history, dense)
+        _, model_b = _replayed(build, seed, pair.D_prime, history, dense)
     except Exception:  # noqa: BLE001 - refused input or diverged path: judged elsewhere
         return ""
     found = difference(instance_state(model_a), instance_state(model_b))
@@ -368,7 +386,7 @@ def state_differs(build: Callable[[int], object], pair, seed: int) -> str:
 
 def sweep_pair(build: Callable[[int], object], pair, seed: int, skip: Sequence[str] = (),
                costs: bool = True, noise: list | None = None, refused: list | None = None,
-               ) -> tuple[list[tuple[float, str]], int, str, str]:
+               dense: bool = False) -> tuple[list[tuple[float, str]], int, str, str]:
     """((ratio, where, step) of every call with an exact cost, the steps of the calls without one,
     the divergence on
     D′ or "", the first problem of another kind or "": a call whose input moved beyond its
@@ -379,7 +397,8 @@ def sweep_pair(build: Callable[[int], object], pair, seed: int, skip: Sequence[s
     scenario's): only the path and the fitted attributes, on :func:`same_shape_twin`, which hold
     for any two inputs with the same public facts. ``noise``: a list that gets D's fit's
     :func:`noise_coincidences` appended; ``refused``: one that gets why, when the fit or its
-    replay on D raised (the pair is then left out).
+    replay on D raised (the pair is then left out). ``dense``: every fit gets its input as a
+    dense array (:func:`as_fit_input`).
 
     >>> from dptaucc import DPTauCC
     >>> from dptaucc.audit.pairs import make_pair
@@ -391,8 +410,8 @@ def sweep_pair(build: Callable[[int], object], pair, seed: int, skip: Sequence[s
     if not costs:
         pair = same_shape_twin(pair)
     try:
-        history = record(build(seed), pair.D)
-        side_a, model_a = _replayed(build, seed, pair.D, history)
+        history = record(build(seed), as_fit_input(pair.D, dense))
+        side_a, model_a = _replayed(build, seed, pair.D, history, dense)
     except Exception as error:  # noqa: BLE001 - the method refuses this input: nothing to compare
         if refused is not None:  # counted and named in the record, never silently dropped
             refused.append(f"{pair.name}: {type(error).__name__}: {error}")
@@ -400,7 +419,7 @@ def sweep_pair(build: Callable[[int], object], pair, seed: int, skip: Sequence[s
     if noise is not None:
         noise.append(noise_coincidences(side_a))
     try:
-        side_b, model_b = _replayed(build, seed, pair.D_prime, history)
+        side_b, model_b = _replayed(build, seed, pair.D_prime, history, dense)
     except HistoryDiverged as why:
         return [], [], f"{pair.name}: {why}", ""
     out, missing, other = [], [], ""
@@ -428,7 +447,7 @@ def sweep_pair(build: Callable[[int], object], pair, seed: int, skip: Sequence[s
             found = difference(instance_state(model_a), instance_state(model_b))
             found = f"{pair.name}: {found}" if found else ""
         else:
-            found = state_differs(build, twin, seed)
+            found = state_differs(build, twin, seed, dense)
         other = (f"a fitted attribute differs under the same releases ({found})"
                  if found else "")
     return out, missing, "", other
@@ -495,6 +514,7 @@ def sweep(build_for: Callable[[tuple], Callable[[int], object]],
     noise: list[tuple[int, float, str]] = []
     refused: list[str] = []
     fits = [0]
+    dense_pairs = 0
 
     def counted(build):
         def make(seed):
@@ -507,14 +527,18 @@ def sweep(build_for: Callable[[tuple], Callable[[int], object]],
             break
         pair, params, skip, costs = specs[i % len(specs)]
         build, near = counted(build_for(params)), perturbed(pair, rng)
+        dense = (i // len(specs)) % DENSE_EVERY == DENSE_EVERY - 1
+        if dense:
+            near = replace(near, name=f"{near.name} (dense)")
         found, miss, differs, declared = sweep_pair(build, near, seeds(i), skip, costs, noise,
-                                                    refused)
+                                                    refused, dense)
         reused = _reused(noise)
         declared = declared or reused
         if not (differs or declared):  # the far twin: path and attributes only
             _, _, differs, declared = sweep_pair(build, far_twin(near, rng), seeds(i), skip,
-                                                 costs=False, refused=refused)
+                                                 costs=False, refused=refused, dense=dense)
         done += 1
+        dense_pairs += dense
         missing += len(miss)
         missing_steps += miss
         met.update(call_kind(step) for step in [*miss, *(f[2] for f in found)])
@@ -523,7 +547,8 @@ def sweep(build_for: Callable[[tuple], Callable[[int], object]],
             return SweepResult(worst, where, done, calls, missing, differs, declared,
                                time.perf_counter() - t0,
                                (len(refused), refused[0] if refused else ""), fits[0],
-                               _unjudged(judged, missing_steps), tuple(sorted(met)))
+                               _unjudged(judged, missing_steps), tuple(sorted(met)),
+                               dense_pairs)
         for ratio, at, step in found:
             judged.add(call_kind(step))
             if math.isnan(worst) or ratio > worst:
@@ -532,7 +557,7 @@ def sweep(build_for: Callable[[tuple], Callable[[int], object]],
             break
     return SweepResult(worst, where, done, calls, missing, "", "", time.perf_counter() - t0,
                        (len(refused), refused[0] if refused else ""), fits[0],
-                       _unjudged(judged, missing_steps), tuple(sorted(met)))
+                       _unjudged(judged, missing_steps), tuple(sorted(met)), dense_pairs)
 
 
 #: perturbed pairs per private method (the gate's sweep; `neighbour_sweep_pairs` in the
@@ -588,7 +613,8 @@ def sweep_record(build_for: Callable[[tuple], Callable[[int], object]], method: 
         res = sweep(build_for, specs, n_pairs, lambda i: fit_seed(seed, 50_000 + i),
                     np.random.default_rng([seed, 50_000]), deadline_s)
     verdict = "violation" if res.violated else ("ok" if res.calls else "no evidence")
-    step = (f"{res.pairs} random pairs from {len(specs)} setups and scenarios, {res.calls} "
+    step = (f"{res.pairs} random pairs ({res.dense_pairs} fitted as dense arrays) from "
+            f"{len(specs)} setups and scenarios, {res.calls} "
             f"calls ({res.no_exact_cost} without an exact cost)"
             + (f"; never costed exactly: {KIND_SEP.join(res.unjudged)}" if res.unjudged else "")
             + (f"; kinds of call met: {KIND_SEP.join(res.kinds)}" if res.kinds else "")

@@ -36,6 +36,17 @@ def test_an_exact_total_behind_a_fitted_attribute_is_found_by_the_state_check():
     assert "share_" in res.declared
 
 
+def test_a_slip_on_the_dense_input_path_is_found_in_the_dense_rounds():
+    """Every DENSE_EVERY-th round over the specs fits dense arrays: a slip only dense inputs
+    reach is found there, and never by the sparse rounds before it."""
+    from dptaucc.audit.neighbour_sweep import DENSE_EVERY
+
+    res = _sweep_toy("dense", n_pairs=2 * DENSE_EVERY)
+    assert res.violated and "(dense)" in res.declared and "share_" in res.declared, res
+    assert res.dense_pairs == 1 and res.pairs == DENSE_EVERY
+    assert not _sweep_toy("dense", n_pairs=DENSE_EVERY - 1).violated
+
+
 def test_an_exact_total_in_a_private_attribute_is_found_by_the_state_check():
     res = _sweep_toy("private")
     assert res.violated and "a fitted attribute differs under the same releases" in res.declared

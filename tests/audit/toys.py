@@ -176,7 +176,8 @@ class ColumnTotals(BaseEstimator):
     * ``"private"``: correct releases, but the exact total kept in a private attribute
       ``_total`` (no trailing underscore: not a fitted attribute, still held by the model);
     * ``"doubled"``: the totals noised twice over (every count counted twice) while the
-      call declares sensitivity 1."""
+      call declares sensitivity 1;
+    * ``"dense"``: ``"state"``'s slip on a dense input only (a path sparse inputs never take)."""
 
     def __init__(self, leak="none", random_state=None):
         self.leak = leak
@@ -185,6 +186,7 @@ class ColumnTotals(BaseEstimator):
     def fit(self, X, y=None):
         from dptaucc.privacy import discrete_laplace_mechanism, exponential_mechanism
 
+        dense_input = not sp.issparse(X)
         X = sp.csr_matrix(X)
         rng = np.random.default_rng(self.random_state)
         ledger = PrivacyLedger()
@@ -199,7 +201,8 @@ class ColumnTotals(BaseEstimator):
             utilities = utilities + 1.5 * totals[None, :]
         self.choice_ = exponential_mechanism(utilities, epsilon=1.0, sensitivity=1.0,
                                              sampler=rng, ledger=ledger, step="choice")
-        total = float(X.sum()) if self.leak == "state" else max(1.0, float(clipped.sum()))
+        exact = self.leak == "state" or (self.leak == "dense" and dense_input)
+        total = float(X.sum()) if exact else max(1.0, float(clipped.sum()))
         self.share_ = clipped / max(1.0, total)
         if self.leak == "private":
             self._total = float(X.sum())
