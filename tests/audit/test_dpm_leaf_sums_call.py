@@ -62,3 +62,15 @@ def test_halving_the_leaf_sums_sensitivity_is_a_violation_at_the_call_site():
                           alpha=0.05, n_histories=1, looks=1, bug=BUG)
     assert res.pair_exceeds and res.verdict == "violation"
     assert res.epsilon_lower > 1.5 * res.epsilon_claimed  # the draws alone see it
+
+
+def test_halving_the_leaf_sums_sensitivity_is_found_by_the_sweep():
+    """The quick gate's first finding (its sweep runs before the draws): the leaf sums move
+    by the row bound 1, declared 1/2."""
+    from dptaucc.audit.neighbour_sweep import sweep_record
+
+    job = AuditJob("dpm", "corrected", 1.0, 10)
+    with bug_context(BUG):
+        rec = sweep_record(job.factory, "dpm", seed=0, n_pairs=8)
+    assert rec["verdict"] == "violation", rec["event"]
+    assert "leaf_sums: gaussian: L2 move 1 > sensitivity 0.5" in rec["event"]
