@@ -23,7 +23,10 @@ sensitivity 1. The interval quantile releases a point of a public grid and decla
 over that grid (mechanism ``"exponential-grid"``), so it is audited like any call; its own
 setup, :func:`row_inside_gaps`, puts the added row inside a gap of every coordinate, which
 moves the pooled-gap count by 2 per coordinate (see :data:`INTERVAL_LIMIT` for how much of
-the charge one row can reach).
+the charge one row can reach). The leaves' noisy sums (the analytic Gaussian, charged (ε, δ))
+have theirs too, :func:`leaf_sums_site`: ``added_row`` again, with almost the whole budget on
+the sums and an explicit δ, so that the call is charged (1.94, 0.048) and the added row, of
+L2 norm 1 once normalised, moves one leaf's sum by exactly the declared sensitivity.
 """
 
 from __future__ import annotations
@@ -41,7 +44,8 @@ __all__ = ["scenarios", "leaf_sizes", "leaf_counts_reachable", "row_between_leav
            "leaf_counts_toward", "POWER_PARAMS", "scaled_rows", "best_root_split",
            "released_root_split", "root_split_is_best", "tied_coordinates", "BEST_SPLIT_PARAMS",
            "best_split_scenario", "zero_row_among_corners", "SPLIT_SITE_PARAMS",
-           "row_inside_gaps", "INTERVAL_SITE_PARAMS", "INTERVAL_LIMIT"]
+           "row_inside_gaps", "INTERVAL_SITE_PARAMS", "INTERVAL_LIMIT",
+           "LEAF_SUMS_SITE_PARAMS", "leaf_sums_site"]
 
 
 def scaled_rows(model, X) -> np.ndarray:
@@ -406,7 +410,39 @@ INTERVAL_LIMIT = (
     "1.35p; the loss of P(o) ∝ exp(ε·u/(2Δ)) is at most ε·(max − min of u − u')/(2Δ) ≤ "
     "ε·2.7p/3.3p = 0.82ε, reached only when all of D's mass sits where u − u' = 1.35p")
 
+#: the leaf-sums call-site setup's settings: no projection (a non-negative row normalised
+#: to unit L2 norm stays in the box [0, 1]^p, so the added row sits on the public bound 1),
+#: one level (the leaf sums are call #4), an explicit δ and 97 % of the row-level budget
+#: ε/2 = 2 on the sums: charged ε = 1.94 and δ_avg = 0.8·δ' = 0.8 · 0.5/(1 + e²) = 0.048,
+#: a δ whose region of the Gaussian's (ε, δ) curve 6·10⁵ draws per side sample well (measured
+#: 0.94-0.95 of the charge; at δ = 0.05, a call δ of 0.0048, 0.91-0.93)
+LEAF_SUMS_SITE_PARAMS = (("epsilon", 4.0), ("delta", 0.5), ("n_components", None),
+                         ("max_depth", 1), ("budget_fractions", (0.01, 0.01, 0.01, 0.97)))
+
+
+def leaf_sums_site() -> CallSiteSetup:
+    """The leaf sums' call-site setup: :func:`~dptaucc.audit.pairs.added_row` (D' = D plus a
+    row with its counts in column 0) under :data:`LEAF_SUMS_SITE_PARAMS`, call #4 only. The
+    history (tree, counts) is forced equal on both sides, so the leaves are the same and the
+    added row, e₀ after the L2 transform, moves one leaf's sum by e₀: an L2 move of 1, the
+    declared sensitivity (the public row bound), all of it on one value. The analytic
+    Gaussian is exact for its (ε, δ), so the pair's exact cost is the charge; measured
+    ε_lower 0.94-0.95 of it at the quick size (6·10⁵ draws per side), 0.97 at the full size.
+
+    >>> setup = leaf_sums_site()
+    >>> setup.pair.name, setup.first, setup.max_calls, setup.limits
+    ('added_row', 4, 1, ())
+    >>> from dptaucc.baselines.dpm import DPM
+    >>> [(e.step, e.epsilon, round(e.delta, 4)) for e in DPM(random_state=0, **dict(
+    ...     setup.params)).fit(setup.pair.D).privacy_ledger_.entries if e.step == "leaf_sums"]
+    [('leaf_sums', 1.94, 0.0477)]
+    """
+    return CallSiteSetup(added_row(n_per_cluster=100), LEAF_SUMS_SITE_PARAMS, max_calls=1,
+                         first=4)
+
+
 _TREE = "dptaucc.baselines.dpm.tree"
+_CORE = "dptaucc.baselines.dpm.core"
 
 BUGS = (
     Bug("dpm.count_sensitivity_halved", "dpm", "sensitivity off by 2",
@@ -415,6 +451,10 @@ BUGS = (
     Bug("dpm.count_epsilon_doubled", "dpm", "ε split spends 2ε, ledger unchanged",
         "the tree's noisy counts drawn at 2ε per level while the ledger records ε",
         ((_TREE, "discrete_laplace_mechanism", double_epsilon_unlogged()),)),
+    Bug("dpm.leaf_sums_sensitivity_halved", "dpm", "sensitivity off by 2",
+        "the leaves' noisy sums calibrated (and declared) for L2 sensitivity 1/2 instead of "
+        "the public row bound 1",
+        ((_CORE, "release_leaf_sums", scale_argument("l2_bound", 0.5)),)),
 )
 
 
@@ -422,8 +462,10 @@ def scenarios() -> AuditScenarios:
     """DPM's audit (module docstring).
 
     >>> s = scenarios()
-    >>> s.main.pair.name, s.call_sites[0].pair.name, [b.name for b in s.bugs]
-    ('all_zero_row', 'added_row', ['dpm.count_sensitivity_halved', 'dpm.count_epsilon_doubled'])
+    >>> s.main.pair.name, s.call_sites[0].pair.name, [b.name for b in s.bugs][-1]
+    ('all_zero_row', 'added_row', 'dpm.leaf_sums_sensitivity_halved')
+    >>> [(c.pair.name, c.first) for c in s.call_sites][-1]  # the leaf sums' own setup
+    ('added_row', 4)
     >>> power = s.end_to_end[1]
     >>> power.pair.name, dict(power.params)["epsilon"], power.derive
     ('row_between_leaves', 5.0, False)
@@ -447,5 +489,6 @@ def scenarios() -> AuditScenarios:
          CallSiteSetup(zero_row_among_corners(), SPLIT_SITE_PARAMS, max_calls=1, first=2,
                        max_draws=100_000, limits=(("split_level", SPLIT_CORNERS_LIMIT),)),
          CallSiteSetup(row_inside_gaps(), INTERVAL_SITE_PARAMS, max_calls=1, first=1,
-                       max_draws=100_000, limits=(("interval_size", INTERVAL_LIMIT),))),
+                       max_draws=100_000, limits=(("interval_size", INTERVAL_LIMIT),)),
+         leaf_sums_site()),
         BUGS)
