@@ -505,6 +505,30 @@ def _bounded_refuses_case() -> str | None:
     return None
 
 
+def _gaussian_grid_case() -> str | None:
+    """Values off the σ-relative grid (thirds, e, a large value), released by
+    :func:`~dptaucc.privacy.gaussian_mechanism` from a seeded and a secure sampler: every
+    output lies on the grid 2^(⌊log₂ σ⌋ − 24) (value + noise rounded there; a grid step is a
+    power of two, so the check is exact). An output off it carries the exact value in its low
+    bits, whatever the noise's law."""
+    from dptaucc.privacy import gaussian_mechanism
+    from dptaucc.privacy.mechanisms import grid_granularity
+
+    values = np.array([0.1, 1.0 / 3.0, -math.e, 12345.678901, 2.0**-30])
+    for sigma in (0.37, 1.0, 5.5):
+        step = grid_granularity(sigma)
+        for sampler in (SeededSampler(np.random.default_rng(0)), SecureSampler()):
+            out = gaussian_mechanism(values, sigma=sigma, epsilon=1.0, delta=1e-5,
+                                     sensitivity=1.0, sampler=sampler, ledger=PrivacyLedger(),
+                                     step="conformance")
+            off = np.flatnonzero(np.round(out / step) * step != out)
+            if off.size:
+                return (f"σ = {sigma}, {type(sampler).__name__}: output "
+                        f"{float(out[off[0]])!r} for value {float(values[off[0]])!r} is off the "
+                        f"grid {step!r}")
+    return None
+
+
 # ----------------------------------------------------------------- the groups
 GROUPS: dict[str, list[Case]] = {
     "exponential_from_uniforms": [
@@ -556,6 +580,11 @@ GROUPS: dict[str, list[Case]] = {
         Case("acceptance on crafted words", "the proposal by integer inversion, then U (53 bits "
              "of a word, more when undecided) against t = 2³²·e^(−γ)/w, decided exactly",
              _exact_choose_case),
+    ],
+    "gaussian_mechanism": [
+        Case("outputs on the grid", "value + noise rounded to the σ-relative grid for values "
+             "off it, seeded and secure: nothing of the exact value in the low bits",
+             _gaussian_grid_case),
     ],
     "mechanism arguments": [
         Case("bounded n_changed", "n_changed < 1 would release noise charged 0 ε: refused "

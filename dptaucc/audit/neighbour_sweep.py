@@ -28,7 +28,9 @@ looks for those pairs at random, with no sampling:
 5. The noise each discrete Laplace or Gaussian call drew on D (its output less its exact
    input), compared between the calls of a fit: identical noise in two calls far more often
    than independent draws allow (:func:`noise_coincidences`, a Poisson tail below
-   :data:`REUSE_ALPHA` over the sweep) is a draw reused, a violation.
+   :data:`REUSE_ALPHA` over the sweep) is a draw reused, a violation. And every Gaussian
+   release must lie on the grid its noise scale fixes (:func:`off_grid`): value + noise is
+   rounded there, so a released value off it carries its exact input in its low bits.
 6. The path and the attributes again between D + N and a *far twin*, a random matrix of the
    same shape (:func:`far_twin`): they must not differ between any two inputs with the same
    public facts, and a far input moves an exact quantity much further than a neighbour does
@@ -60,7 +62,7 @@ from .transcript import HistoryDiverged, record, replay_all
 
 __all__ = ["perturbed", "perturbed_rows", "far_twin", "noise_coincidences", "same_shape_twin",
            "state_differs", "sweep_pair", "SweepResult", "sweep", "method_specs", "sweep_record",
-           "call_kind", "as_fit_input", "DENSE_EVERY",
+           "call_kind", "as_fit_input", "DENSE_EVERY", "off_grid",
            "N_PAIRS"]
 
 #: largest count N adds to a cell
@@ -299,6 +301,50 @@ def _drawn_noise(call) -> tuple[np.ndarray, tuple] | None:
     return (out.astype(float) - exact.astype(float)).ravel(), (law, scale.ravel())
 
 
+def off_grid(call) -> str:
+    """Where a one-declaration Gaussian call released a value off the grid its noise scale
+    fixes (2^(⌊log₂ σ⌋ − GRID_BITS), per value or coordinate; :func:`dptaucc.privacy.
+    snap_to_grid`), or "". The mechanism rounds value + noise to that grid, so every output is
+    reachable from every input; a value off the grid (the noise rounded before the exact
+    value is added, say) carries that value in its low bits. Exact on any CPU: a grid step is
+    a power of two.
+
+    >>> from types import SimpleNamespace as NS
+    >>> from dptaucc.privacy import snap_to_grid
+    >>> from dptaucc.privacy.calibration import Calibration, Declaration, NoiseDraw
+    >>> calib = Calibration((Declaration("gaussian", 1.0, "l2", exact=np.array([0.3])),),
+    ...                     (NoiseDraw("gaussian", "seeded", 2.0, 1),))
+    >>> off_grid(NS(step="sums", output=snap_to_grid(np.array([1.7]), 2.0), calibration=calib))
+    ''
+    >>> off_grid(NS(step="sums", output=0.3 + snap_to_grid(np.array([1.4]), 2.0),
+    ...             calibration=calib)).split(" is ")[1]
+    'off the grid 1.1920928955078125e-07 of its noise scale 2 (1 of 1 values)'
+    """
+    from dptaucc.privacy.mechanisms import GRID_BITS
+
+    calib = call.calibration
+    if calib is None or len(calib.declarations) != 1 \
+            or calib.declarations[0].mechanism != "gaussian":
+        return ""
+    draws = [d for d in calib.draws if d.law == "gaussian"]
+    out = np.asarray(call.output)
+    if len(draws) != 1 or out.dtype.kind != "f" or out.size == 0:
+        return ""
+    try:
+        scale = np.broadcast_to(np.asarray(draws[0].scale, dtype=float), out.shape)
+    except ValueError:
+        return ""
+    noisy = scale > 0
+    step = np.ldexp(1.0, np.frexp(np.where(noisy, scale, 1.0))[1] - 1 - GRID_BITS)
+    off = np.flatnonzero((noisy & (np.round(out / step) * step != out)).ravel())
+    if not off.size:
+        return ""
+    i = off[0]
+    return (f"{call.step}: released value {float(out.ravel()[i])!r} is off the grid "
+            f"{float(step.ravel()[i])!r} of its noise scale {scale.ravel()[i]:.4g} ({off.size} "
+            f"of {out.size} values)")
+
+
 def _coincidence(a, b) -> float:
     """P(two independent draws of these laws agree at every value): for discrete Laplace of
     scales s, s' (q = e^(−1/s)) each value agrees with c·c'·(1 + qq')/(1 − qq'),
@@ -423,6 +469,9 @@ def sweep_pair(build: Callable[[int], object], pair, seed: int, skip: Sequence[s
     except HistoryDiverged as why:
         return [], [], f"{pair.name}: {why}", ""
     out, missing, other = [], [], ""
+    grid = next((found for call in side_a if (found := off_grid(call))), "")
+    if grid:
+        other = f"a released value off its mechanism's grid ({pair.name} {grid})"
     for a, b in zip(side_a, side_b, strict=True) if costs else ():
         if a.step in skip:
             continue

@@ -222,3 +222,17 @@ def test_a_mechanisms_data_dependent_use_of_its_randomness_is_not_a_false_alarm(
     job = AuditJob("dpm", "corrected", 1.0, 10)
     rec = sweep_record(job.factory, "dpm", seed=9, n_pairs=44)
     assert rec["verdict"] == "ok", rec["event"]
+
+
+def test_a_gaussian_release_off_its_grid_is_found_on_the_first_pair(monkeypatch):
+    """DPNMF's Gaussian releases with the rounding to the σ-relative grid dropped: every
+    release carries its exact input in its low bits; the sweep's grid check flags the first
+    pair, and the correct code passes the same pairs."""
+    from dptaucc.audit.experiment import AuditJob
+    from dptaucc.privacy import mechanisms
+
+    job = AuditJob("dpnmf", "corrected", 1.0, 10)
+    assert sweep_record(job.factory, "dpnmf", seed=0, n_pairs=4)["verdict"] == "ok"
+    monkeypatch.setattr(mechanisms, "snap_to_grid", lambda noisy, scale, bits=24: noisy)
+    rec = sweep_record(job.factory, "dpnmf", seed=0, n_pairs=4)
+    assert rec["verdict"] == "violation" and "off its mechanism's grid" in rec["event"], rec

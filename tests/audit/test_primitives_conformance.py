@@ -188,3 +188,15 @@ def test_the_secure_gate_runs_the_conformance_checks_too(monkeypatch):
                                                   for x in bounds(gamma, bits)))
     steps = {r["step"] for r in violations(run_job(job, progress=False))}
     assert "conformance: exact bounds" in steps, steps
+
+
+def test_gaussian_outputs_off_their_grid_fail(monkeypatch):
+    """value + noise released unrounded (or only the noise rounded): the low bits carry the
+    value, whatever the noise's law; the exact grid check sees it on the first draw."""
+    from dptaucc.privacy import mechanisms
+
+    assert not _failing("gaussian_mechanism")
+    monkeypatch.setattr(mechanisms, "snap_to_grid", lambda noisy, scale, bits=24: noisy)
+    failed = _failing("gaussian_mechanism")
+    assert "outputs on the grid" in failed["gaussian_mechanism"], failed
+    assert "is off the grid" in failed["gaussian_mechanism"]
