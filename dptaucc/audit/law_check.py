@@ -18,6 +18,14 @@ if it is seen there far more often than ``p_max`` allows (one-sided binomial tai
 :data:`LAW_ALPHA`), the outputs do not follow the declared law: a violation. Laws that
 are continuous (Gaussian, float Laplace) or not known here are not checked ("").
 
+Where the outputs' labels are known (a law over a public grid, ``"exponential-grid"``, whose
+outputs are the grid's points), the draws are also fitted to the declared law as a whole
+(:func:`grid_fit_differs`): the most probable runs of the grid as cells of their own, the rest
+pooled, and the L1 distance of the draws' frequencies from the declared probabilities against
+the Bretagnolle-Huber-Carol bound P(L1 ≥ λ) ≤ 2^K·e^(−nλ²/2), which holds for every n (no
+asymptotics to flake). This sees a law drawn with weights other than the declared ones (the
+runs' lengths raised to another power, say) that concentrates on no single output.
+
 A relabelling of the outputs (Octave's 1-based index) does not change how concentrated they
 are, so it passes; an output replaced by a function of the data concentrates them. On a
 library mechanism drawn directly the redraws are the mechanism's own draws, so there the check
@@ -36,7 +44,7 @@ from dptaucc.privacy.calibration import Calibration, StepUtility
 
 from .pair_cost import _log_z
 
-__all__ = ["LAW_ALPHA", "log_top_probability", "law_differs"]
+__all__ = ["LAW_ALPHA", "FIT_CELLS", "log_top_probability", "grid_fit_differs", "law_differs"]
 
 #: the one-sided level of the check (each side of each audited call): far below the audit's
 #: α, since a replaced output is seen at p-values of 10⁻¹⁰⁰ and below
@@ -112,6 +120,64 @@ def log_top_probability(calib: Calibration | None) -> float | None:
     return total
 
 
+#: cells of the grid law's goodness-of-fit test: the FIT_CELLS − 1 most probable runs, the
+#: rest pooled in one
+FIT_CELLS = 16
+
+
+def grid_fit_differs(draws: np.ndarray, calib: Calibration | None, side: str = "D",
+                     alpha: float = LAW_ALPHA) -> str:
+    """"" when draws (one output a row) of a one-declaration ``"exponential-grid"`` call fit
+    its declared law P(run i) ∝ L_i·exp(u_i/(2β)) within the Bretagnolle-Huber-Carol bound at
+    level ``alpha`` (module docstring), else what was seen; "" for any other law.
+
+    >>> from dptaucc.privacy.calibration import Declaration, NoiseDraw
+    >>> u = StepUtility(np.array([0, 1, 100]), np.array([0.0, 0.0]))  # runs of 1 and 99 points
+    >>> calib = Calibration((Declaration("exponential-grid", 1.0, "linf", exact=u,
+    ...                                  detail={"grid": 0.5}),),
+    ...                     (NoiseDraw("choice", "seeded", 1.0, 1),))
+    >>> rng = np.random.default_rng(0)
+    >>> grid_fit_differs(rng.integers(0, 100, (4000, 1)) * 0.5, calib)  # uniform on the grid
+    ''
+    >>> by_run = np.where(rng.random((4000, 1)) < 0.5, 0, rng.integers(1, 100, (4000, 1)))
+    >>> grid_fit_differs(by_run * 0.5, calib)[:57]  # each run drawn alike, lengths ignored
+    'the outputs on D do not fit the declared law: L1 distance'
+    """
+    if calib is None or len(calib.declarations) != 1:
+        return ""
+    d = calib.declarations[0]
+    beta, grid = _scale(calib, "choice"), d.detail.get("grid")
+    if (d.mechanism != "exponential-grid" or not isinstance(d.exact, StepUtility)
+            or beta is None or beta.size != 1 or not float(beta) > 0 or not grid):
+        return ""
+    draws = np.asarray(draws, dtype=float)
+    n = draws.shape[0]
+    if n < 4 or draws.size != n:
+        return ""
+    edges = d.exact.edges
+    logw = d.exact.utility / (2.0 * float(beta)) + np.log(d.exact.lengths.astype(float))
+    p = np.exp(logw - logsumexp(logw))
+    j = np.round(draws.ravel() / float(grid))
+    outside = int(np.sum((j < edges[0]) | (j >= edges[-1]) | ~np.isfinite(j)))
+    if outside:
+        return (f"the outputs on {side} leave the declared grid: {outside} of {n} draws outside "
+                f"its points: the outputs do not follow the law the call declared")
+    run = np.searchsorted(edges, j.astype(np.int64), side="right") - 1
+    k = min(p.size, FIT_CELLS)
+    cell = np.full(p.size, k - 1)
+    cell[np.argsort(-p, kind="stable")[:k - 1]] = np.arange(k - 1)
+    declared = np.bincount(cell, weights=p, minlength=k)
+    seen = np.bincount(cell[run], minlength=k) / n
+    l1 = float(np.abs(seen - declared).sum())
+    log_p = min(0.0, k * math.log(2.0) - n * l1 * l1 / 2.0)
+    if log_p >= math.log(alpha):
+        return ""
+    return (f"the outputs on {side} do not fit the declared law: L1 distance {l1:.3g} between "
+            f"the draws' frequencies and the declared probabilities over {k} cells of runs "
+            f"(n = {n}; P(L1 ≥ that) ≤ e^{log_p:.3g} under the declared law): the outputs do "
+            "not follow the law the call declared and was charged for")
+
+
 def law_differs(draws: np.ndarray, calib: Calibration | None, side: str = "D",
                 alpha: float = LAW_ALPHA) -> str:
     """"" when the draws (one output a row) are no more concentrated than the declared law
@@ -127,6 +193,9 @@ def law_differs(draws: np.ndarray, calib: Calibration | None, side: str = "D",
     >>> law_differs(np.full((4000, 1), 3), choice)[:44]  # the same answer every time
     'the outputs on D concentrate on one value: 2'
     """
+    fit = grid_fit_differs(draws, calib, side, alpha)
+    if fit:
+        return fit
     log_p = log_top_probability(calib)
     draws = np.asarray(draws)
     if log_p is None or draws.shape[0] < 4:

@@ -102,3 +102,34 @@ def test_the_audited_quantile_draws_what_the_plain_one_does():
         [(step, mech, _, calib)] = calls
         assert [d.mechanism for d in calib.declarations] == ["exponential-grid"]
         assert calib.laws() == ["choice", "uniform"]
+
+
+def test_an_interval_law_drawn_with_other_weights_is_found_by_the_law_fit(monkeypatch):
+    """The interval pick drawn with the runs' lengths weighted by 1/ε instead of Δ/ε (a
+    held-out bug, recompiled here from the source with that one change) while the call still
+    declares and is charged for P(run) ∝ L·exp(u/(2β)): no single output concentrates, no
+    declared input moves, only the draws' fit to the declared law sees it
+    (dptaucc.audit.law_check.grid_fit_differs)."""
+    import inspect
+    import textwrap
+
+    import dptaucc.baselines.dpm.core as core
+    import dptaucc.baselines.dpm.interval as interval
+
+    setup, build = _interval_setup()
+
+    def audited():
+        return audit_call_site(build, setup.pair.D, setup.pair.D_prime, 1, n_fits=2000,
+                               alpha=0.05, n_histories=1, looks=1)
+
+    honest = audited()
+    assert honest.step == "interval_size" and honest.law_differs == "", honest.law_differs
+    source = textwrap.dedent(inspect.getsource(interval.smith_quantile))
+    assert source.count("sensitivity / epsilon") == 1
+    namespace = dict(vars(interval))
+    exec(compile(source.replace("sensitivity / epsilon", "1.0 / epsilon"), "mutant", "exec"),
+         namespace)
+    monkeypatch.setattr(core, "smith_quantile", namespace["smith_quantile"])
+    broken = audited()
+    assert "do not fit the declared law" in broken.law_differs, broken.law_differs
+    assert broken.verdict == "violation"
