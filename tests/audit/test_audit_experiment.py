@@ -221,5 +221,15 @@ def test_the_gate_runs_the_seeded_primitives_and_exits_3_on_a_broken_one(tmp_pat
         return run(side, n, eps, delta, ScaledSampler(sampler, 0.5), ledger)
 
     monkeypatch.setitem(primitives.PRIMITIVES, "exponential-many", (halved, uses_delta))
+    # the broken run on 2,000 outputs per side: the privacy map reads the halved scale from
+    # any number of outputs (the statistical bound's power against it: test_primitives.py)
+    import dptaucc.audit.__main__ as cli
+
+    load = cli.load_config
+    monkeypatch.setattr(cli, "load_config", lambda size: {**load(size), "primitive_outputs": 2000})
+    capsys.readouterr()
     assert main(args) == 3
     assert "VIOLATION primitives" in capsys.readouterr().out
+    df = pd.read_parquet(out)
+    assert df[df["verdict"] == "violation"]["step"].tolist() == ["exponential-many (seeded)"]
+    assert (df[df["scope"] == "sampler"]["n_fits"] <= 2000).all()
