@@ -108,7 +108,11 @@ def test_dry_run_with_power_is_refused_before_any_work(capsys):
     assert "does not apply to --power" in capsys.readouterr().err
 
 
-def test_dry_run_estimates(capsys):
+def test_dry_run_estimates(capsys, monkeypatch):
+    from dptaucc.audit import experiment
+
+    # the call sites timed at a tenth of the draws (the estimate's arithmetic: the next test)
+    monkeypatch.setattr(experiment, "ESTIMATE_DRAWS", (5_000, 20_000))
     assert main(["--size", "quick", "--methods", "dp_kmeans", "--dry-run", "--jobs", "1"]) == 0
     out = capsys.readouterr().out
     assert "dp_kmeans/corrected ε=1" in out and "call sites" in out and "estimated total" in out
