@@ -204,9 +204,15 @@ def test_the_gate_runs_the_seeded_primitives_and_exits_3_on_a_broken_one(tmp_pat
                                                                            capsys):
     """``--methods primitives`` (and a run without ``--methods``) audits every primitive on
     the seeded sampler, α split over them; a primitive whose noise is drawn for half its
-    sensitivity makes the gate exit 3."""
+    sensitivity makes the gate exit 3. Both runs on 2,000 outputs per side: the quick config's
+    400,000 per primitive are test_primitives.py's (each primitive within its ε there, at
+    α = 0.05, and above it with half its noise); the privacy map reads a halved scale from any
+    number of outputs."""
+    import dptaucc.audit.__main__ as cli
     from dptaucc.audit import primitives
 
+    load = cli.load_config
+    monkeypatch.setattr(cli, "load_config", lambda size: {**load(size), "primitive_outputs": 2000})
     out = tmp_path / "p.parquet"
     args = ["--size", "quick", "--methods", "primitives", "--jobs", "1", "--no-progress",
             "--output", str(out)]
@@ -219,6 +225,7 @@ def test_the_gate_runs_the_seeded_primitives_and_exits_3_on_a_broken_one(tmp_pat
     assert df["step"].tolist() == ([f"conformance: {g}" for g in GROUPS]
                                    + [f"{n} (seeded)" for n in names])
     assert (df["method"] == "primitives").all() and (df["verdict"] == "ok").all()
+    assert (df[df["step"].str.endswith("(seeded)")]["n_fits"] == 2000).all()
     assert df["alpha"].sum() == pytest.approx(0.05)
     run, uses_delta = primitives.PRIMITIVES["exponential-many"]
 
@@ -227,15 +234,8 @@ def test_the_gate_runs_the_seeded_primitives_and_exits_3_on_a_broken_one(tmp_pat
         return run(side, n, eps, delta, ScaledSampler(sampler, 0.5), ledger)
 
     monkeypatch.setitem(primitives.PRIMITIVES, "exponential-many", (halved, uses_delta))
-    # the broken run on 2,000 outputs per side: the privacy map reads the halved scale from
-    # any number of outputs (the statistical bound's power against it: test_primitives.py)
-    import dptaucc.audit.__main__ as cli
-
-    load = cli.load_config
-    monkeypatch.setattr(cli, "load_config", lambda size: {**load(size), "primitive_outputs": 2000})
     capsys.readouterr()
     assert main(args) == 3
     assert "VIOLATION primitives" in capsys.readouterr().out
     df = pd.read_parquet(out)
     assert df[df["verdict"] == "violation"]["step"].tolist() == ["exponential-many (seeded)"]
-    assert (df[df["scope"] == "sampler"]["n_fits"] <= 2000).all()
