@@ -17,8 +17,9 @@ from dptaucc.audit.report import audit_section, draw_figure, verdicts
 @pytest.fixture(scope="module")
 def table(tmp_path_factory):
     cfg = load_config("quick")
+    # a sweep of 8 random pairs (every correct method on 40: test_neighbour_sweep.py)
     cfg.update(modes=["paper", "corrected"], epsilons=[1.0], n_fits=40, n_fits_per_method={},
-               call_site_modes=[])
+               call_site_modes=[], neighbour_sweep_pairs=8)
     out = tmp_path_factory.mktemp("results") / "audit.parquet"
     run_all(cfg, plan(cfg, ["dp_taucc", "fast_taucc"]), out, n_jobs=1, progress=False)
     return out
