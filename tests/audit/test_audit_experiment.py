@@ -17,8 +17,9 @@ from dptaucc.audit.report import audit_section, draw_figure, verdicts
 @pytest.fixture(scope="module")
 def table(tmp_path_factory):
     cfg = load_config("quick")
+    # a sweep of 8 random pairs (every correct method on 40: test_neighbour_sweep.py)
     cfg.update(modes=["paper", "corrected"], epsilons=[1.0], n_fits=40, n_fits_per_method={},
-               call_site_modes=[])
+               call_site_modes=[], neighbour_sweep_pairs=8)
     out = tmp_path_factory.mktemp("results") / "audit.parquet"
     run_all(cfg, plan(cfg, ["dp_taucc", "fast_taucc"]), out, n_jobs=1, progress=False)
     return out
@@ -108,7 +109,11 @@ def test_dry_run_with_power_is_refused_before_any_work(capsys):
     assert "does not apply to --power" in capsys.readouterr().err
 
 
-def test_dry_run_estimates(capsys):
+def test_dry_run_estimates(capsys, monkeypatch):
+    from dptaucc.audit import experiment
+
+    # the call sites timed at a tenth of the draws (the estimate's arithmetic: the next test)
+    monkeypatch.setattr(experiment, "ESTIMATE_DRAWS", (5_000, 20_000))
     assert main(["--size", "quick", "--methods", "dp_kmeans", "--dry-run", "--jobs", "1"]) == 0
     out = capsys.readouterr().out
     assert "dp_kmeans/corrected ε=1" in out and "call sites" in out and "estimated total" in out
@@ -144,8 +149,10 @@ def _python_block(path: str, first: str) -> str:
 
 @pytest.mark.parametrize("path", ["docs/audit.md", "README.md"])
 def test_the_documented_example_runs(path):
-    """The audit example of docs/audit.md and of the README runs as written (fewer fits)."""
+    """The audit example of docs/audit.md and of the README runs (fewer fits and draws: the
+    blocks run as written, at their own sizes, in tests/packaging/test_doc_examples.py)."""
     code = _python_block(path, "from dptaucc.audit import").replace("n_fits=500", "n_fits=30")
+    code = code.replace("n_fits=100_000", "n_fits=2_000")
     exec(compile(code, path, "exec"), {"__name__": "example"})
 
 
@@ -198,9 +205,15 @@ def test_the_gate_runs_the_seeded_primitives_and_exits_3_on_a_broken_one(tmp_pat
                                                                            capsys):
     """``--methods primitives`` (and a run without ``--methods``) audits every primitive on
     the seeded sampler, α split over them; a primitive whose noise is drawn for half its
-    sensitivity makes the gate exit 3."""
+    sensitivity makes the gate exit 3. Both runs on 2,000 outputs per side: the quick config's
+    400,000 per primitive are test_primitives.py's (each primitive within its ε there, at
+    α = 0.05, and above it with half its noise); the privacy map reads a halved scale from any
+    number of outputs."""
+    import dptaucc.audit.__main__ as cli
     from dptaucc.audit import primitives
 
+    load = cli.load_config
+    monkeypatch.setattr(cli, "load_config", lambda size: {**load(size), "primitive_outputs": 2000})
     out = tmp_path / "p.parquet"
     args = ["--size", "quick", "--methods", "primitives", "--jobs", "1", "--no-progress",
             "--output", str(out)]
@@ -213,6 +226,7 @@ def test_the_gate_runs_the_seeded_primitives_and_exits_3_on_a_broken_one(tmp_pat
     assert df["step"].tolist() == ([f"conformance: {g}" for g in GROUPS]
                                    + [f"{n} (seeded)" for n in names])
     assert (df["method"] == "primitives").all() and (df["verdict"] == "ok").all()
+    assert (df[df["step"].str.endswith("(seeded)")]["n_fits"] == 2000).all()
     assert df["alpha"].sum() == pytest.approx(0.05)
     run, uses_delta = primitives.PRIMITIVES["exponential-many"]
 
@@ -221,5 +235,8 @@ def test_the_gate_runs_the_seeded_primitives_and_exits_3_on_a_broken_one(tmp_pat
         return run(side, n, eps, delta, ScaledSampler(sampler, 0.5), ledger)
 
     monkeypatch.setitem(primitives.PRIMITIVES, "exponential-many", (halved, uses_delta))
+    capsys.readouterr()
     assert main(args) == 3
     assert "VIOLATION primitives" in capsys.readouterr().out
+    df = pd.read_parquet(out)
+    assert df[df["verdict"] == "violation"]["step"].tolist() == ["exponential-many (seeded)"]
