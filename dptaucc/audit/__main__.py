@@ -16,7 +16,8 @@ exactly what a fresh fit on D with the same seed holds (:mod:`dptaucc.audit.refi
 So does the neighbour sweep (scope "sweep", once per private method): on random neighbouring
 pairs, every call's exact cost against its charge and its input against its declaration, the
 path and the fitted attributes under equal releases (:mod:`dptaucc.audit.neighbour_sweep`).
-``--ledger-only`` runs just those three checks (seconds; DPHD's sweep under a minute).
+``--ledger-only`` runs just those three checks (seconds to a minute or two a method; DPHD's
+320-pair sweep about three minutes on 2 busy cores).
 
 ``--secure`` audits the secure path instead (``<results>/quick/audit_secure.parquet`` or
 ``<results>/audit_secure.parquet``): each method's call sites and ledgers with every mechanism
