@@ -341,6 +341,10 @@ def tightness_section(df: pd.DataFrame) -> list[str]:
                   "call-site setup audits: no call-site evidence on them, only the sweep's "
                   "exact checks): " + "; ".join(f"{label(m)}: {', '.join(k)}"
                                                  for m, k in never.items()) + "."]
+    elif "scope" in df.columns and (df["scope"] == "sweep").any():
+        lines += ["", "**Never sampled at a call site**: none (every kind of call the "
+                  "methods' neighbour sweeps met in their fits has a call-site setup that "
+                  "samples it)."]
     return [*lines, ""]
 
 

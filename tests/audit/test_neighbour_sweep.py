@@ -209,6 +209,10 @@ def test_the_report_names_calls_the_sweep_met_and_no_call_site_samples():
         {"method": "mine", "mode": "corrected", "scope": "sweep", "step": rec["step"]}])
     text = "\n".join(tightness_section(df))
     assert "**Never sampled at a call site**" in text and "mine: choice." in text
+    df.loc[1, "step"] = df.loc[1, "step"].replace(" · totals", "").replace("choice", "totals")
+    text = "\n".join(tightness_section(df))  # every kind met is sampled: said, not omitted
+    assert "**Never sampled at a call site**: none" in text
+    assert "**Never sampled at a call site**: none" not in "\n".join(tightness_section(df[:1]))
 
 
 def test_a_mechanisms_data_dependent_use_of_its_randomness_is_not_a_false_alarm():
