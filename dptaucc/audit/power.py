@@ -49,7 +49,9 @@ def _row(bug, method: str, kind: str, records: list[dict], wall: float) -> dict:
             "epsilon_lower": math.nan if top is None else top["epsilon_lower"],
             "epsilon_claimed": math.nan if top is None else top["epsilon_claimed"],
             "scope": "" if top is None else top["scope"],
-            "where": "" if top is None else (top["step"] or f"{top['pair']}: {top['event']}"),
+            "where": "" if top is None else (
+                top["event"] if top["scope"] == "sweep" and top["event"]  # what it found
+                else top["step"] or f"{top['pair']}: {top['event']}"),
             "wall_s": wall, "n_records": len(records)}
 
 
@@ -126,14 +128,18 @@ def power_section(table: str | Path) -> list[str]:
              "|---|---|---|---|---|---|---|---|"]
     for r in df.itertuples():
         lines.append(f"| {r.bug} | {r.method} | {r.kind or '–'} | "
-                     f"{'yes' if r.detected else 'no'} | {r.ratio:.2f} | {r.scope or '–'} | "
+                     f"{'yes' if r.detected else 'no'} | "
+                     f"{'– (exact check)' if math.isnan(r.ratio) else f'{r.ratio:.2f}'} | "
+                     f"{r.scope or '–'} | "
                      f"{str(r.where).replace('|', '/')} | {r.wall_s:.0f} |")
     return lines
 
 
 AXIS_CAP = 4.0  # ratios above are cut at the axis and labelled
-#: bar colours: the correct code, a detected bug, a missed one
-POWER_COLOURS = {"correct": "tab:green", "detected": "tab:red", "missed": "tab:grey"}
+#: bar colours: the correct code, a detected bug (by a sampled bound, or by an exact check
+#: that gives no ε bound: the ledger check, the neighbour sweep), a missed one
+POWER_COLOURS = {"correct": "tab:green", "detected": "tab:red", "exact": "tab:red",
+                 "missed": "tab:grey"}
 
 
 def power_figure(df):
@@ -147,6 +153,11 @@ def power_figure(df):
     ...      "ratio": 1.9}]))
     >>> [ax.get_title() for ax in fig.axes][:2], fig.legends[0].get_texts()[1].get_text()
     (['DP-τCC', 'DP-τCC (row)'], 'planted bug, detected (ε_lower > ε)')
+    >>> fig = power_figure(pd.DataFrame([  # found by the sweep: no ε bound, a hatched bar
+    ...     {"bug": "dpm.halved", "method": "dpm", "detected": True, "ratio": float("nan"),
+    ...      "scope": "sweep"}]))
+    >>> [t.get_text() for t in fig.legends[0].get_texts()][0]
+    'planted bug, detected by an exact check (no ε bound: full bar, hatched)'
     """
     import matplotlib
 
@@ -168,6 +179,7 @@ def power_figure(df):
         ax.remove()                      # tick labels still reach past the layout's edge)
     names = {"correct": "correct code (must stay ≤ 1)",
              "detected": "planted bug, detected (ε_lower > ε)",
+             "exact": "planted bug, detected by an exact check (no ε bound: full bar, hatched)",
              "missed": "planted bug, missed (no evidence of it)"}
     present: set[str] = set()
     for ax, method in zip(axes.flat, shown, strict=False):
@@ -186,14 +198,22 @@ def power_figure(df):
             continue
         bars = [b.split(".", 1)[-1].replace("_", " ") for b in sub["bug"]]
         values = [0.0 if math.isnan(v) else float(v) for v in sub["ratio"]]
-        kinds = ["correct" if b == "(correct code)" else ("detected" if d else "missed")
-                 for b, d in zip(sub["bug"], sub["detected"], strict=True)]
+        kinds = ["correct" if b == "(correct code)" else
+                 ("missed" if not d else "exact" if math.isnan(float(r)) else "detected")
+                 for b, d, r in zip(sub["bug"], sub["detected"], sub["ratio"], strict=True)]
         present.update(kinds)
         right = max(2.0, 1.1 * min(max(values, default=0.0), AXIS_CAP))
-        drawn = ax.barh(range(len(values)), [min(v, right) for v in values],
-                        color=[POWER_COLOURS[k] for k in kinds])
-        for bar, kind in zip(drawn, kinds, strict=True):
+        widths = [right if k == "exact" else min(v, right) for v, k in zip(values, kinds,
+                                                                           strict=True)]
+        drawn = ax.barh(range(len(values)), widths, color=[POWER_COLOURS[k] for k in kinds])
+        scopes = list(sub["scope"]) if "scope" in sub else [""] * len(kinds)
+        for i, (bar, kind) in enumerate(zip(drawn, kinds, strict=True)):
             bar.set_gid(f"legend:{names[kind]}")
+            if kind == "exact":  # an exact check found it: no ε to draw, say which check
+                bar.set_hatch("//")
+                bar.set_edgecolor("white")
+                ax.text(right, i, f"{scopes[i] or 'exact'} ", ha="right", va="center",
+                        fontsize=7, color="white")
         for i, v in enumerate(values):  # a bar past the axis keeps its value as a label
             if v > right:
                 ax.text(right, i, f"{v:.0f} →", ha="right", va="center", fontsize=7,
@@ -202,7 +222,9 @@ def power_figure(df):
         ax.set_xlim(0.0, right)
         ax.set_yticks(range(len(values)), bars, fontsize=7)
         ax.set_xlabel("ε_lower / ε")
-    handles = [Patch(color=POWER_COLOURS[k], label=names[k]) for k in names if k in present]
+    handles = [Patch(facecolor=POWER_COLOURS[k], hatch="//" if k == "exact" else None,
+                     edgecolor="white" if k == "exact" else POWER_COLOURS[k], label=names[k])
+               for k in names if k in present]
     handles.append(Line2D([], [], color="black", lw=1, label="ε_lower = ε (the claim)"))
     fig.legend(handles=handles, loc="outside lower center", ncol=2, frameon=False, fontsize=9)
     fig.suptitle("Audit power: the quick audit of the correct code and of each planted bug "
