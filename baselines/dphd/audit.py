@@ -215,9 +215,11 @@ def round_selection_history(n_rounds: int = 2) -> Callable[[list[Call]], list[Ca
 LOCAL_SEARCH_PARAMS = (("epsilon", 76.5), ("n_rounds", 1), ("max_value", 10 * math.sqrt(2)),
                        ("row_l1_bound", 10.0))
 #: Octave's ``rand`` seed of :func:`local_search_history`: its grid shifts put the shifted
-#: partitions' candidates at (−6.60, −4.95) and (5.84, −7.72), (−1.23, −7.72) (norms below ρ,
-#: far from the rows), and its first centres are candidate 4 twice (found by a scan of seeds
-#: 1-100 000 with the exact pair cost of the three picks)
+#: partitions' roots (each kept twice: the root and its level-1 cell of sign pattern 0) at
+#: (6.48, −7.44), near c₊, and (−3.88, −8.92), both below norm ρ and far from the rows, and
+#: its first centres are candidate 4 (e) twice; found by a scan of seeds 1-400 000 for the
+#: largest exact pair cost of the two swaps, less what 10⁶ draws would lose to their
+#: confidence interval
 LOCAL_SEARCH_SEED = 334191
 #: a forced noisy count above every threshold of the setup (2 ln n · 2L/ε_p = 1.4)
 _KEPT = 100
@@ -230,9 +232,9 @@ def local_search_history(seed: int = LOCAL_SEARCH_SEED, kept=((5, 7, 8), (0,), (
     the partitions keep the level-1 buckets ``kept`` (codes 3·r₁ + r₂, r = 0, 1, 2 for sign
     0, +, −) and nothing at level 2, so the candidates are 0, c₊ = (M/2)(1, −1),
     c₋ = (M/2)(−1, 1), e = (M/2)(−1, −1) (at norm ρ for M = 10√2) and the shifted
-    partitions' roots and kept cells. The first centres are {e, e}; swap 1 is forced to
-    ``picks[0]`` (slot 1 := c₊) and swap 2 to ``picks[1]`` (slot 1 := c₋), so the final
-    pick chooses between {c₊, e} and {c₋, e}.
+    partitions' roots and kept cells (by default each root twice). The first centres are
+    {e, e}; swap 1 is forced to ``picks[0]`` (slot 1 := c₊) and swap 2 to ``picks[1]``
+    (slot 1 := c₋), so the final pick chooses between {c₊, e} and {c₋, e}.
 
     >>> recorded = [Call(0, "public seeds", "public", 0.0, 0.0, np.array([7, 8])),
     ...             Call(1, "round 1: partition 1 level 1", "discrete-laplace", 6.0, 0.0,
