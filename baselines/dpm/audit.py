@@ -393,6 +393,11 @@ def row_below_outer_candidates() -> RowPair:
 SPLIT_SITE_PARAMS = (("epsilon", 24.0), ("n_components", None), ("max_depth", 1),
                      ("budget_fractions", (0.01, 0.7, 0.25, 0.04)))
 
+#: the split call's draws, times the job's: its event (the falling candidate) has probability
+#: about 0.03 on D and 0.0014 on D', so 6·10⁵ draws a side leave ε_lower at 0.88-0.94 of the
+#: charge over audit seeds 0-6, 1.5·10⁶ at 0.92-0.96 (about 10 s)
+SPLIT_MORE_DRAWS = 2.5
+
 
 #: the per-coordinate pattern of :func:`row_inside_gaps` (counts; each row a cyclic shift):
 #: found by a search over patterns that maximised the smaller of the interval call's exact
@@ -512,7 +517,8 @@ def scenarios() -> AuditScenarios:
                        limits=(("split_level", SPLIT_LIMIT),
                                ("interval_size", "added_row is not built for the interval "
                                 "call (row_inside_gaps is); " + INTERVAL_LIMIT))),
-         CallSiteSetup(row_below_outer_candidates(), SPLIT_SITE_PARAMS, max_calls=1, first=2),
+         CallSiteSetup(row_below_outer_candidates(), SPLIT_SITE_PARAMS, max_calls=1, first=2,
+                       more_draws=(("split_level", SPLIT_MORE_DRAWS),)),
          CallSiteSetup(row_inside_gaps(), INTERVAL_SITE_PARAMS, max_calls=1, first=1,
                        max_draws=100_000, limits=(("interval_size", INTERVAL_LIMIT),)),
          leaf_sums_site()),
