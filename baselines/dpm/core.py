@@ -68,13 +68,15 @@ class DPMRelease:
 
 
 def interval_sensitivity(p: int, corrected: bool) -> float:
-    """Utility sensitivity of the interval step: max(1 + q, 2 − q)·p for the pooled gaps
-    (see :mod:`.interval`); the authors' 2 for their averaged gaps (true for p = 1 only).
+    """Utility sensitivity of the interval step: max(q, 2 − q)·p for the pooled gaps (one
+    added row raises the pooled count #{gap ≤ o} by 0 to 2p and never lowers it, while the
+    target rank qM rises by qp: see :mod:`.interval`); the authors' 2 for their averaged gaps
+    (true for p = 1 only).
 
     >>> round(interval_sensitivity(4, corrected=True), 12), interval_sensitivity(4, corrected=False)
-    (6.6, 2.0)
+    (5.4, 2.0)
     """
-    return max(1.0 + GAP_QUANTILE, 2.0 - GAP_QUANTILE) * p if corrected else 2.0
+    return max(GAP_QUANTILE, 2.0 - GAP_QUANTILE) * p if corrected else 2.0
 
 
 def release_leaf_sums(sums: np.ndarray, epsilon: float, delta: float, l2_bound: float,
@@ -153,7 +155,7 @@ def dpm_release(Y: np.ndarray, lo: float, hi: float, l2_bound: float, eps_row: f
     sens = interval_sensitivity(p, corrected)
     if corrected:
         gaps = pooled_gaps(Z)
-        note = "Smith quantile of the pooled per-coordinate gaps; sensitivity max(1+q,2-q)*p"
+        note = "Smith quantile of the pooled per-coordinate gaps; sensitivity max(q,2-q)*p"
     else:
         gaps = averaged_gaps(Z)
         note = "Smith quantile of the coordinate-averaged gaps; the authors' sensitivity 2"

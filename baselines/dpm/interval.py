@@ -12,11 +12,15 @@ Two gap statistics:
   d = 1 only: with d > 1 one added row shifts the ranks of different coordinates at different
   places, so every averaged gap can change (see the unit test), and the step is not DP as
   claimed.
-* ``"pooled"`` (``mode="corrected"``): the multiset of all d·(n−1) per-coordinate gaps. One
-  added row removes one gap and adds two in each coordinate, so #{g ≤ o} moves by at most 2d
-  in one direction and d in the other while the target rank q·M moves by q·d: the utility
-  −|#{g ≤ o} − qM| has sensitivity ≤ max(1 + q, 2 − q)·d (= 1.65·d for q = 0.65). This is
-  also the statistic the 1-D simulated table describes.
+* ``"pooled"`` (``mode="corrected"``): the multiset of all d·(n−1) per-coordinate gaps. In
+  each coordinate one added row at value v either splits a gap g into g₁ + g₂ = g (v inside
+  the range; g₁ = 0 on a tie), which changes #{gap ≤ o} by [g₁ ≤ o] + [g₂ ≤ o] − [g ≤ o] ∈
+  {0, 1, 2} because g₁, g₂ ≤ g, or adds one gap (v outside the range: 0 or 1). So the pooled
+  count c(o) = #{g ≤ o} rises by some K ∈ [0, 2d] and never falls, while the target rank qM
+  rises by q·d (M = d·(n−1) → d·n; nothing moves for n = 0): with x = c − qM, the utility
+  −|x| moves by |x + K − qd| − |x|, at most |K − qd| ≤ max(q, 2 − q)·d in absolute value
+  (= 1.35·d for q = 0.65; removing a row is the same pair read backwards). This is also the
+  statistic the 1-D simulated table describes.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ __all__ = [
 GAP_QUANTILE = 0.65
 SIGMA_GRID = np.arange(1, 60) * 0.5  # 0.5, 1.0, ..., 29.5 (59 values)
 OUTPUT_GRID_BITS = 30  # the quantile's output grid has about 2^30 points
+REDRAW_BATCH = 20_000  # an audit's redraws of one call are drawn this many rows at a time
 
 
 def pooled_gaps(Z: np.ndarray) -> np.ndarray:
@@ -191,8 +196,28 @@ def smith_quantile(values: np.ndarray, q: float, lower: float, upper: float, eps
     law = Declaration("exponential-grid", float(sensitivity), "linf", exact=steps,
                       detail={"grid": g})
     value = first_draw(seen, lambda: draws_only(lambda: quiet(ledger)), law)
-    out = seen.released(step, "exponential", np.array([value]),
-                        lambda: np.array([quiet(PrivacyLedger())]))
+
+    def redraw(n: int) -> np.ndarray:
+        """n fresh grid points of this call, from the same sampler functions in batches of
+        rows (one exponential-mechanism row per draw, then each one's uniform point)."""
+        token = MECHANISM_HOOK.set(None)
+        try:
+            out = np.empty((n, 1))
+            for start in range(0, n, REDRAW_BATCH):
+                rows = min(REDRAW_BATCH, n - start)
+                picks = exponential_mechanism(
+                    np.broadcast_to(scores, (rows, scores.size)), epsilon=epsilon,
+                    sensitivity=sensitivity, sampler=sampler, ledger=PrivacyLedger(),
+                    step=step, note=note)
+                runs = keep[np.asarray(picks, dtype=np.int64)]
+                inner = as_sampler(sampler)
+                offsets = np.array([inner.integers(int(counts[i])) for i in runs])
+                out[start:start + rows, 0] = (bounds[runs] + offsets) * g
+            return out
+        finally:
+            MECHANISM_HOOK.reset(token)
+
+    out = seen.released(step, "exponential", np.array([value]), redraw)
     return float(np.asarray(out, dtype=float).ravel()[0])
 
 

@@ -21,6 +21,14 @@ make a row at the bound change cluster); each is tried with a few thousand pilot
 and the one whose call separates D from D' most is kept. Pilot draws are not reused, so the
 choice does not bias the bound. Sequential looks (``looks`` growing draw counts, α split evenly
 over the looks) stop as soon as a violation is certain.
+
+Streamed held-out draws (``n_held`` > 0, a setup's ``held_out``): where a call's charge is
+reached only on an event of small probability on both sides (several values of a vector release
+at the edges of their ranges at once), the held-out counts, not the choice of event, limit the
+bound, and keeping every draw would exceed the memory cap (:data:`MAX_VALUES`). Then the events
+are chosen on all the kept draws and counted on ``n_held`` further draws per side, drawn batch
+by batch and never kept, in one look: the bound's level is the same (the counted draws are
+fresh, independent of the choice).
 """
 
 from __future__ import annotations
@@ -45,6 +53,9 @@ __all__ = ["path_event", "CallSiteResult", "call_sites", "audit_call_site", "his
 BATCH = 20_000
 #: at most this many values (draws × output size) are kept per side
 MAX_VALUES = 30_000_000
+#: streamed held-out draws are drawn and counted this many values (draws × output size) at a
+#: time
+STREAM_VALUES = 2_000_000
 
 
 def history_seeds(k: int, r: int) -> tuple[int, int]:
@@ -161,6 +172,18 @@ class _Side:
             n -= b
         return np.concatenate(out) if out else np.empty((0, self.call.output.size))
 
+    def count(self, events: list, n: int) -> np.ndarray:
+        """How many of ``n`` fresh draws (drawn in chunks, never kept) each event fires on."""
+        k = np.zeros(len(events), dtype=np.int64)
+        chunk = max(BATCH, STREAM_VALUES // max(1, self.call.output.size))
+        while n > 0:
+            b = min(n, chunk)
+            X = self.draw(b)
+            shapes = np.zeros(b, dtype=np.int64)
+            k += np.array([e.fires(X, shapes).sum() for e in events], dtype=np.int64)
+            n -= b
+        return k
+
     def extend(self, n: int) -> np.ndarray:
         if n > 0:
             self.rows.append(self.draw(n))
@@ -205,11 +228,14 @@ def audit_call_site(build: Callable, D, D_prime, k: int, *, n_fits: int, alpha: 
                     seed: int = 0, bug: str | None = None, n_jobs: int = 1,
                     n_histories: int = 3, n_pilot: int = 4000, looks: int = 3,
                     n_events: int = 3,
-                    craft: Callable[[list[Call]], list[Call]] | None = None) -> CallSiteResult:
+                    craft: Callable[[list[Call]], list[Call]] | None = None,
+                    n_held: int = 0) -> CallSiteResult:
     """Audit call ``k`` (see the module docstring): ``n_fits`` draws of the call per side at
     most, a simultaneous (1 − α) lower bound on its privacy loss given the chosen history.
     ``craft`` turns each recorded history into the one to force (a method's worst case).
-    ``n_jobs`` is accepted for a uniform interface; the draws run in this process.
+    ``n_held`` > 0: events chosen on all ``n_fits`` kept draws, counted on ``n_held`` more
+    per side streamed (one look; the result's ``n_fits`` counts both). ``n_jobs`` is accepted
+    for a uniform interface; the draws run in this process.
 
     >>> from dptaucc import DPTauCC
     >>> from dptaucc.audit.pairs import make_pair
@@ -224,6 +250,10 @@ def audit_call_site(build: Callable, D, D_prime, k: int, *, n_fits: int, alpha: 
     ...                          n_pilot=500, bug="dp_taucc.table_sensitivity_halved")
     >>> broken.verdict  # the table's noise drawn for half its sensitivity
     'violation'
+    >>> streamed = audit_call_site(build, pair.D, pair.D_prime, 3, n_fits=1000, alpha=0.05,
+    ...                            n_pilot=500, n_held=3000)
+    >>> streamed.verdict, streamed.n_fits  # chosen on 1,000 kept draws, counted on 3,000 more
+    ('ok', 4000)
     """
     del n_jobs
     t0 = time.perf_counter()
@@ -262,19 +292,27 @@ def audit_call_site(build: Callable, D, D_prime, k: int, *, n_fits: int, alpha: 
         delta = max(call.delta, side_b.call.delta)
         exact = pair_cost(call.calibration, side_b.call.calibration, delta)
         n_max = max(4, min(int(n_fits), MAX_VALUES // max(1, call.output.size)))
+        n_held = max(0, int(n_held))
+        if n_held:
+            looks = 1  # the streamed draws are counted once, for the events chosen on all kept
         sizes = [max(4, int(round(n_max * (i + 1) / looks))) for i in range(looks)]
         result = None
         for size in sizes:
             A, B = side_a.extend(size - side_a.n), side_b.extend(size - side_b.n)
             shapes = np.zeros(size, dtype=np.int64)
-            sel, held = slice(0, None, 2), slice(1, None, 2)
+            sel, held = (slice(None), None) if n_held else (slice(0, None, 2), slice(1, None, 2))
             events = derived.select_tails(A[sel], B[sel], name=step, n_events=n_events,
                                           alpha=alpha / looks / (4 * n_events), delta=delta)
-            eps, cand, k_a, k_b = derived.bound(events, A[held], B[held], shapes[held],
-                                                shapes[held], alpha / looks, delta)
+            if n_held:
+                eps, cand, k_a, k_b = derived.bound_counts(
+                    events, side_a.count(events, n_held), side_b.count(events, n_held),
+                    n_held, n_held, alpha, delta)
+            else:
+                eps, cand, k_a, k_b = derived.bound(events, A[held], B[held], shapes[held],
+                                                    shapes[held], alpha / looks, delta)
             result = CallSiteResult(
                 k, step, mech, eps_claim, delta, eps, "" if cand is None else cand.label,
-                size, time.perf_counter() - t0,
+                size + n_held, time.perf_counter() - t0,
                 {e.label: [int(a), int(b)] for e, a, b in zip(events, k_a, k_b, strict=True)},
                 exact.epsilon, exact.how, differs,
                 law_differs(A, call.calibration, "D")

@@ -26,7 +26,8 @@ from scipy.stats import beta
 
 from .stats import Candidate, epsilon_lower_bound
 
-__all__ = ["DerivedEvent", "as_matrix", "select", "select_tails", "bound", "MAX_THRESHOLDS"]
+__all__ = ["DerivedEvent", "as_matrix", "select", "select_tails", "bound", "bound_counts",
+           "MAX_THRESHOLDS"]
 
 MAX_THRESHOLDS = 32
 #: tail thresholds per side of a coordinate in :func:`select_tails` (geometric ranks)
@@ -450,7 +451,20 @@ def bound(events: list[DerivedEvent], A: np.ndarray, B: np.ndarray, shapes_a: np
     """
     k_a = np.array([e.fires(A, shapes_a).sum() for e in events], dtype=np.int64)
     k_b = np.array([e.fires(B, shapes_b).sum() for e in events], dtype=np.int64)
-    n_a, n_b = A.shape[0], B.shape[0]
+    return bound_counts(events, k_a, k_b, A.shape[0], B.shape[0], alpha, delta)
+
+
+def bound_counts(events: list[DerivedEvent], k_a, k_b, n_a: int, n_b: int, alpha: float,
+                 delta: float = 0.0) -> tuple[float, Candidate | None, np.ndarray, np.ndarray]:
+    """:func:`bound` from the events' counts on held-out fits (``k_a`` of ``n_a`` on D,
+    ``k_b`` of ``n_b`` on D'), e.g. counted batch by batch on draws never kept.
+
+    >>> events = [DerivedEvent("le", 0, 1.5, label="x[0] <= 1.5")]
+    >>> eps, best, _, _ = bound_counts(events, [370], [45], 400, 400, alpha=0.05)
+    >>> round(eps, 2), best.label  # 30 of 400 outside the event on D, 355 on D'
+    (2.04, "not (x[0] <= 1.5) [D'/D]")
+    """
+    k_a, k_b = np.asarray(k_a, dtype=np.int64), np.asarray(k_b, dtype=np.int64)
     informative = ((k_a + k_b) > 0) & ((k_a + k_b) < n_a + n_b)
     if not informative.any():
         return math.nan, None, k_a, k_b

@@ -59,8 +59,8 @@ from .stats import cp_lower, cp_upper
 from .workers import bug_context
 
 __all__ = ["AuditJob", "load_config", "plan", "job_alpha", "other_form_twin", "run_job", "run_all",
-           "estimate", "unit_draws", "measurable_max", "violations", "RECORD_COLUMNS",
-           "PRIMITIVES_JOB"]
+           "estimate", "unit_draws", "unit_held_out", "measurable_max", "violations",
+           "RECORD_COLUMNS", "PRIMITIVES_JOB"]
 
 #: scopes of the deterministic checks (no ε bound, no share of α): the ledger and the refit
 CHECK_SCOPES = ("ledger", "refit", "sweep")
@@ -327,6 +327,24 @@ def unit_draws(job: AuditJob, unit: tuple[CallSiteSetup, Any]) -> int:
     return setup.draws_of(call.step, job.n_fits)
 
 
+def unit_held_out(job: AuditJob, unit: tuple[CallSiteSetup, Any]) -> int:
+    """Streamed held-out draws per side of one audited call
+    (:meth:`CallSiteSetup.held_out_of` of its draws): none on a redrawn setup or on the
+    secure samplers (that run checks the samplers, not how tight a call is).
+
+    >>> from types import SimpleNamespace
+    >>> from dptaucc.audit.pairs import all_zero_row
+    >>> setup = CallSiteSetup(all_zero_row(), (), held_out=(("sums", 8.0),))
+    >>> job = AuditJob("m", "corrected", None, 1000, scope="call-site")
+    >>> [unit_held_out(job, (setup, SimpleNamespace(step=s))) for s in ("counts", "sums")]
+    [0, 8000]
+    """
+    setup, call = unit
+    if setup.redraw_samples or job.secure:
+        return 0
+    return setup.held_out_of(call.step, unit_draws(job, unit))
+
+
 def _unit_record(job: AuditJob, unit, a: float, seed: int, bug: str | None, workers: int,
                  looks: int) -> dict:
     """The record of one end-to-end scenario or one audited call."""
@@ -362,7 +380,8 @@ def _unit_record(job: AuditJob, unit, a: float, seed: int, bug: str | None, work
             res = audit_call_site(build, setup.pair.D, setup.pair.D_prime, call.index,
                                   n_fits=unit_draws(job, unit), alpha=a, seed=seed, bug=bug,
                                   looks=looks, craft=setup.craft,
-                                  n_histories=setup.n_histories, n_pilot=setup.n_pilot)
+                                  n_histories=setup.n_histories, n_pilot=setup.n_pilot,
+                                  n_held=unit_held_out(job, unit))
         rec.update(epsilon=float(dict(setup.params)["epsilon"]), delta=res.delta,
                    epsilon_spent=spent, end_to_end_dp=e2e,
                    step=f"#{call.index} {res.step} ({res.mechanism})",
@@ -637,12 +656,13 @@ def _estimate_call_sites(job: AuditJob, n_jobs: int) -> dict:
     (probe fits, the choice of history) and its cost per draw; each audited call, the
     other-form twin included, is then costed at the draws it really gets
     (:func:`unit_draws`: the job's draws times the setup's ``more_draws`` factor, at most
-    ``max_draws``; a redrawn setup's samples). A call of fewer draws is timed at them. Calls
+    ``max_draws``; a redrawn setup's samples; a setup's streamed held-out draws,
+    :func:`unit_held_out`, timed with them). A call of fewer draws is timed at them. Calls
     run side by side on ``n_jobs`` workers unless a setup redraws."""
     units = _n_units(job, None)
     timed: dict[int, tuple[float, float]] = {}  # setup id -> (fixed s, s per draw)
 
-    def seconds(setup: CallSiteSetup, index: int, draws: int) -> float:
+    def seconds(setup: CallSiteSetup, index: int, draws: int, step: str) -> float:
         build = job.factory(setup.params)
         if setup.redraw_samples:
             return audit_call_site_redrawn(build, setup.pair.D, setup.pair.D_prime, index,
@@ -650,9 +670,11 @@ def _estimate_call_sites(job: AuditJob, n_jobs: int) -> dict:
                                            n_histories=setup.n_histories,
                                            n_pilot=setup.n_pilot,
                                            craft=setup.craft).elapsed_s
+        held = 0 if job.secure else setup.held_out_of(step, draws)
         return audit_call_site(build, setup.pair.D, setup.pair.D_prime, index, n_fits=draws,
                                alpha=0.05, looks=1, craft=setup.craft,
-                               n_histories=setup.n_histories, n_pilot=setup.n_pilot).elapsed_s
+                               n_histories=setup.n_histories, n_pilot=setup.n_pilot,
+                               n_held=held).elapsed_s
 
     total = 0.0
     for setup, call in units:
@@ -660,9 +682,10 @@ def _estimate_call_sites(job: AuditJob, n_jobs: int) -> dict:
         if id(setup) not in timed:
             small, large = ESTIMATE_DRAWS
             if draws <= large:
-                timed[id(setup)] = (0.0, seconds(setup, call.index, draws) / draws)
+                timed[id(setup)] = (0.0, seconds(setup, call.index, draws, call.step) / draws)
             else:
-                t_small, t_large = (seconds(setup, call.index, n) for n in (small, large))
+                t_small, t_large = (seconds(setup, call.index, n, call.step)
+                                    for n in (small, large))
                 per_draw = max(0.0, (t_large - t_small) / (large - small))
                 timed[id(setup)] = (max(0.0, t_small - small * per_draw), per_draw)
         fixed, per_draw = timed[id(setup)]

@@ -104,6 +104,24 @@ class CallSiteSetup:
     #: (step fragment, factor): calls drawn ``factor`` times the job's draws (a charge
     #: reached only on a set of small probability)
     more_draws: tuple[tuple[str, float], ...] = ()
+    #: (step fragment, factor): calls whose events, chosen on all their kept draws, are
+    #: counted on ``factor`` times as many fresh draws per side, streamed and never kept
+    #: (:func:`dptaucc.audit.callsite.audit_call_site`'s ``n_held``: a charge reached only
+    #: where several values sit at their edges at once needs more held-out draws than memory
+    #: holds)
+    held_out: tuple[tuple[str, float], ...] = ()
+
+    def held_out_of(self, step: str, n: int) -> int:
+        """Streamed held-out draws per side for a call (by its step) of ``n`` kept draws: 0
+        unless its step has a ``held_out`` factor.
+
+        >>> from dptaucc.audit.pairs import all_zero_row
+        >>> setup = CallSiteSetup(all_zero_row(), (), held_out=(("sums", 8.0),))
+        >>> setup.held_out_of("iteration 1: cluster sums", 1000), setup.held_out_of("counts", 1000)
+        (8000, 0)
+        """
+        factor = next((f for fragment, f in self.held_out if fragment in step), 0.0)
+        return int(round(n * factor))
 
     def draws_of(self, step: str, n: int) -> int:
         """Draws per side for a call (by its step) out of the job's ``n``: times its

@@ -240,3 +240,93 @@ def test_round_selection_audit_flags_planted_bugs_and_passes_correct_code(pair, 
     else:
         assert res.verdict == "violation", res
         assert res.epsilon_pair > res.epsilon_claimed, res
+
+
+# ------------------------------------------------------------------ the local search
+def _local_search_setup():
+    from dptaucc.baselines.dphd.audit import scenarios
+
+    (setup,) = [s for s in scenarios().call_sites if s.first == 7]
+    return setup
+
+
+def test_no_replaced_row_moves_two_local_search_utilities_apart_by_more_than_root_two():
+    """The ceiling declared for the local search (``LOCAL_SEARCH_CEILING``): with non-negative
+    rows of norm at most ρ, any projection G and any candidates, a replaced row moves the
+    utilities −loss/Λ² of two centre sets apart by at most √2 (the charge covers 2), checked on
+    random configurations and reached to 3 digits by the setup's centres ±(M/2)(1, −1)."""
+    rng = np.random.default_rng(0)
+    rho, worst = 10.0, 0.0
+    for _ in range(3000):
+        d, p = rng.integers(2, 6), rng.integers(1, 4)
+        G = rng.normal(size=(p, d)) if rng.random() < 0.5 else np.eye(d)
+        p = G.shape[0]
+        rows = np.abs(rng.normal(size=(2, d))) * (rng.random((2, d)) < 0.7)
+        rows *= rho * rng.random((2, 1)) ** 0.2 / np.maximum(
+            np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+        y, yp = rows @ G.T
+        cands = rng.normal(size=(6, p)) * rng.uniform(0.1, 3) * rho / 3
+        lam2 = (np.linalg.norm(G, 2) * rho + np.linalg.norm(cands, axis=1).max()) ** 2
+        sets = [rng.choice(6, size=rng.integers(1, 4)) for _ in range(8)]
+        moved = [(((cands[s] - yp) ** 2).sum(1).min() - ((cands[s] - y) ** 2).sum(1).min())
+                 / lam2 for s in sets]
+        worst = max(worst, max(moved) - min(moved))
+    assert worst <= math.sqrt(2) + 1e-12
+    h = 5 * math.sqrt(2)  # the setup: y = (10, 0), y' = (0, 10), c± = ±(h, −h), Λ = 2ρ
+    c = np.array([h, -h])
+    one = (np.sum((c - (0, 10)) ** 2) - np.sum((c - (10, 0)) ** 2)) / (2 * rho) ** 2
+    assert 2 * one == pytest.approx(math.sqrt(2))
+
+
+def test_the_local_search_setup_reaches_its_picks_with_the_designed_candidates():
+    """The crafted history replays on D and D' up to each of the three picks (calls 7-9); the
+    candidates are the root, c₊, c₋, e and the shifted partitions' roots (each twice), and the
+    pairs' exact costs are those declared (0.618, 0.612, 0.690 of the charge 1.5)."""
+    from dptaucc.audit.pair_cost import pair_cost
+    from dptaucc.audit.transcript import open_call
+
+    setup = _local_search_setup()
+    build = _selection_build(setup)
+    history = setup.craft(record(build(0), setup.pair.D))
+    steps = [c.step for c in history[7:10]]
+    assert steps == ["round 1: local search swap 1", "round 1: local search swap 2",
+                     "round 1: local search final pick"]
+    for k, want in zip((7, 8, 9), (0.618, 0.612, 0.690), strict=True):
+        (a, _), (b, _) = (open_call(build(1), X, history, k)
+                          for X in (setup.pair.D, setup.pair.D_prime))
+        assert a.epsilon == pytest.approx(1.5) and a.calibration.declarations[0].sensitivity == 2
+        utilities = [np.asarray(c.calibration.declarations[0].exact, float).ravel()
+                     for c in (a, b)]
+        assert len(utilities[0]) == (16 if k < 9 else 2)
+        diff = utilities[1] - utilities[0]
+        assert diff.max() - diff.min() <= math.sqrt(2) + 1e-9
+        ratio = pair_cost(a.calibration, b.calibration).epsilon / 1.5
+        assert ratio == pytest.approx(want, abs=1e-3)
+
+
+#: the local search calibrated for range sensitivity 1 (half of what its utilities can move)
+LOCAL_SEARCH_HALVED = ("eps_step, 2, note_corrected(k, m)", "eps_step, 1, note_corrected(k, m)")
+
+
+@pytest.mark.slow
+def test_a_local_search_swap_calibrated_for_half_its_range_is_a_violation(tmp_path, monkeypatch):
+    """A swap drawn for range sensitivity 1 (the Octave source changed in a copy): on the
+    local-search setup its pair costs 1.24 × its charge (0.618 × 2), a violation by exact cost
+    that ``disjoint_rows`` (0.2 at most) could not show; the correct code stays within it."""
+    setup = _local_search_setup()
+    results = {}
+    for bug in (None, "halved"):
+        if bug:
+            patched = _patched_m_files(tmp_path, "dphd_local_search.m", *LOCAL_SEARCH_HALVED)
+            octave.shutdown()
+            monkeypatch.setattr(octave, "M_FILES_DIR", patched)
+        try:
+            results[bug] = audit_call_site_redrawn(
+                _selection_build(setup), setup.pair.D, setup.pair.D_prime, 7,
+                n_samples=20_000, alpha=0.05, n_histories=1, n_pilot=1000, craft=setup.craft)
+        finally:
+            if bug:
+                octave.shutdown()
+    ok, bad = results[None], results["halved"]
+    assert ok.verdict != "violation" and ok.epsilon_pair <= 0.62 * ok.epsilon_claimed, ok
+    assert bad.verdict == "violation" and bad.epsilon_pair >= 1.2 * bad.epsilon_claimed, bad

@@ -5,7 +5,7 @@ Expected scales are written out here from the method (budget fractions (0.04, 0.
 of the add/remove budget (ε/2, δ/(1+e^{ε/2})), per-level ε ∝ √(2^ℓ), counts of L1 sensitivity
 1, split scores s = u·N (N the node's released count) at range sensitivity
 2·w_c·max(t/q, 2(1−t)/(1−2q)) + w_e, the interval's
-utility sensitivity 1.65·p, leaf sums of L2 sensitivity 1 under the analytic Gaussian), never
+utility sensitivity 1.35·p, leaf sums of L2 sensitivity 1 under the analytic Gaussian), never
 read back from the code under test.
 """
 
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from dptaucc.baselines.dpm import DPM
-from dptaucc.baselines.dpm.core import dpm_release, release_leaf_sums
+from dptaucc.baselines.dpm.core import dpm_release, interval_sensitivity, release_leaf_sums
 from dptaucc.baselines.dpm.estimator import nearest_centre
 from dptaucc.baselines.dpm.gaussian import _analytic_excess, analytic_sigma, gamma, max_sensitivity
 from dptaucc.baselines.dpm.interval import (
@@ -190,12 +190,23 @@ def test_paper_interval_sensitivity_claim_fails_for_several_coordinates():
 
 
 def test_pooled_gap_sensitivity_bound():
+    """One added row moves u by at most max(q, 2 − q)·p, the corrected charge, and a row
+    inside a gap of every coordinate (rows spread so that the band where the count grows by
+    2p lies above the target rank) moves it by all of that: the charge is exact."""
     rng = np.random.default_rng(1)
     p = 4
+    bound = interval_sensitivity(p, corrected=True)
+    assert bound == pytest.approx(max(GAP_QUANTILE, 2 - GAP_QUANTILE) * p)
     Z = rng.normal(0, 10, size=(200, p))
     for _ in range(25):
         Z2 = np.vstack([Z, rng.normal(0, 15, (1, p))])
-        assert _max_utility_change(pooled_gaps(Z), pooled_gaps(Z2)) <= (1 + GAP_QUANTILE) * p
+        assert _max_utility_change(pooled_gaps(Z), pooled_gaps(Z2)) <= bound + 1e-12
+    # twenty values per coordinate: ten gaps of 1, then nine of 10; the added row halves the
+    # last gap, so every output in [5, 10) counts 2 more gaps per coordinate, above the rank
+    z = np.concatenate([np.arange(11.0), 10.0 + 10.0 * np.arange(1, 10)])
+    Z = np.tile(z[:, None], (1, p))
+    Z2 = np.vstack([Z, np.full((1, p), 95.0)])
+    assert _max_utility_change(pooled_gaps(Z), pooled_gaps(Z2)) == pytest.approx(bound)
 
 
 def test_smith_quantile_concentrates_and_stays_on_the_public_grid():
@@ -529,7 +540,7 @@ def test_every_count_split_interval_and_sum_is_drawn_at_its_charged_scale(monkey
         depths.append(levels)
         assert [d.scale for d in counts] == pytest.approx(
             [1 / e for e in budget["eps_cnt"][:levels]], rel=1e-12)
-        assert choices[0].scale == pytest.approx(1.65 * p / budget["eps_int"], rel=1e-12)
+        assert choices[0].scale == pytest.approx(1.35 * p / budget["eps_int"], rel=1e-12)
         assert [d.scale for d in choices[1:]] == pytest.approx(
             [score_range() / e for e in budget["eps_exp"][:levels - 1]], rel=1e-12)
         (args, kwargs, out), = spy.calls
