@@ -44,7 +44,8 @@ from dptaucc.audit.scenarios import AuditScenarios, CallSiteSetup, Scenario, lab
 __all__ = ["scenarios", "leaf_sizes", "leaf_counts_reachable", "row_between_leaves",
            "leaf_counts_toward", "POWER_PARAMS", "scaled_rows", "best_root_split",
            "released_root_split", "root_split_is_best", "tied_coordinates", "BEST_SPLIT_PARAMS",
-           "best_split_scenario", "zero_row_among_corners", "SPLIT_SITE_PARAMS",
+           "best_split_scenario", "row_below_outer_candidates", "OUTER_GROUPS",
+           "OUTER_ADDED", "SPLIT_SITE_PARAMS",
            "row_inside_gaps", "INTERVAL_SITE_PARAMS", "INSIDE_GAPS_ROWS",
            "LEAF_SUMS_SITE_PARAMS", "leaf_sums_site"]
 
@@ -91,7 +92,7 @@ def leaf_sizes(model, X) -> list[tuple[int, int]]:
     >>> model = DPM(epsilon=50.0, n_components=None, random_state=0).fit(X)
     >>> sizes = leaf_sizes(model, X)
     >>> len(sizes) == len(model.leaf_counts_), sum(size for size, _ in sizes), sizes[0]
-    (True, 200, (170, 1))
+    (True, 200, (94, 1))
     """
     Z = scaled_rows(model, X)
     lo, _ = model._box(Z.shape[1])
@@ -318,55 +319,85 @@ POWER_PARAMS = (("epsilon", 5.0), ("n_components", None), ("row_transform", "l1"
                 ("max_depth", 2), ("budget_fractions", (0.01, 0.97, 0.01, 0.01)))
 
 
-#: why DPM's split choices stay below 0.9 of their charge (docs/audit.md)
+#: why DPM's split choice stays below 0.9 of its charge on ``added_row`` (docs/audit.md)
 SPLIT_LIMIT = (
-    "measured: no evidence at 100 000 draws on added_row. The choice is the non-monotone "
-    "exponential mechanism exp(ε·s/2) over scores s = u/Δu, charged ε because each s may move "
-    "by 1 either way; attaining ε needs the chosen candidate's score up by 1 while every other "
-    "one falls by 1. One added row only lowers the emptiness of the bins it falls in and "
-    "raises by one the rank of the candidates above it on each coordinate (a full Δu only "
-    "in the outer q-fraction of the ranks), leaving most candidates' scores as they were, so "
-    "the attainable loss is a fraction of the charge (the bound is loose, not wrong). At this "
-    "setup's ε = 200 the shifted count is ñ = max(1, ĉ + ln(2δ_cnt)/ε_cnt) = 1 (δ' = "
-    "δ/(1 + e^{ε/2}) ≈ 1e-47 shifts ĉ ≈ 200 by −223), so Δu is about 200 times what one row "
-    "moves a score by: the scaled scores move by at most about 1/200")
+    "added_row is not built for the split call (row_below_outer_candidates is). The choice is "
+    "the exponential mechanism over s = u·N at range sensitivity R = 2·w_c·slope + w_e, "
+    "reached only when the chosen candidate's score falls by w_c·slope + w_e (the added row in "
+    "its bin, below its centre, its rank in the upper outer q-region) while the rest of the "
+    "mass sits on candidates that rise by w_c·slope (ranks in the lower outer region, the row "
+    "below them); on added_row most candidates keep their scores (measured: exact pair 0.60 "
+    "of the charge, ε_lower 0.31 at 10⁵ draws)")
 
 
-def zero_row_among_corners(n_rows: int = 200, n_cols: int = 20) -> RowPair:
-    """(add/remove relation) The split choice's call-site pair: ``n_rows`` rows e₁ (one count
-    in column 1) and D' = D plus a zero row. Without a projection every row is a corner of
-    [0, 1]^p: on coordinate 1 every candidate's rank is 0 (the outer bottom of Def. 6), on every
-    other coordinate it is n (the outer top). The zero row sits below every candidate on every
-    coordinate, so it raises every rank by one: coordinate 1's candidates gain t/(qN) of
-    centreness, the other coordinates' lose as much (their first bins also lose emptiness): one
-    coordinate's candidates up, all the others' down, the direction the non-monotone charge
-    covers (see :data:`SPLIT_CORNERS_LIMIT` for how much of it one row can reach).
+#: the positions (in bins of the 13-bin grid on [0, 1], coordinates 0 and 1) and counts of
+#: the row groups of :func:`row_below_outer_candidates`, and the added row's position; the
+#: third coordinate fills the unit L2 norm (above the top bin's centre for every row)
+OUTER_GROUPS = (((0.75, 2.75), 125), ((0.75, 0.75), 10), ((2.2, 2.2), 6))
+OUTER_ADDED = (1.25, 0.25)
 
-    >>> pair = zero_row_among_corners(n_rows=3, n_cols=4)
-    >>> pair.D.toarray().tolist(), pair.D_prime.toarray()[-1].tolist()
-    ([[0, 1, 0, 0], [0, 1, 0, 0], [0, 1, 0, 0]], [0, 0, 0, 0])
+
+def _unit_count_row(position: tuple[float, float], n_bins: int = 13,
+                    scale: int = 1000) -> list[int]:
+    """A count row whose unit-L2 direction puts coordinates 0 and 1 at ``position`` (in bins
+    of an ``n_bins`` grid on [0, 1]), the third coordinate filling the norm."""
+    x, y = position[0] / n_bins, position[1] / n_bins
+    return [round(x * scale), round(y * scale), round(np.sqrt(1.0 - x * x - y * y) * scale)]
+
+
+def row_below_outer_candidates() -> RowPair:
+    """(add/remove relation) The split choice's call-site pair: three columns, no projection,
+    rows of unit L2 norm, on the 13-bin grid the interval step gives (rows on a few values:
+    every pooled gap but a few is 0, so the released quantile is about uniform on [0, 200]
+    and σ = 29.5, 13 bins; 298 of 300 fits). In bins of coordinates (0, 1)
+    (:data:`OUTER_GROUPS`): 125 "bulk" rows at (0.75, 2.75), 10 "low" rows at (0.75, 0.75),
+    6 "boost" rows at (2.2, 2.2); D' adds a row at (1.25, 0.25). Every row's third
+    coordinate lies above the top bin's centre, so that coordinate's candidates all have rank
+    0 (none moves but its top bin's, which is full).
+
+    * Coordinate 0, candidate 1 (centre 1.5) is o*: the bulk and low rows below it, the 6
+      boost rows above it (rank in the upper outer q-region, a = 6), its bin empty; the added
+      row falls in it below the centre: a falls by 1 (−t/q·w_c = −3.6) and the bin fills
+      (−w_e = −5): s' − s = −8.6, the most a score can fall.
+    * Coordinate 1, candidate 1 (centre 1.5) is the A-type: the 10 low rows below it (lower
+      outer region, a = 10), its bin empty, the added row below it: s' − s = +3.6, the most a
+      score can rise. s(o*) − s(A) = −3.6·4, so D's mass is mostly on A (o* keeps 3 %).
+    * Every other candidate is either empty with rank 0 or n (a ≈ 0: 5N, behind A by
+      3.6·10, weight e^{−36ε/R}) or in a bin holding rows (each row −5).
+
+    The loss at o* is (8.6 + log-mean of e^{Δ/β} over D's law·β)/β ≈ 0.98 of the charge at
+    the setup's ε = 3 (β = R/ε): exact 0.976–0.99 at the root counts n and n + 1.
+
+    >>> pair = row_below_outer_candidates()
+    >>> pair.D.shape, pair.D_prime.shape, pair.D_prime.toarray()[-1].tolist()
+    ((141, 3), (142, 3), [96, 19, 995])
+    >>> from dptaucc.baselines.dpm.tree import TreeParams, node_utilities
+    >>> params, N = TreeParams(lo=-100.0, hi=100.0, n_bins=13), 141.0
+    >>> Z, Zp = (X.toarray() / np.linalg.norm(X.toarray(), axis=1)[:, None] * 200 - 100
+    ...          for X in (pair.D, pair.D_prime))
+    >>> move = N * (node_utilities(Zp, N, params) - node_utilities(Z, N, params))
+    >>> float(round(move[1], 9)), float(round(move[13 + 1], 9))  # o* (coord. 0), A (coord. 1)
+    (-8.6, 3.6)
     """
-    X = np.zeros((n_rows, n_cols), dtype=np.int64)
-    X[:, 1] = 1
-    return RowPair("zero_row_among_corners", sp.csr_matrix(X),
-                   sp.csr_matrix(np.vstack([X, np.zeros((1, n_cols), dtype=np.int64)])),
-                   n_rows, 1, "a zero row added to rows at one corner (add/remove relation)")
+    rows = [_unit_count_row(pos) for pos, count in OUTER_GROUPS for _ in range(count)]
+    X = np.array(rows, dtype=np.int64)
+    added = np.array([_unit_count_row(OUTER_ADDED)], dtype=np.int64)
+    return RowPair("row_below_outer_candidates", sp.csr_matrix(X),
+                   sp.csr_matrix(np.vstack([X, added])), X.shape[0], 1,
+                   "a row added in the bin of an upper-outer candidate of one coordinate, "
+                   "below the lower-outer candidates of the other")
 
 
-#: the split call-site setup's settings: no projection, one level, an explicit δ and most of
-#: the budget on the counts so that the shifted count ñ stays near ĉ (ln(2δ_cnt)/ε_cnt ≈ −8
-#: for ĉ ≈ 200), the split choice charged 1.6
-SPLIT_SITE_PARAMS = (("epsilon", 8.0), ("delta", 0.5), ("n_components", None),
-                     ("max_depth", 1), ("budget_fractions", (0.04, 0.5, 0.4, 0.06)))
+#: the split call-site setup's settings: no projection, one level, 70 % of the row-level
+#: budget ε/2 = 12 on the counts (the root count's noise, scale 0.29, is 0 in 94 % of fits:
+#: the scores' N is the n the pair was built for), the split choice charged 0.25·12 = 3
+SPLIT_SITE_PARAMS = (("epsilon", 24.0), ("n_components", None), ("max_depth", 1),
+                     ("budget_fractions", (0.01, 0.7, 0.25, 0.04)))
 
-#: why the split choice stays below 0.9 of its charge on :func:`zero_row_among_corners`
-SPLIT_CORNERS_LIMIT = (
-    "the most one added row reaches (docs/audit.md): the charge covers every scaled score "
-    "s = u/Δu moving by 1 either way, Δu = (w_c·t/q + w_e)/ñ, but only the centreness part "
-    "(t/q = 3.6 of 8.6) moves many candidates at once; emptiness moves the row's own bins "
-    "only. With one coordinate's candidates up by 0.42·ñ/N and the rest down by as much, "
-    "an event on one candidate reaches at most about 0.42 of the charge (measured 0.29-0.30 at "
-    "10⁵ draws, ñ/N ≈ 0.96)")
+#: the split call's draws, times the job's: its event (the falling candidate) has probability
+#: about 0.03 on D and 0.0014 on D', so 6·10⁵ draws a side leave ε_lower at 0.88-0.94 of the
+#: charge over audit seeds 0-6, 1.5·10⁶ at 0.92-0.96 (about 10 s)
+SPLIT_MORE_DRAWS = 2.5
 
 
 #: the count rows of :func:`row_inside_gaps` (each also taken mirrored): ten points of the
@@ -483,8 +514,8 @@ def scenarios() -> AuditScenarios:
                        limits=(("split_level", SPLIT_LIMIT),
                                ("interval_size", "added_row is not built for the interval "
                                 "call: row_inside_gaps is its setup"))),
-         CallSiteSetup(zero_row_among_corners(), SPLIT_SITE_PARAMS, max_calls=1, first=2,
-                       max_draws=100_000, limits=(("split_level", SPLIT_CORNERS_LIMIT),)),
+         CallSiteSetup(row_below_outer_candidates(), SPLIT_SITE_PARAMS, max_calls=1, first=2,
+                       more_draws=(("split_level", SPLIT_MORE_DRAWS),)),
          CallSiteSetup(row_inside_gaps(), INTERVAL_SITE_PARAMS, max_calls=1, first=1,
                        max_draws=600_000),  # redrawn in batches: about 18 s a side
          leaf_sums_site()),

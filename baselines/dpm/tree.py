@@ -2,10 +2,31 @@
 
 Each node's candidate splits are the centres of m equal bins per coordinate of the public box;
 the score u = w_c·centreness + w_e·emptiness (paper Defs. 5–7) is released through the
-non-monotone exponential mechanism exp(ε·u/(2Δu)), with Δu from the shifted noisy count
-(Def. 8), sampled by the package's exponential mechanism from the fit's sampler. Nodes of one
+exponential mechanism, sampled by the package's :func:`~dptaucc.privacy.exponential_mechanism`
+(P ∝ exp(ε·s/R), R the *range* sensitivity of the scores s) from the fit's sampler. Nodes of one
 level are disjoint, so each level is one parallel-composed charge; the children's noisy counts
 of a level form one release of L1 sensitivity 1 (exact discrete Laplace in corrected mode).
+
+Paper mode keeps the reference code: the non-monotone form exp(ε·u/(2Δu)) with
+Δu = (w_c·slope + w_e)/ñ and ñ the shifted count of Def. 8 (scores u/Δu, range 2).
+
+Corrected mode releases s = u·N with range sensitivity R = 2·w_c·slope + w_e
+(:func:`score_range`), N = max(ĉ, 1) the node's released noisy count (public given the
+history; the same on both sides). Proof, for one added row (removal is the negation, with the
+same range): on each coordinate the row raises the rank #{z_j < p_b} of a candidate by 0 or 1,
+so a = N/2 − |rank − N/2| moves by at most 1 either way (a < 0 when the rank exceeds N);
+centreness (Def. 6) is continuous and piecewise linear in a, of slope at most slope/N on both
+pieces and for a < 0 (slope = max(t/q, 2(1 − t)/(1 − 2q)), :meth:`TreeParams.slope`), so it
+moves by at most slope/N either way. The bin count h of a candidate rises by 0 or 1, so the
+emptiness clip(1 − h/N, 0, 1) (Def. 5) falls by at most 1/N and never rises. Hence every
+candidate's u' − u lies in [−(w_c·slope + w_e)/N, +w_c·slope/N] (Def. 7), the range of
+u' − u over a node's candidates is at most (2·w_c·slope + w_e)/N, and that of s' − s = N·(u' −
+u) at most R: the range-sensitivity exponential mechanism (Dong, Durfee & Rogers 2020) is
+ε-DP per node without the factor ½. At the defaults R = 12.2 against 2·(3.6 + 5) = 17.2 of the
+non-monotone form at ñ = N (0.709 of its noise scale; less still when ñ < N). The shifted
+count ñ is still computed for paper mode and its δ still charged in corrected mode
+(``counts_level_#/shift``, the method's budget split, so a fit spends exactly its δ), but
+corrected mode no longer reads it.
 """
 
 from __future__ import annotations
@@ -23,13 +44,14 @@ from dptaucc.privacy import (
     float_laplace_mechanism,
 )
 
-__all__ = ["TreeParams", "Split", "Tree", "centreness", "score_sensitivity", "node_utilities",
-           "release_counts", "shifted_count", "choose_splits", "grow_tree",
+__all__ = ["TreeParams", "Split", "Tree", "centreness", "score_sensitivity", "score_range",
+           "node_utilities", "release_counts", "shifted_count", "choose_splits", "grow_tree",
            "COUNT_SENSITIVITY", "SCALED_SCORE_RANGE"]
 
 #: L1 sensitivity of the counts of disjoint row sets under add/remove one row
 COUNT_SENSITIVITY = 1
-#: range sensitivity of the scores divided by their Δu (each moves by at most 1 either way)
+#: paper mode: range sensitivity of the scores divided by their Δu (each moves by at most 1
+#: either way); corrected mode uses :func:`score_range` instead
 SCALED_SCORE_RANGE = 2.0
 
 
@@ -110,12 +132,25 @@ def centreness(a: np.ndarray, N: float, t: float, q: float) -> np.ndarray:
 
 
 def score_sensitivity(n_tilde: float, params: TreeParams) -> float:
-    """Δu = (w_c·slope + w_e)/ñ: one row moves a rank by 1 and a bin count by 1.
+    """Paper mode's Δu = (w_c·slope + w_e)/ñ: one row moves a rank by 1 and a bin count by 1.
 
     >>> round(score_sensitivity(10.0, TreeParams(lo=-1.0, hi=1.0, n_bins=4)), 12)  # (3.6 + 5)/10
     0.86
     """
     return (params.w_c * params.slope() + params.w_e) / n_tilde
+
+
+def score_range(params: TreeParams) -> float:
+    """Corrected mode's range sensitivity R = 2·w_c·slope + w_e of the scores s = u·N.
+
+    One added row moves each candidate's u by −(w_c·slope + w_e)/N to +w_c·slope/N (a rank up
+    by 0 or 1: centreness ±slope/N; a bin count up by 0 or 1: emptiness −1/N to 0), so the
+    range of s' − s over a node's candidates is at most R (module docstring).
+
+    >>> round(score_range(TreeParams(lo=-1.0, hi=1.0, n_bins=4)), 12)  # 2·3.6 + 5
+    12.2
+    """
+    return 2.0 * params.w_c * params.slope() + params.w_e
 
 
 def node_utilities(Z: np.ndarray, N: float, params: TreeParams) -> np.ndarray:
@@ -175,13 +210,16 @@ def release_counts(true_counts: np.ndarray, epsilon: float, delta_shift: float,
     ledger.charge(f"{step}/shift", "shifted count (tail bound)", 0.0, delta_shift, math.nan,
                   "sequential",
                   "delta of the shifted count n_tilde (Def. 8) falling above the true size; in "
-                  "corrected mode the scores are normalised by the released count itself, so "
-                  "the guarantee does not rest on it (kept: the method's budget split)")
+                  "corrected mode the split scores are normalised by the released count itself "
+                  "and n_tilde is not read (kept: the method's budget split)")
     return noisy
 
 
 def shifted_count(c_hat: float, epsilon: float, delta: float, params: TreeParams) -> float:
     """ñ = max(1, ĉ + ln(2δ)/ε) (Def. 8), capped at N = max(ĉ, 1) in corrected mode.
+
+    Paper mode's split choice divides the scores by Δu(ñ); corrected mode's no longer reads ñ
+    (its δ is still charged, :func:`release_counts`).
 
     >>> import math
     >>> params = TreeParams(lo=-1.0, hi=1.0, n_bins=4)
@@ -197,15 +235,17 @@ def shifted_count(c_hat: float, epsilon: float, delta: float, params: TreeParams
     return float(min(n_tilde, N)) if params.corrected else float(n_tilde)
 
 
-def choose_splits(utilities: np.ndarray, n_tildes: np.ndarray, epsilon: float,
+def choose_splits(utilities: np.ndarray, norms: np.ndarray, epsilon: float,
                   params: TreeParams, sampler: Sampler, ledger: PrivacyLedger,
                   step: str) -> np.ndarray:
-    """One candidate per node (row of ``utilities``) with P ∝ exp(ε·u/(2Δu)), Δu from ñ.
+    """One candidate per node (row of ``utilities``), ``norms`` the node's public size.
 
-    The utilities are divided by each node's Δu = :func:`score_sensitivity`, so every scaled
-    score moves by at most 1 either way over neighbours: range sensitivity 2, and the package's
-    exponential mechanism with Δ = 2 is the non-monotone form exp(ε·u/(2Δu)) of the method.
-    Nodes of a level are disjoint (one charge, parallel composition).
+    Corrected mode: ``norms`` = N = max(ĉ, 1), the node's released count (the N the utilities
+    were computed with); scores s = u·N, P ∝ exp(ε·s/R), R = :func:`score_range` (module
+    docstring: the range of s' − s over candidates is at most R). Paper mode: ``norms`` = ñ
+    (:func:`shifted_count`); the utilities are divided by each node's Δu =
+    :func:`score_sensitivity` and drawn at range 2, the non-monotone exp(ε·u/(2Δu)) of the
+    reference code. Nodes of a level are disjoint (one charge, parallel composition).
 
     >>> import math
     >>> import numpy as np
@@ -215,10 +255,21 @@ def choose_splits(utilities: np.ndarray, n_tildes: np.ndarray, epsilon: float,
     >>> choose_splits(utilities, np.array([40.0, 40.0]), math.inf, params, make_sampler(0),
     ...               ledger, "level 0").tolist()  # ε = ∞: the best of each node
     [1, 3]
-    >>> [(e.sensitivity, e.composition) for e in ledger.entries]
-    [(2.0, 'parallel')]
+    >>> paper = TreeParams(lo=-1.0, hi=1.0, n_bins=4, corrected=False)
+    >>> _ = choose_splits(utilities, np.array([40.0, 40.0]), 1.0, paper, make_sampler(0),
+    ...                   ledger, "level 0")
+    >>> [(round(e.sensitivity, 12), e.composition) for e in ledger.entries]
+    [(12.2, 'parallel'), (2.0, 'parallel')]
     """
-    du = np.array([score_sensitivity(float(nt), params) for nt in n_tildes])
+    norms = np.asarray(norms, dtype=float)
+    if params.corrected:
+        return exponential_mechanism(
+            utilities * norms[:, None], epsilon=epsilon, sensitivity=score_range(params),
+            sampler=sampler, ledger=ledger, step=step,
+            note="exponential mechanism on s = u*N (N = max(c_hat, 1), the node's released "
+            "count); range sensitivity 2*w_c*slope + w_e (one row moves u by "
+            "-(w_c*slope + w_e)/N .. +w_c*slope/N); nodes of a level are disjoint")
+    du = np.array([score_sensitivity(float(nt), params) for nt in norms])
     return exponential_mechanism(
         utilities / du[:, None], epsilon=epsilon, sensitivity=SCALED_SCORE_RANGE, sampler=sampler,
         ledger=ledger, step=step,
@@ -264,12 +315,13 @@ def grow_tree(Z: np.ndarray, root_count: float, eps_cnt: np.ndarray, eps_exp: np
             tree.leaves.extend(nodes)
             break
         U = np.empty((len(nodes), Z.shape[1] * m))
-        n_tildes = np.empty(len(nodes))
+        norms = np.empty(len(nodes))  # N (corrected) or ñ (paper) per node
         for i, (idx, c_hat) in enumerate(nodes):
             N = max(c_hat, 1.0) if params.corrected else c_hat
             U[i] = node_utilities(Z[idx], N, params)
-            n_tildes[i] = shifted_count(c_hat, eps_cnt[level], delta_cnt, params)
-        choice = choose_splits(U, n_tildes, eps_exp[level], params, sampler, ledger,
+            norms[i] = N if params.corrected else shifted_count(c_hat, eps_cnt[level],
+                                                                delta_cnt, params)
+        choice = choose_splits(U, norms, eps_exp[level], params, sampler, ledger,
                                f"split_level_{level}")
         true_counts = np.empty(2 * len(nodes), dtype=np.int64)
         parts = []

@@ -627,7 +627,7 @@ def method_specs(method: str) -> list[tuple]:
     cost; the record names their kinds when no pair costed them).
 
     >>> sorted({p.name for p, _, _, costs in method_specs("dpm") if costs})
-    ['added_row', 'row_inside_gaps', 'zero_row_among_corners']
+    ['added_row', 'row_below_outer_candidates', 'row_inside_gaps']
     """
     from .methods import call_site_setup, method_audits
 

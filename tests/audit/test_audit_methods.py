@@ -236,19 +236,20 @@ def test_dpm_best_split_scenario_bounds_the_planted_bug_above_its_claim(monkeypa
     assert bound(200) > 2 * claim
 
 
-def test_dpm_split_call_site_setup_bounds_the_split_choice_above_zero():
-    """The split choice's own call-site setup (a zero row added to rows at one corner) bounds
-    the call well above 0 (the added_row setup gives no evidence) and below its charge, at
-    40,000 draws per side (0.3 of the charge at 10⁵)."""
+def test_dpm_split_call_site_setup_reaches_the_split_charge():
+    """The split choice's own call-site setup (a row added in the bin of an upper-outer
+    candidate, below a lower-outer one) costs the pair at least 0.9 of the call's charge
+    exactly, and 10⁵ draws per side bound it above 0.75 of it (0.94 at 1.5·10⁶, 0.96 at 5·10⁶)."""
     from dptaucc.audit.callsite import audit_call_site
     from dptaucc.audit.experiment import AuditJob
 
-    setup = next(s for s in call_site_setup("dpm") if s.pair.name == "zero_row_among_corners")
-    build = AuditJob("dpm", "corrected", 1.0, 100).factory(setup.params)
+    setup = next(s for s in call_site_setup("dpm") if s.pair.name == "row_below_outer_candidates")
+    build = AuditJob("dpm", "corrected", None, 100, scope="call-site").factory(setup.params)
     result = audit_call_site(build, setup.pair.D, setup.pair.D_prime, setup.first,
-                             n_fits=40_000, alpha=0.05)
-    assert result.step == "split_level_0"
-    assert 0.15 * result.epsilon_claimed < result.epsilon_lower <= result.epsilon_claimed
+                             n_fits=100_000, alpha=0.05)
+    assert result.step == "split_level_0" and result.epsilon_claimed == pytest.approx(3.0)
+    assert 0.9 * result.epsilon_claimed <= result.epsilon_pair <= result.epsilon_claimed
+    assert 0.75 * result.epsilon_claimed < result.epsilon_lower <= result.epsilon_claimed
 
 
 @pytest.mark.octave

@@ -149,7 +149,7 @@ def test_dp_kmeans_without_its_cell_clipping_is_a_violation(monkeypatch):
 def test_specs_judge_costs_only_on_the_call_site_pairs():
     specs = method_specs("dpm")
     costed = {p.name for p, _, _, costs in specs if costs}
-    assert costed and costed <= {"added_row", "zero_row_among_corners", "row_inside_gaps"}
+    assert costed and costed <= {"added_row", "row_below_outer_candidates", "row_inside_gaps"}
     assert any(not costs for *_, costs in specs)  # end-to-end pairs: path and state only
 
 

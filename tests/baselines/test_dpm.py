@@ -3,7 +3,8 @@ privacy of every release at its call site.
 
 Expected scales are written out here from the method (budget fractions (0.04, 0.18, 0.18, 0.6)
 of the add/remove budget (ε/2, δ/(1+e^{ε/2})), per-level ε ∝ √(2^ℓ), counts of L1 sensitivity
-1, split scores normalised by Δu = (w_c·max(t/q, 2(1−t)/(1−2q)) + w_e)/ñ, the interval's
+1, split scores s = u·N (N the node's released count) at range sensitivity
+2·w_c·max(t/q, 2(1−t)/(1−2q)) + w_e, the interval's
 utility sensitivity 1.35·p, leaf sums of L2 sensitivity 1 under the analytic Gaussian), never
 read back from the code under test.
 """
@@ -118,18 +119,53 @@ def test_centreness_shape():
     assert np.all(np.diff(centreness(grid, N, t, q)) >= 0)
 
 
-def test_score_sensitivity_bound_holds_for_added_rows():
-    """One added row moves every candidate's score by at most (w_c·slope + w_e)/N."""
+def score_range(w_c=1.0, w_e=5.0):
+    """Range sensitivity of the corrected split scores s = u·N: one added row moves each u by
+    −(w_c·slope + w_e)/N (rank up in an outer region, its bin fuller) to +w_c·slope/N."""
+    return 2 * w_c * slope() + w_e
+
+
+def _added_row_moves(Z, N, params, extras):
+    """max − min over candidates of s' − s = N·(u' − u), for each added row of ``extras``."""
+    u = node_utilities(Z, N, params)
+    return np.array([np.ptp(N * (node_utilities(np.vstack([Z, e[None]]), N, params) - u))
+                     for e in extras])
+
+
+@pytest.mark.parametrize("N", [120.0, 150.0, 170.0])  # below n: some ranks above N (a < 0)
+def test_score_sensitivity_bound_holds_for_added_rows(N):
+    """One added row moves the scores s = u·N of a node's candidates by a range of at most
+    R = 2·w_c·slope + w_e (N public, the same on both sides), and some row reaches R: a
+    declared range below it (e.g. the w_c·slope + w_e of a one-sided move) fails here."""
     rng = np.random.default_rng(3)
     params = TreeParams(lo=-100.0, hi=100.0, n_bins=40)
     Z = np.clip(rng.normal(0, 30, size=(150, 4)), -100, 100)
-    N = 150.0  # the public noisy count is the same on both sides
-    bound = (1.0 * slope() + 5.0) / N  # w_c = 1, w_e = 5
+    bound = score_range()
+    randoms = np.clip(rng.normal(0, 40, size=(200, 4)), -100, 100)
+    # rows at both tails: low in some coordinates (the ranks of the low outer candidates
+    # above them rise), high in others (just below a high outer candidate's centre: its rank
+    # rises and its bin fills)
+    width = 200.0 / params.n_bins
+    tails = np.where(rng.random((200, 4)) < 0.5, -100.0,
+                     100.0 - width * rng.integers(1, 4, (200, 4)) + width / 2
+                     - rng.uniform(0, width / 2, (200, 4)))
+    moves = _added_row_moves(Z, N, params, np.vstack([randoms, tails]))
+    assert moves.max() <= bound + 1e-9
+    assert moves.max() > slope() + 5.0  # beyond a one-sided move's range
+    if N <= Z.shape[0]:  # both outer regions hold candidates: the bound is attained
+        assert moves.max() == pytest.approx(bound, rel=1e-9)
+
+
+def test_each_score_moves_within_its_one_sided_bounds():
+    """Per candidate: N·(u' − u) ∈ [−(w_c·slope + w_e), +w_c·slope] for an added row."""
+    rng = np.random.default_rng(4)
+    params = TreeParams(lo=-100.0, hi=100.0, n_bins=25)
+    Z = np.clip(rng.normal(0, 40, size=(90, 3)), -100, 100)
+    N = 80.0
     u = node_utilities(Z, N, params)
-    for _ in range(40):
-        extra = np.clip(rng.normal(0, 40, size=(1, 4)), -100, 100)
-        u2 = node_utilities(np.vstack([Z, extra]), N, params)
-        assert np.max(np.abs(u2 - u)) <= bound + 1e-12
+    for extra in np.clip(rng.normal(0, 50, size=(100, 3)), -100, 100):
+        d = N * (node_utilities(np.vstack([Z, extra[None]]), N, params) - u)
+        assert d.min() >= -(slope() + 5.0) - 1e-9 and d.max() <= slope() + 1e-9
 
 
 def _max_utility_change(values_a, values_b, q=GAP_QUANTILE):
@@ -506,7 +542,7 @@ def test_every_count_split_interval_and_sum_is_drawn_at_its_charged_scale(monkey
             [1 / e for e in budget["eps_cnt"][:levels]], rel=1e-12)
         assert choices[0].scale == pytest.approx(1.35 * p / budget["eps_int"], rel=1e-12)
         assert [d.scale for d in choices[1:]] == pytest.approx(
-            [2 / e for e in budget["eps_exp"][:levels - 1]], rel=1e-12)
+            [score_range() / e for e in budget["eps_exp"][:levels - 1]], rel=1e-12)
         (args, kwargs, out), = spy.calls
         values, drawn_sigma, sens = args[0], kwargs["sigma"], kwargs["sensitivity"]
         assert drawn_sigma == pytest.approx(sigma, rel=1e-9) and sens == 1.0
@@ -516,12 +552,9 @@ def test_every_count_split_interval_and_sum_is_drawn_at_its_charged_scale(monkey
         by = {e.step: e for e in model.privacy_ledger_.entries}
         assert by["counts_level_0"].noise_scale == pytest.approx(counts[0].scale)
         assert by["leaf_sums"].noise_scale == pytest.approx(sigma, rel=1e-9)
-        if seed < 3:  # the root's scores, divided by its Δu = (w_c·slope + w_e)/ñ
+        if seed < 3:  # the root's scores, times N = max(ĉ, 1)
             c_hat = n + counts[0].output[0]
-            n_tilde = min(max(1.0, c_hat + math.log(2 * budget["delta_cnt"])
-                              / budget["eps_cnt"][0]), max(c_hat, 1.0))
-            du = (slope() + 5.0) / n_tilde
-            np.testing.assert_allclose(choices[1].inputs[0] * du,
+            np.testing.assert_allclose(choices[1].inputs[0] / max(c_hat, 1.0),
                                        _root_utilities(model, X, c_hat), atol=1e-9)
     assert max(depths) >= 3  # the fits split: the deeper call sites were exercised
     assert discrete_laplace_pvalue(np.array(root_noise), 1 / budget["eps_cnt"][0]) > 1e-4
@@ -607,17 +640,17 @@ def test_counts_neighbours_at_their_own_epsilon(broken):
 
 
 def _split_hits(broken, runs=60_000):
-    """Two candidates at the split's own ε = 1: scores (0, 0) for D, (Δu, −Δu) for a neighbour
-    (one candidate gains, the other loses the most one row can move them). The event {first
-    candidate} has log ratio log(2/(1+e^{-ε})) = 0.380; the broken variant draws half the
-    noise (0.566)."""
+    """Two candidates at the split's own ε = 1: scores s = u·N of (0, 0) for D and
+    (w_c·slope, −(w_c·slope + w_e)) for a neighbour (one candidate's rank rises in the low
+    outer region, the other's in the high one with its bin filling: the range R of one added
+    row). The event {first candidate} has log ratio log(2/(1+e^{-ε})) = 0.380; the broken
+    variant draws half the noise (0.566)."""
     params = TreeParams(lo=-100.0, hi=100.0, n_bins=2)
-    n_tilde = 80.0
-    du = (slope() + 5.0) / n_tilde
+    N = 80.0
     hits = []
-    for k, u in enumerate(([0.0, 0.0], [du, -du])):
+    for k, s in enumerate(([0.0, 0.0], [slope(), -(slope() + 5.0)])):
         sampler = SeededSampler(np.random.default_rng(10 + k))
-        labels = choose_splits(np.tile(u, (runs, 1)), np.full(runs, n_tilde),
+        labels = choose_splits(np.tile(np.array(s) / N, (runs, 1)), np.full(runs, N),
                                2.0 if broken else 1.0, params, sampler, PrivacyLedger(), "s")
         hits.append(int(np.sum(labels == 0)))
     return hits, runs
