@@ -296,3 +296,25 @@ def test_dp_kmeans_two_column_sums_reach_their_charge_only_with_streamed_draws()
     assert best(*new, held, looks=1) >= 0.9
     assert best(*new, draws / 2, looks=3) < 0.85
     assert best(12, 10, held, looks=1) < 0.87
+
+
+def test_streamed_held_out_counts_bound_the_drawn_noise():
+    """The streamed path (``n_held``) bounds the loss from its own counts: on correct code
+    below the charge, with the table's noise drawn for half its sensitivity above it (the
+    sampled bound itself, not only the exact pair cost)."""
+    from dptaucc import DPTauCC
+    from dptaucc.audit.callsite import audit_call_site
+    from dptaucc.audit.pairs import make_pair
+
+    pair = make_pair("moving_row")
+
+    def build(seed):
+        return DPTauCC(2, 2, epsilon=80.0, random_state=seed)  # the call charged 1
+
+    honest = audit_call_site(build, pair.D, pair.D_prime, 3, n_fits=2000, alpha=0.05,
+                             n_pilot=500, n_held=20_000)
+    assert honest.n_fits == 22_000
+    assert 0.5 * honest.epsilon_claimed < honest.epsilon_lower <= honest.epsilon_claimed
+    broken = audit_call_site(build, pair.D, pair.D_prime, 3, n_fits=2000, alpha=0.05,
+                             n_pilot=500, n_held=20_000, bug="dp_taucc.table_sensitivity_halved")
+    assert broken.epsilon_lower > broken.epsilon_claimed
