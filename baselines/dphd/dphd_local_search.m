@@ -7,10 +7,12 @@ function [U, L, info] = dphd_local_search(Y, Cand, k, eps_ls, Lam2, paper, L, ta
   % eps_ls/(T + 1) each. Lam2 is the loss sensitivity Lambda^2 the caller chose.
   % paper = true: weights exp(-eps gain/(Lam2 (T+1))) with gain = new loss - current loss (no
   %   factor 1/2) and the authors' Octave sampler (underflow -> first entry, overflow -> last).
-  % paper = false: utility -loss/Lam2: each row adds to a loss a squared distance in
-  %   [0, Lam2], so a replaced row moves every utility by at most 1 and the difference of two
-  %   by at most 2 (range sensitivity 2): weights exp(-eps loss/(2 Lam2 (T+1))), the factor
-  %   1/2 of the textbook mechanism; every pick is drawn and charged in Python.
+  % paper = false: utility -loss/Lam2 at range sensitivity sqrt(2): rows are non-negative
+  %   with norm at most rho, so a replaced row y -> y' has ||G(y' - y)|| <= sqrt(2) ||G|| rho,
+  %   and two centre sets' losses move apart by at most 2 (c' - c).(y' - y) <= 4 R sqrt(2)
+  %   ||G|| rho <= sqrt(2) Lam2 (c, c' their nearest centres, R = max ||candidate||, Lam =
+  %   ||G|| rho + R): weights exp(-eps loss/(sqrt(2) Lam2 (T+1))); every pick is drawn and
+  %   charged in Python.
   m = rows(Cand);
   n = rows(Y);
   W = zeros(m, n);
@@ -30,7 +32,7 @@ function [U, L, info] = dphd_local_search(Y, Cand, k, eps_ls, Lam2, paper, L, ta
       [a, b] = dphd_sample_discrete(exp(-eps_ls * (NL - loss) / (Lam2 * (T + 1))));
     else
       pick = dphd_mechanism('exponential', sprintf('%slocal search swap %d', tag, it), ...
-                            eps_step, 2, note_corrected(k, m), -NL(:).' / Lam2);
+                            eps_step, sqrt(2), note_corrected(k, m), -NL(:).' / Lam2);
       [a, b] = ind2sub([k, m], pick);
     end
     ids(a) = b;
@@ -45,7 +47,7 @@ function [U, L, info] = dphd_local_search(Y, Cand, k, eps_ls, Lam2, paper, L, ta
                     'a valid bound on the loss change'], T + 1, T);
     L = dphd_log(L, [tag 'local search'], 'exponential', eps_ls, Lam2, 'sequential', note);
   else
-    it = dphd_mechanism('exponential', [tag 'local search final pick'], eps_step, 2, ...
+    it = dphd_mechanism('exponential', [tag 'local search final pick'], eps_step, sqrt(2), ...
                         sprintf('one of the %d recorded centre sets, utility -loss/Lambda^2', ...
                                 T), -rec_loss(:).' / Lam2);
   end

@@ -26,8 +26,10 @@ and is **not private**. The fit is ε-DP when one row of X is replaced by any ot
    the buckets whose noisy count passes the threshold become cells; levels not reached are
    charged all the same (where a partition stops is part of what it reveals);
 3. local search: min(k, 20) swaps and a final pick, each an exponential mechanism over
-   utility −loss/Λ² with Λ = ‖G‖₂ρ + max‖candidate‖ (each row adds at most 1: range
-   sensitivity 2; the authors use Λ = 2ρ/d and omit the factor);
+   utility −loss/Λ² with Λ = ‖G‖₂ρ + max‖candidate‖ at range sensitivity √2: rows are
+   non-negative, so a replaced row moves two centre sets' utilities apart by at most
+   2(c′ − c)·(y′ − y)/Λ² ≤ 4R·√2‖G‖₂ρ/Λ² ≤ √2 (R = max‖candidate‖; proof in
+   ``dphd_local_search.m``); the authors use Λ = 2ρ/d and omit the factor ½;
 4. recover (4 per round: after the local search and after each of 3 Lloyd steps): the k×d
    cluster sums of the rows floored to a public grid of power-of-two step g, released as
    integers in units of g with discrete Laplace noise (L1 sensitivity 2·B1/g units), and the

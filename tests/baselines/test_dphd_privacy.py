@@ -145,7 +145,7 @@ def test_every_mechanism_call_draws_at_the_scale_the_math_gives(counts, eps, n_r
             assert req["values"].sum() == n
         elif "local search" in step:
             assert draw.kind == "choose"
-            assert draw.scale == pytest.approx(2 / b["ls_step"], rel=1e-12)
+            assert draw.scale == pytest.approx(math.sqrt(2) / b["ls_step"], rel=1e-12)
         else:
             assert step == "round selection" and draw.kind == "choose"
             assert draw.scale == pytest.approx(2 / b["selection"], rel=1e-12)
@@ -370,22 +370,26 @@ def test_recover_neighbours_at_its_own_epsilon(repeat, broken):
 @pytest.mark.slow
 @pytest.mark.parametrize("broken", [False, True])
 def test_local_search_swap_neighbours_at_its_own_epsilon(repeat, broken):
-    """Local search with k = 1 (one swap at ε_ls/2 = 1, then a pick among one set): points
-    in [−1, 1], candidates +1 and 4 × −1, Λ² = (1 + 1)² = 4. D: points {+1, −1}, every
-    candidate equally good (P(+1) = 1/5); D': the +1 point replaced by −1, which moves the
-    +1 candidate's utility by −1 and the others' by +1: P(+1) = 1/(1 + 4e). Log ratio
-    log((1 + 4e)/5) = 0.86 (1.81 with half the noise)."""
+    """Local search with k = 1 (one swap at ε_ls/2 = 1, then a pick among one set) at its
+    charged range √2: non-negative points of norm ρ = 1, candidates c₊ = (1, −1)/√2 and
+    4 × c₋ = −c₊ (R = 1, Λ² = (ρ + R)² = 4). D: points (1, 0) and (0, 1), every candidate
+    equally good (P(c₊) = 1/5); D': (1, 0) replaced by (0, 1), which moves c₊'s utility
+    −loss/Λ² by −√2/2 and c₋'s by +√2/2, √2 apart (the most a non-negative row can move
+    them): P(c₊) = 1/(1 + 4e). Log ratio log((1 + 4e)/5) = 0.86 (1.81 with half the
+    noise)."""
     runs = 2000
-    cand = np.array([[1.0], [-1.0], [-1.0], [-1.0], [-1.0]])
+    h = 1 / math.sqrt(2)
+    cand = np.array([[h, -h], [-h, h], [-h, h], [-h, h], [-h, h]])
 
     def hits(first, seed0):
         sampler = _HalfScale(seed0) if broken else SeededSampler(np.random.default_rng(seed0))
-        Y = np.array([[first], [-1.0]])
+        Y = np.array([first, [0.0, 1.0]])
         outs = repeat(runs, 1, sampler, "dphd_local_search", Y, cand, 1.0, 2.0, 4.0, False,
                       {}, "t ")
-        return sum(bool(U[0, 0] == 1.0) for U in outs)
+        return sum(bool(U[0, 0] > 0) for U in outs)
 
-    _check(hits(1.0, 3), hits(-1.0, 70_000), runs, math.log((1 + 4 * math.e) / 5), broken)
+    _check(hits([1.0, 0.0], 3), hits([0.0, 1.0], 70_000), runs,
+           math.log((1 + 4 * math.e) / 5), broken)
 
 
 @pytest.mark.slow
