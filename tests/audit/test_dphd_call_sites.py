@@ -243,18 +243,20 @@ def test_round_selection_audit_flags_planted_bugs_and_passes_correct_code(pair, 
 
 
 # ------------------------------------------------------------------ the local search
-def _local_search_setup():
+def _local_search_setup(first: int = 7):
+    """The local-search setup whose first audited call is ``first`` (7: the two swaps, 9: the
+    final pick)."""
     from dptaucc.baselines.dphd.audit import scenarios
 
-    (setup,) = [s for s in scenarios().call_sites if s.first == 7]
+    (setup,) = [s for s in scenarios().call_sites if s.first == first]
     return setup
 
 
 def test_no_replaced_row_moves_two_local_search_utilities_apart_by_more_than_root_two():
-    """The ceiling declared for the local search (``LOCAL_SEARCH_CEILING``): with non-negative
-    rows of norm at most ρ, any projection G and any candidates, a replaced row moves the
-    utilities −loss/Λ² of two centre sets apart by at most √2 (the charge covers 2), checked on
-    random configurations and reached to 3 digits by the setup's centres ±(M/2)(1, −1)."""
+    """The local search's charged range (``LOCAL_SEARCH_RANGE``): with non-negative rows of
+    norm at most ρ, any projection G and any candidates, a replaced row moves the utilities
+    −loss/Λ² of two centre sets apart by at most √2, checked on random configurations and
+    reached to 3 digits by the setup's centres ±(M/2)(1, −1)."""
     rng = np.random.default_rng(0)
     rho, worst = 10.0, 0.0
     for _ in range(3000):
@@ -278,41 +280,47 @@ def test_no_replaced_row_moves_two_local_search_utilities_apart_by_more_than_roo
     assert 2 * one == pytest.approx(math.sqrt(2))
 
 
-def test_the_local_search_setup_reaches_its_picks_with_the_designed_candidates():
-    """The crafted history replays on D and D' up to each of the three picks (calls 7-9); the
-    candidates are the root, c₊, c₋, e and the shifted partitions' roots (each twice), and the
-    pairs' exact costs are those declared (0.618, 0.612, 0.690 of the charge 1.5)."""
+def test_the_local_search_setups_reach_their_picks_with_the_designed_candidates():
+    """The crafted histories replay on D and D' up to each of the three picks: the swaps
+    (calls 7-8) from {e, e} at ``SWAP_SEED``, the final pick (call 9) between {c₊, e} and
+    {c₋, e}; every pick is charged 1.5 at range sensitivity √2, its utilities move apart by
+    at most √2, and the pairs' exact costs are those declared (0.928, 0.928, 0.994 of the
+    charge)."""
     from dptaucc.audit.pair_cost import pair_cost
     from dptaucc.audit.transcript import open_call
 
-    setup = _local_search_setup()
-    build = _selection_build(setup)
-    history = setup.craft(record(build(0), setup.pair.D))
-    steps = [c.step for c in history[7:10]]
-    assert steps == ["round 1: local search swap 1", "round 1: local search swap 2",
-                     "round 1: local search final pick"]
-    for k, want in zip((7, 8, 9), (0.618, 0.612, 0.690), strict=True):
-        (a, _), (b, _) = (open_call(build(1), X, history, k)
-                          for X in (setup.pair.D, setup.pair.D_prime))
-        assert a.epsilon == pytest.approx(1.5) and a.calibration.declarations[0].sensitivity == 2
-        utilities = [np.asarray(c.calibration.declarations[0].exact, float).ravel()
-                     for c in (a, b)]
-        assert len(utilities[0]) == (16 if k < 9 else 2)
-        diff = utilities[1] - utilities[0]
-        assert diff.max() - diff.min() <= math.sqrt(2) + 1e-9
-        ratio = pair_cost(a.calibration, b.calibration).epsilon / 1.5
-        assert ratio == pytest.approx(want, abs=1e-3)
+    for first, calls, want in ((7, (7, 8), 0.928), (9, (9,), 0.994)):
+        setup = _local_search_setup(first)
+        assert setup.max_calls == len(calls)
+        build = _selection_build(setup)
+        history = setup.craft(record(build(0), setup.pair.D))
+        for k in calls:
+            (a, _), (b, _) = (open_call(build(1), X, history, k)
+                              for X in (setup.pair.D, setup.pair.D_prime))
+            assert a.step == ("round 1: local search final pick" if k == 9
+                              else f"round 1: local search swap {k - 6}")
+            assert a.epsilon == pytest.approx(1.5)
+            assert a.calibration.declarations[0].sensitivity == pytest.approx(math.sqrt(2))
+            utilities = [np.asarray(c.calibration.declarations[0].exact, float).ravel()
+                         for c in (a, b)]
+            assert len(utilities[0]) == (16 if k < 9 else 2)
+            diff = utilities[1] - utilities[0]
+            assert diff.max() - diff.min() <= math.sqrt(2) + 1e-9
+            ratio = pair_cost(a.calibration, b.calibration).epsilon / 1.5
+            assert ratio == pytest.approx(want, abs=1e-3)
 
 
-#: the local search calibrated for range sensitivity 1 (half of what its utilities can move)
-LOCAL_SEARCH_HALVED = ("eps_step, 2, note_corrected(k, m)", "eps_step, 1, note_corrected(k, m)")
+#: the local search calibrated for range sensitivity √2/2 (half of what its utilities can move)
+LOCAL_SEARCH_HALVED = ("eps_step, sqrt(2), note_corrected(k, m)",
+                       "eps_step, sqrt(2) / 2, note_corrected(k, m)")
 
 
 @pytest.mark.slow
 def test_a_local_search_swap_calibrated_for_half_its_range_is_a_violation(tmp_path, monkeypatch):
-    """A swap drawn for range sensitivity 1 (the Octave source changed in a copy): on the
-    local-search setup its pair costs 1.24 × its charge (0.618 × 2), a violation by exact cost
-    that ``disjoint_rows`` (0.2 at most) could not show; the correct code stays within it."""
+    """A swap drawn for range sensitivity √2/2 (the Octave source changed in a copy): on the
+    swaps' setup its pair costs 1.92 × its charge, a violation by exact cost that
+    ``disjoint_rows`` (0.2 at most) could not show; the correct code stays within it
+    (0.928)."""
     setup = _local_search_setup()
     results = {}
     for bug in (None, "halved"):
@@ -328,5 +336,5 @@ def test_a_local_search_swap_calibrated_for_half_its_range_is_a_violation(tmp_pa
             if bug:
                 octave.shutdown()
     ok, bad = results[None], results["halved"]
-    assert ok.verdict != "violation" and ok.epsilon_pair <= 0.62 * ok.epsilon_claimed, ok
-    assert bad.verdict == "violation" and bad.epsilon_pair >= 1.2 * bad.epsilon_claimed, bad
+    assert ok.verdict != "violation" and ok.epsilon_pair <= 0.93 * ok.epsilon_claimed, ok
+    assert bad.verdict == "violation" and bad.epsilon_pair >= 1.9 * bad.epsilon_claimed, bad
