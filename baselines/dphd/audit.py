@@ -557,9 +557,10 @@ def scenarios() -> AuditScenarios:
 
     >>> s = scenarios()
     >>> s.main.pair.name, len(s.bugs)
-    ('new_column_maximum', 9)
+    ('new_column_maximum', 10)
     >>> [c.pair.name for c in s.call_sites]
-    ['disjoint_rows', 'disjoint_rows', 'row_leaves_column', 'row_leaves_column', 'rows_below_bound']
+    ['disjoint_rows', 'disjoint_rows', 'row_leaves_column', 'row_leaves_column',
+     'row_leaves_column', 'rows_below_bound']
     >>> power = s.end_to_end[1]
     >>> power.pair.name, dict(power.params)["epsilon"], power.derive
     ('row_among_zeros', 2.0, False)
