@@ -329,8 +329,9 @@ def unit_draws(job: AuditJob, unit: tuple[CallSiteSetup, Any]) -> int:
 
 def unit_held_out(job: AuditJob, unit: tuple[CallSiteSetup, Any]) -> int:
     """Streamed held-out draws per side of one audited call
-    (:meth:`CallSiteSetup.held_out_of` of its draws): none on a redrawn setup or on the
-    secure samplers (that run checks the samplers, not how tight a call is).
+    (:meth:`CallSiteSetup.held_out_of` of its draws; of the job's draws on a redrawn setup,
+    whose kept samples are fixed, so that a quick audit streams fewer): none on the secure
+    samplers (that run checks the samplers, not how tight a call is).
 
     >>> from types import SimpleNamespace
     >>> from dptaucc.audit.pairs import all_zero_row
@@ -338,10 +339,16 @@ def unit_held_out(job: AuditJob, unit: tuple[CallSiteSetup, Any]) -> int:
     >>> job = AuditJob("m", "corrected", None, 1000, scope="call-site")
     >>> [unit_held_out(job, (setup, SimpleNamespace(step=s))) for s in ("counts", "sums")]
     [0, 8000]
+    >>> redrawn = CallSiteSetup(all_zero_row(), (), redraw_samples=50,
+    ...                         held_out=(("sums", 8.0),))
+    >>> unit_held_out(job, (redrawn, SimpleNamespace(step="sums")))  # 8 × the job's 1000
+    8000
     """
     setup, call = unit
-    if setup.redraw_samples or job.secure:
+    if job.secure:
         return 0
+    if setup.redraw_samples:
+        return setup.held_out_of(call.step, job.n_fits)
     return setup.held_out_of(call.step, unit_draws(job, unit))
 
 
@@ -375,7 +382,8 @@ def _unit_record(job: AuditJob, unit, a: float, seed: int, bug: str | None, work
                                           call.index, n_samples=unit_draws(job, unit),
                                           alpha=a, seed=seed, bug=bug, n_jobs=workers,
                                           n_histories=setup.n_histories,
-                                          n_pilot=setup.n_pilot, craft=setup.craft)
+                                          n_pilot=setup.n_pilot, craft=setup.craft,
+                                          n_held=unit_held_out(job, unit))
         else:
             res = audit_call_site(build, setup.pair.D, setup.pair.D_prime, call.index,
                                   n_fits=unit_draws(job, unit), alpha=a, seed=seed, bug=bug,
@@ -662,15 +670,17 @@ def _estimate_call_sites(job: AuditJob, n_jobs: int) -> dict:
     units = _n_units(job, None)
     timed: dict[int, tuple[float, float]] = {}  # setup id -> (fixed s, s per draw)
 
-    def seconds(setup: CallSiteSetup, index: int, draws: int, step: str) -> float:
+    def seconds(unit: tuple[CallSiteSetup, Any], draws: int) -> float:
+        setup, index = unit[0], unit[1].index
         build = job.factory(setup.params)
+        # streamed held-out draws in the same proportion to the draws as the real call's
+        held = unit_held_out(job, unit) * draws // max(1, unit_draws(job, unit))
         if setup.redraw_samples:
             return audit_call_site_redrawn(build, setup.pair.D, setup.pair.D_prime, index,
                                            n_samples=draws, alpha=0.05, seed=0,
                                            n_histories=setup.n_histories,
-                                           n_pilot=setup.n_pilot,
-                                           craft=setup.craft).elapsed_s
-        held = 0 if job.secure else setup.held_out_of(step, draws)
+                                           n_pilot=setup.n_pilot, craft=setup.craft,
+                                           n_held=held).elapsed_s
         return audit_call_site(build, setup.pair.D, setup.pair.D_prime, index, n_fits=draws,
                                alpha=0.05, looks=1, craft=setup.craft,
                                n_histories=setup.n_histories, n_pilot=setup.n_pilot,
@@ -682,10 +692,9 @@ def _estimate_call_sites(job: AuditJob, n_jobs: int) -> dict:
         if id(setup) not in timed:
             small, large = ESTIMATE_DRAWS
             if draws <= large:
-                timed[id(setup)] = (0.0, seconds(setup, call.index, draws, call.step) / draws)
+                timed[id(setup)] = (0.0, seconds((setup, call), draws) / draws)
             else:
-                t_small, t_large = (seconds(setup, call.index, n, call.step)
-                                    for n in (small, large))
+                t_small, t_large = (seconds((setup, call), n) for n in (small, large))
                 per_draw = max(0.0, (t_large - t_small) / (large - small))
                 timed[id(setup)] = (max(0.0, t_small - small * per_draw), per_draw)
         fixed, per_draw = timed[id(setup)]

@@ -10,8 +10,13 @@ outputs of call ``k`` there and stops the fit; done on D and on D', the two samp
 
 Which history: a few recorded on D (pilot seeds); each is sampled briefly on both sides and the
 one whose call ``k`` separates D from D' most is kept. The pilot samples are not reused, so the
-choice does not bias the bound. This is what makes the call sites of slow fits (DPHD, whose
-fits run in Octave) auditable at all: two replays per side, not thousands of fits.
+choice does not bias the bound. With ``n_held`` > 0 the events are chosen on all the kept
+samples and counted on ``n_held`` further draws per side, streamed from one replay a side and
+never kept (as :func:`dptaucc.audit.callsite.audit_call_site` does): a choice whose largest
+ratio sits on rare outputs needs more held-out draws than memory holds.
+
+Redrawing is what makes the call sites of slow fits (DPHD, whose fits run in Octave)
+auditable at all: two replays per side, not thousands of fits.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import numpy as np
 from joblib import Parallel, delayed
 
 from . import derived
-from .callsite import CallSiteResult, path_event
+from .callsite import CallSiteResult, _Side, path_event
 from .law_check import law_differs
 from .pair_cost import pair_cost
 from .runner import fit_seed
@@ -95,7 +100,7 @@ def audit_call_site_redrawn(build: Callable, D, D_prime, k: int, *, n_samples: i
                             n_jobs: int = 1, n_histories: int = 3, n_pilot: int = 4000,
                             n_events: int = 3,
                             craft: Callable[[list[Call]], list[Call]] | None = None,
-                            ) -> CallSiteResult:
+                            n_held: int = 0) -> CallSiteResult:
     """Audit call ``k`` from ``n_samples`` redrawn outputs per side (module docstring): a
     (1 − α) lower bound on its privacy loss given the chosen history. ``craft`` turns each
     recorded history into the one to force (a method's worst case), as in
@@ -113,6 +118,10 @@ def audit_call_site_redrawn(build: Callable, D, D_prime, k: int, *, n_samples: i
     >>> audit_call_site_redrawn(build, pair.D, pair.D_prime, 3, n_samples=2000, alpha=0.05,
     ...                         n_pilot=500, bug="dp_taucc.table_sensitivity_halved").verdict
     'violation'
+    >>> streamed = audit_call_site_redrawn(build, pair.D, pair.D_prime, 3, n_samples=1000,
+    ...                                    alpha=0.05, n_pilot=500, n_held=3000)
+    >>> streamed.verdict, streamed.n_fits  # chosen on 1,000 kept draws, counted on 3,000 more
+    ('ok', 4000)
     """
     t0 = time.perf_counter()
     base = 9_000_000 + 100_000 * k
@@ -162,14 +171,22 @@ def audit_call_site_redrawn(build: Callable, D, D_prime, k: int, *, n_samples: i
     eps_claim, delta = max(eps_claim, call.epsilon), max(delta, call.delta)
     exact = pair_cost(calib_a, calib_b, delta)  # the first replays: the same seed a side
     sa, sb = np.zeros(len(A), dtype=np.int64), np.zeros(len(B), dtype=np.int64)
-    sel, held = slice(0, None, 2), slice(1, None, 2)
+    n_held = max(0, int(n_held))
+    sel, held = (slice(None), None) if n_held else (slice(0, None, 2), slice(1, None, 2))
     events = derived.select(A[sel], B[sel], sa[sel], sb[sel], name=call.step, n_events=n_events,
                             delta=delta)
-    eps, cand, k_a, k_b = derived.bound(events, A[held], B[held], sa[held], sb[held], alpha,
-                                        delta)
+    if n_held:
+        with bug_context(bug):  # fresh draws of the same call, one replay a side
+            k_a, k_b = (_Side(build, X, best, k, side[0]).count(events, n_held)
+                        for X in (D, D_prime))
+        eps, cand, k_a, k_b = derived.bound_counts(events, k_a, k_b, n_held, n_held, alpha,
+                                                   delta)
+    else:
+        eps, cand, k_a, k_b = derived.bound(events, A[held], B[held], sa[held], sb[held],
+                                            alpha, delta)
     return CallSiteResult(
         k, call.step, call.mechanism, eps_claim, delta, eps, "" if cand is None else cand.label,
-        len(A), time.perf_counter() - t0,
+        len(A) + n_held, time.perf_counter() - t0,
         {e.label: [int(a), int(b)] for e, a, b in zip(events, k_a, k_b, strict=True)},
         exact.epsilon, exact.how, differs,
         law_differs(first_a, calib_a, "D") or law_differs(first_b, calib_b, "D'"))
