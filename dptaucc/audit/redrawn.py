@@ -38,6 +38,10 @@ from .workers import bug_context
 
 __all__ = ["sample_call", "audit_call_site_redrawn"]
 
+#: offset (from call k's base) of the fit seed that streams held-out draws: apart from the
+#: recorded histories (base + r), their pilots (base + 1000 + 100 r) and the kept shards
+HELD_OUT_OFFSET = 90_000
+
 
 def sample_call(model, X, history: list[Call], k: int, n: int) -> tuple[Call, np.ndarray]:
     """Fit ``model`` on X with calls ``0..k-1`` forced to ``history``; return call ``k`` and
@@ -176,8 +180,12 @@ def audit_call_site_redrawn(build: Callable, D, D_prime, k: int, *, n_samples: i
     events = derived.select(A[sel], B[sel], sa[sel], sb[sel], name=call.step, n_events=n_events,
                             delta=delta)
     if n_held:
-        with bug_context(bug):  # fresh draws of the same call, one replay a side
-            k_a, k_b = (_Side(build, X, best, k, side[0]).count(events, n_held)
+        # fresh draws of the same call, one replay a side, from a fit seed of their own (a
+        # kept shard's seed would replay its draws: the held-out count would start with the
+        # very draws that chose the events)
+        held_seed = fit_seed(seed, base + HELD_OUT_OFFSET)
+        with bug_context(bug):
+            k_a, k_b = (_Side(build, X, best, k, held_seed).count(events, n_held)
                         for X in (D, D_prime))
         eps, cand, k_a, k_b = derived.bound_counts(events, k_a, k_b, n_held, n_held, alpha,
                                                    delta)

@@ -105,3 +105,39 @@ def test_redrawn_audit_conditions_both_sides_on_the_same_fit_seed():
     res = audit_call_site_redrawn(build, pair.D, pair.D_prime, 1, n_samples=2000, alpha=0.05,
                                   n_pilot=500)
     assert res.step == "iter1/table-before-rows" and res.verdict == "ok"
+
+
+def test_redrawn_held_out_draws_are_not_the_draws_that_chose_the_events(monkeypatch):
+    """Regression: the streamed held-out draws of a redrawn call site were replayed from the
+    first kept shard's fit seed, so they began with the very draws that chose the events (a
+    biased count). The first streamed draws on each side must differ from the kept ones."""
+    from dptaucc import DPTauCC
+    from dptaucc.audit import redrawn
+    from dptaucc.audit.pairs import make_pair
+
+    pair = make_pair("moving_row")
+    kept, streamed = [], []
+    both_sides, side = redrawn._both_sides, redrawn._Side
+
+    def keep(*args, **kwargs):
+        out = both_sides(*args, **kwargs)
+        if isinstance(out, tuple):
+            kept.append(out[0][:50])
+        return out
+
+    class Recorded(side):
+        def draw(self, n):
+            rows = super().draw(n)
+            streamed.append(rows[:50])
+            return rows
+
+    monkeypatch.setattr(redrawn, "_both_sides", keep)
+    monkeypatch.setattr(redrawn, "_Side", Recorded)
+
+    def build(seed):
+        return DPTauCC(2, 2, epsilon=1.0, random_state=seed)
+
+    res = redrawn.audit_call_site_redrawn(build, pair.D, pair.D_prime, 3, n_samples=500,
+                                          alpha=0.05, n_histories=1, n_held=500)
+    assert res.n_fits == 1000 and kept and streamed
+    assert not np.array_equal(kept[-1], streamed[0])  # D's first streamed draws
