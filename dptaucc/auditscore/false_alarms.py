@@ -18,7 +18,7 @@ A *decision* is one verdict the gate takes on correct code, with a fresh audit s
   sum of its records' α (Bonferroni: the config's α per method, shared by its corrected jobs).
 
 Cost: the method audits run at reduced sizes (``--draws`` redraws per side at a call site,
-``--fits`` fits per side end to end, instead of the quick size's 100 000 and 1 200) with the
+``--fits`` fits per side end to end, instead of the quick size's 600 000 and 1 200) with the
 *same decision rule*: the same scenarios, histories, event selection on a held-out half,
 Clopper–Pearson bounds and α split. The level guarantee (P(alarm) ≤ nominal) holds at every
 size, so a rate above nominal at a reduced size is a real defect of the rule; at the full size

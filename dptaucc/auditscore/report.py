@@ -207,7 +207,7 @@ def false_alarm_lines(df: pd.DataFrame) -> list[str]:
     lines = ["### False alarms on correct code", "",
              f"`make audit-false-alarms` (`python -m dptaucc.auditscore.false_alarms`): {n} "
              f"decisions of the gate on the correct code, each with a fresh audit seed{seeds}, "
-             f"at these sizes ({sizes}; the gate's: primitives n=400000, call sites 100000 "
+             f"at these sizes ({sizes}; the gate's: primitives n=400000, call sites 600000 "
              "draws, end to end 1200 fits; smaller sizes keep the same decision rule: "
              "docs/audit.md). Rate with its 95 % Clopper–Pearson interval against the nominal "
              "level of one decision.", "",
@@ -237,13 +237,25 @@ def _coinciding(df: pd.DataFrame) -> list[str]:
     '- primitive: 3 distinct of 4 decisions (at one seed, a and b coincided 1 time(s))'
     >>> note.split(";")[1]
     ' over the distinct ones 0 alarms, rate 0.0000 [0.0000, 0.7076].'
+
+    Only decisions with a chosen event can coincide: a method's gate (no bound of its own)
+    or a record that chose no event (ε_lower 0) says nothing about the outputs drawn:
+
+    >>> gates = pd.DataFrame({"kind": ["method gate", "method gate", "end-to-end", "end-to-end"],
+    ...                       "name": ["m", "n", "m s1", "m s2"], "seed": [1] * 4,
+    ...                       "epsilon_lower": [float("nan"), float("nan"), 0.0, 0.0],
+    ...                       "event": [""] * 4, "alarm": [False] * 4})
+    >>> _coinciding(gates)
+    []
     """
     if not {"seed", "epsilon_lower", "event"} <= set(df.columns):
         return []
     out = []
     for kind, g in df.groupby("kind", sort=False):
-        keyed = g.assign(_key=list(zip(g["seed"], g["epsilon_lower"].round(12), g["event"],
-                                       strict=True)))
+        drawn = g["event"].astype(str).ne("") & g["epsilon_lower"].notna()
+        keyed = g.assign(_key=[(s, e, ev) if d else ("undrawn", i) for i, (s, e, ev, d) in
+                               enumerate(zip(g["seed"], g["epsilon_lower"].round(12), g["event"],
+                                             drawn, strict=True))])
         distinct = keyed.drop_duplicates("_key")
         if len(distinct) == len(g):
             continue
