@@ -342,7 +342,7 @@ LOCAL_SEARCH_RANGE = (
     "utilities move apart by at most 2(c′ − c)·(y′ − y)/Λ² ≤ 4R·√2‖G‖ρ/(‖G‖ρ + R)² ≤ √2 "
     "(R = max‖candidate‖, Λ = ‖G‖ρ + R): the range sensitivity charged, reached by centres "
     "±(M/2)(1, −1) at norm ρ")
-#: why the swaps stay just below 0.9 of their charge on their setup
+#: why the swaps sit close to 0.9 of their charge on their setup (shown only if one falls below)
 LOCAL_SEARCH_SWAP_LIMIT = (
     "close to 0.9 by construction: a swap from {e, e} always offers {0, e} (the unshifted "
     "grid's root is a candidate), which u moves by 0: the shared rows (B, 0) favour {c₊, e} "
